@@ -1,0 +1,21 @@
+// Package model calls a model through Link's model proxy, in the provider's
+// own wire format, always streamed: Anthropic's Messages API and the Chat
+// Completions API of OpenAI, OpenRouter and the runtimes that speak it.
+//
+// A Client sends a Request (the system prompt, the conversation with its
+// tool calls, results and thinking, the tools) and returns the whole
+// Response, handing each text fragment on as it comes. Request bodies are
+// built by appending to a buffer with keys in a fixed order, so the same
+// Request is the same bytes every turn and the provider's prompt cache
+// holds; testdata/*.golden hold them.
+//
+// Where a call went wrong is told by its error: a *StatusError for the
+// provider's refusal (a non-2xx status or an error event), wrapping
+// ErrTooLong when the prompt was too long; ErrCut when the stream ended
+// before the answer; ErrStalled when no byte came for the Request's Stall
+// time; ErrMalformed when the stream holds what no provider sends.
+//
+// The stream is read a line at a time, no line longer than 1 MiB, each event
+// decoded with one fastjson parser for the whole stream; the answer's text
+// grows in one builder, and the fragments handed on are slices of it.
+package model

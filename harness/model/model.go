@@ -1,0 +1,152 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"lnk.dev/linkharness/store"
+)
+
+// DefaultStall is how long a stream may go without a byte before Call gives
+// up on it, when the Request does not say.
+const DefaultStall = 60 * time.Second
+
+// DefaultMaxTokens is the answer's limit sent to a provider that requires
+// one (Anthropic) when the Request does not say.
+const DefaultMaxTokens = 4096
+
+// Errors a Call returns, wrapped with the provider and what happened; test
+// them with errors.Is.
+var (
+	// ErrTooLong comes when the provider refused the prompt as too long for
+	// the model's window. No provider has a code of its own for it, so it is
+	// told by the message: see tooLong.
+	ErrTooLong = errors.New("model: prompt too long")
+
+	// ErrCut comes when the stream ended before the provider said the answer
+	// was complete (message_stop, [DONE]): the connection closed or broke
+	// mid-answer.
+	ErrCut = errors.New("model: stream cut off")
+
+	// ErrStalled comes when the provider sent no byte for the Request's Stall
+	// time, before the headers or mid-stream.
+	ErrStalled = errors.New("model: stream stalled")
+
+	// ErrMalformed comes when the stream holds what no provider sends: an
+	// event that is not JSON, a line over maxLine, tool arguments that are not
+	// a JSON object.
+	ErrMalformed = errors.New("model: malformed stream")
+)
+
+// Message is one turn of the conversation sent to the model.
+type Message struct {
+	Role string // "user" or "assistant"
+	Text string
+
+	// Thinking is, on an assistant message, the raw JSON array of its
+	// thinking blocks, [{"thinking":..,"signature":..}] (or {"data":..} for a
+	// redacted block), as kept in the answer event. It is replayed to
+	// Anthropic, which needs it beside the tool calls it led to, and never
+	// shown.
+	Thinking []byte
+
+	Calls   []store.Call // assistant: the tool calls it made
+	Results []Result     // user: tool results answering the previous assistant's calls
+}
+
+// Result is one tool's answer to one call.
+type Result struct {
+	CallID  string
+	Name    string
+	Text    string
+	IsError bool
+}
+
+// Tool is a tool offered to the model. Schema is its input's JSON schema
+// object; empty means an object with any properties.
+type Tool struct {
+	Name        string
+	Description string
+	Schema      []byte
+}
+
+// Request is one call to a model.
+type Request struct {
+	Model     string
+	System    string
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int // 0: the provider's default, DefaultMaxTokens where one is required
+
+	// Stall is the longest the stream may go without a byte, from the
+	// request's start; 0 means DefaultStall.
+	Stall time.Duration
+}
+
+// Response is a model's whole answer.
+type Response struct {
+	Text       string
+	Thinking   []byte       // raw JSON array of thinking blocks, as Message.Thinking
+	Calls      []store.Call // Args always a JSON object
+	ResponseID string
+	Model      string
+
+	// Usage is normalized across providers: Input is the prompt tokens billed
+	// at the full input price, that is without the tokens read from or written
+	// to the cache, which are CacheRead and CacheWrite. Anthropic reports it
+	// so (input_tokens); for OpenAI it is prompt_tokens less cached_tokens.
+	Usage      store.Usage
+	StopReason string        // as the provider said it: end_turn, tool_use, stop, tool_calls, length …
+	Latency    time.Duration // from the request's start to the stream's last byte
+}
+
+// Client calls one provider's model. Implementations are safe for
+// concurrent use.
+type Client interface {
+	// Call sends req and streams the answer; onText (may be nil) gets each
+	// text fragment as it comes, a string that stays valid after the call.
+	Call(ctx context.Context, req *Request, onText func(fragment string)) (*Response, error)
+}
+
+// New returns the client of provider ("anthropic", "openai" or
+// "openrouter"). Its base URL is LNK_MODEL_PROXY_<PROVIDER> if set, else
+// LNK_MODEL_PROXY + "/" + provider; LNK_MODEL_PROXY_KEY, if set, is sent as
+// the provider's key. A nil hc means http.DefaultClient; it should have no
+// overall Timeout, since an answer streams for as long as it takes.
+func New(provider string, getenv func(string) string, hc *http.Client) (Client, error) {
+	base, err := baseURL(provider, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	key := getenv("LNK_MODEL_PROXY_KEY")
+	switch provider {
+	case "anthropic":
+		return &Anthropic{Base: base, Key: key, HTTP: hc}, nil
+	case "openai", "openrouter":
+		return &OpenAI{Provider: provider, Base: base, Key: key, HTTP: hc}, nil
+	}
+	return nil, fmt.Errorf("model: unknown provider %q (anthropic, openai or openrouter)", provider)
+}
+
+// baseURL is where provider's API sits: its own override, or its folder
+// under the model proxy.
+func baseURL(provider string, getenv func(string) string) (string, error) {
+	if provider == "" {
+		return "", errors.New("model: no provider")
+	}
+	override := "LNK_MODEL_PROXY_" + strings.ToUpper(provider)
+	if b := getenv(override); b != "" {
+		return strings.TrimRight(b, "/"), nil
+	}
+	if b := getenv("LNK_MODEL_PROXY"); b != "" {
+		return strings.TrimRight(b, "/") + "/" + provider, nil
+	}
+	return "", fmt.Errorf("model: %s: no model proxy: set LNK_MODEL_PROXY or %s", provider, override)
+}

@@ -1,0 +1,310 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fastjson"
+
+	"lnk.dev/linkharness/store"
+)
+
+// OpenAI is a client of the Chat Completions API, streamed: OpenAI's, and
+// OpenRouter's or a runtime's, which speak it too. Its fields are set once
+// before use; it is then safe for concurrent use.
+type OpenAI struct {
+	Provider string       // named in errors; "openrouter" also sends max_tokens, which it reads, for max_completion_tokens
+	Base     string       // the API's base URL; requests go to Base + "/v1/chat/completions"
+	Key      string       // sent as a bearer token when not empty
+	HTTP     *http.Client // nil means http.DefaultClient
+}
+
+var _ Client = (*OpenAI)(nil)
+
+// Call implements Client.
+func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
+	provider := c.Provider
+	if provider == "" {
+		provider = "openai"
+	}
+	body, err := appendOpenAIRequest(nil, req, provider == "openrouter")
+	if err != nil {
+		return nil, err
+	}
+	h := make(http.Header, 3)
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	if c.Key != "" {
+		h.Set("Authorization", "Bearer "+c.Key)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	p := post{provider: provider, hc: hc, url: c.Base + "/v1/chat/completions", body: body, header: h, stall: req.Stall}
+	d := openAIStream{provider: provider}
+	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
+	if err != nil {
+		return nil, err
+	}
+	d.resp.Latency = latency
+	return &d.resp, nil
+}
+
+// appendOpenAIRequest appends req as a Chat Completions request body, its
+// keys in a fixed order so the same request is the same bytes. The answer's
+// limit is max_completion_tokens, OpenAI's name, or max_tokens, the name
+// OpenRouter and the runtimes read.
+func appendOpenAIRequest(dst []byte, req *Request, maxTokensName bool) ([]byte, error) {
+	dst = append(dst, `{"model":`...)
+	dst = store.AppendString(dst, req.Model)
+	if req.MaxTokens > 0 {
+		if maxTokensName {
+			dst = append(dst, `,"max_tokens":`...)
+		} else {
+			dst = append(dst, `,"max_completion_tokens":`...)
+		}
+		dst = strconv.AppendInt(dst, int64(req.MaxTokens), 10)
+	}
+	dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true},"messages":[`...)
+	n := 0
+	if req.System != "" {
+		dst = append(dst, `{"role":"system","content":`...)
+		dst = store.AppendString(dst, req.System)
+		dst = append(dst, '}')
+		n++
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		switch m.Role {
+		case "user":
+			dst, n = appendOpenAIUser(dst, m, n)
+		case "assistant":
+			dst, n = appendOpenAIAssistant(dst, m, n)
+		default:
+			return nil, fmt.Errorf("model: openai: message %d: role %q is not user or assistant", i, m.Role)
+		}
+	}
+	dst = append(dst, ']')
+	if len(req.Tools) > 0 {
+		dst = append(dst, `,"tools":[`...)
+		for i := range req.Tools {
+			t := &req.Tools[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"type":"function","function":{"name":`...)
+			dst = store.AppendString(dst, t.Name)
+			if t.Description != "" {
+				dst = append(dst, `,"description":`...)
+				dst = store.AppendString(dst, t.Description)
+			}
+			dst = append(dst, `,"parameters":`...)
+			dst = appendSchema(dst, t.Schema)
+			dst = append(dst, `}}`...)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
+}
+
+// appendOpenAIUser appends a user message: a tool message for each result,
+// then the text, if any. n counts the messages so far.
+func appendOpenAIUser(dst []byte, m *Message, n int) ([]byte, int) {
+	for i := range m.Results {
+		r := &m.Results[i]
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":"tool","tool_call_id":`...)
+		dst = store.AppendString(dst, r.CallID)
+		dst = append(dst, `,"content":`...)
+		if r.IsError {
+			// The format has no mark for a failed call; the words say it.
+			dst = store.AppendString(dst, "error: "+r.Text)
+		} else {
+			dst = store.AppendString(dst, r.Text)
+		}
+		dst = append(dst, '}')
+		n++
+	}
+	if m.Text != "" || len(m.Results) == 0 {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":"user","content":`...)
+		dst = store.AppendString(dst, m.Text)
+		dst = append(dst, '}')
+		n++
+	}
+	return dst, n
+}
+
+func appendOpenAIAssistant(dst []byte, m *Message, n int) ([]byte, int) {
+	if n > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"role":"assistant","content":`...)
+	if m.Text == "" && len(m.Calls) > 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = store.AppendString(dst, m.Text)
+	}
+	if len(m.Calls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i := range m.Calls {
+			c := &m.Calls[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = store.AppendString(dst, c.ID)
+			dst = append(dst, `,"type":"function","function":{"name":`...)
+			dst = store.AppendString(dst, c.Name)
+			dst = append(dst, `,"arguments":`...)
+			if len(c.Args) == 0 {
+				dst = append(dst, `"{}"`...)
+			} else {
+				dst = store.AppendString(dst, string(c.Args))
+			}
+			dst = append(dst, `}}`...)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), n + 1
+}
+
+// openAIStream decodes a Chat Completions chunk stream into a Response. It
+// is used for one stream; its parser is reused for every chunk of it.
+type openAIStream struct {
+	provider string
+	p        fastjson.Parser
+	resp     Response
+	text     strings.Builder
+	calls    []openAICall
+}
+
+// openAICall is a tool call being streamed.
+type openAICall struct {
+	id, name string
+	args     []byte
+}
+
+// decode reads chunks until [DONE].
+func (d *openAIStream) decode(s *sseReader, onText func(string)) error {
+	defer func() { d.resp.Text = d.text.String() }()
+	for {
+		data, err := s.next()
+		if err != nil {
+			return err
+		}
+		if string(data) == "[DONE]" {
+			return d.finish()
+		}
+		v, err := d.p.ParseBytes(data)
+		if err != nil {
+			return fmt.Errorf("%w: a chunk is not JSON: %v", ErrMalformed, err)
+		}
+		if err := d.chunk(v, onText); err != nil {
+			return err
+		}
+	}
+}
+
+// chunk takes in one chunk.
+func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
+	if ev := v.Get("error"); ev != nil {
+		e := &StatusError{Provider: d.provider}
+		errorFields(e, v)
+		if c := ev.Get("code"); c != nil && c.Type() == fastjson.TypeNumber {
+			e.Code = c.GetInt()
+		}
+		return e
+	}
+	if d.resp.ResponseID == "" {
+		d.resp.ResponseID = string(v.GetStringBytes("id"))
+	}
+	if d.resp.Model == "" {
+		d.resp.Model = string(v.GetStringBytes("model"))
+	}
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		// prompt_tokens counts the cached tokens too; Input leaves them out.
+		prompt := u.GetInt64("prompt_tokens")
+		cached := u.GetInt64("prompt_tokens_details", "cached_tokens")
+		d.resp.Usage = store.Usage{Input: prompt - cached, Output: u.GetInt64("completion_tokens"), CacheRead: cached}
+	}
+	for _, c := range v.GetArray("choices") {
+		if c.GetInt("index") != 0 {
+			continue
+		}
+		if r := c.GetStringBytes("finish_reason"); r != nil {
+			d.resp.StopReason = string(r)
+		}
+		delta := c.Get("delta")
+		if delta == nil {
+			continue
+		}
+		if t := delta.GetStringBytes("content"); len(t) > 0 {
+			start := d.text.Len()
+			d.text.Write(t)
+			if onText != nil {
+				onText(d.text.String()[start:])
+			}
+		}
+		for _, tc := range delta.GetArray("tool_calls") {
+			if err := d.callDelta(tc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// callDelta adds a fragment of a tool call: the first names it, the rest
+// carry pieces of its arguments.
+func (d *openAIStream) callDelta(tc *fastjson.Value) error {
+	i := len(d.calls) - 1
+	if ix := tc.Get("index"); ix != nil {
+		i = ix.GetInt()
+	} else if tc.Get("id") != nil {
+		i = len(d.calls) // a runtime that leaves out the index starts a call with its id
+	}
+	if i < 0 || i >= maxBlocks {
+		return fmt.Errorf("%w: tool call index %d", ErrMalformed, i)
+	}
+	for len(d.calls) <= i {
+		d.calls = append(d.calls, openAICall{})
+	}
+	c := &d.calls[i]
+	if id := tc.GetStringBytes("id"); len(id) > 0 {
+		c.id = string(id)
+	}
+	if name := tc.GetStringBytes("function", "name"); len(name) > 0 && c.name == "" {
+		c.name = string(name)
+	}
+	frag := tc.GetStringBytes("function", "arguments")
+	if len(c.args)+len(frag) > maxLine {
+		return fmt.Errorf("%w: call %s: arguments over %d bytes", ErrMalformed, c.id, maxLine)
+	}
+	c.args = append(c.args, frag...)
+	return nil
+}
+
+// finish turns the calls streamed into the answer's.
+func (d *openAIStream) finish() error {
+	for i := range d.calls {
+		c := &d.calls[i]
+		if c.id == "" && c.name == "" && len(c.args) == 0 {
+			continue // an index skipped
+		}
+		args, err := callArgs(c.args)
+		if err != nil {
+			return fmt.Errorf("%w: call %s (%s): %v", ErrMalformed, c.id, c.name, err)
+		}
+		d.resp.Calls = append(d.resp.Calls, store.Call{ID: c.id, Name: c.name, Args: args})
+	}
+	return nil
+}
