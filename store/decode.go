@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -38,6 +39,13 @@ func (d *Decoder) Decode(b []byte, e *Event) error {
 	})
 	if bad != nil {
 		return bad
+	}
+	// Values kept raw are written back as read, so they must be valid JSON
+	// as JSON's grammar says, which the parser does not hold them to.
+	if len(e.Extra) > 0 || len(e.Thinking) > 0 || len(e.Calls) > 0 {
+		if !json.Valid(b) {
+			return fmt.Errorf("%w: not valid JSON", ErrBadEvent)
+		}
 	}
 	if e.Seq <= 0 {
 		return fmt.Errorf("%w: no seq", ErrBadEvent)

@@ -154,7 +154,7 @@ func AppendString(dst []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, "\uFFFD"...)
 			i += size
 			start = i
 			continue
