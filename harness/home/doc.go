@@ -1,0 +1,20 @@
+// Package home names every path of an agent's home. Nothing else in Link
+// Harness builds a path from a name: a name from outside (a thread, a model,
+// a skill) becomes a path only through Agent.Path, which refuses what could
+// leave the home.
+//
+// An agent's home, as DESIGN.md lays it out:
+//
+//	config.json                    settings, read each turn
+//	tool-lists.json                derived: each tool's name, address hash, calls
+//	instructions/persona.md        who it is
+//	instructions/owner.md          who you are
+//	instructions/instruction.md    standing instructions
+//	instructions/models/<maker>/<model>/instruction.md
+//	memory/notes.md                notes
+//	skills/<name>/SKILL.md         skills
+//	files/                         the workspace its tools work in
+//	chats/<dir>/                   one conversation (events.jsonl, events.zst,
+//	                               store.<driver>, chat.md, tools.json, end, pending/)
+//	chats/events.sqlite            lnk-sqlite's file
+package home

@@ -1,0 +1,154 @@
+package home
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestThreadDir(t *testing.T) {
+	for _, tc := range []struct {
+		thread, dir string
+		bad         bool
+	}{
+		{"telegram:42", "telegram-42", false},
+		{"plain-name_1.x", "plain-name_1.x", false},
+		{"a/b", "a-b", false},
+		{"../x", "..-x", false},
+		{"é", "--", false},
+		{"", "", true},
+		{".", "", true},
+		{"..", "", true},
+		{strings.Repeat("a", 200), strings.Repeat("a", 200), false},
+		{strings.Repeat("a", 201), "", true},
+		{strings.Repeat("a", 300), "", true},
+	} {
+		dir, err := ThreadDir(tc.thread)
+		if tc.bad {
+			if !errors.Is(err, ErrBadName) {
+				t.Errorf("ThreadDir(%q) = %q, %v; want ErrBadName", tc.thread, dir, err)
+			}
+			continue
+		}
+		if err != nil || dir != tc.dir {
+			t.Errorf("ThreadDir(%q) = %q, %v; want %q", tc.thread, dir, err, tc.dir)
+		}
+	}
+}
+
+func TestPath(t *testing.T) {
+	a := Agent{Name: "ada", Dir: "/h/ada"}
+	for _, tc := range []struct {
+		p    Place
+		name string
+		want string
+	}{
+		{Config, "", "/h/ada/config.json"},
+		{ToolLists, "", "/h/ada/tool-lists.json"},
+		{Instruction, "", "/h/ada/instructions/instruction.md"},
+		{Persona, "", "/h/ada/instructions/persona.md"},
+		{Owner, "", "/h/ada/instructions/owner.md"},
+		{ModelInstruction, "anthropic/claude-opus-5-5", "/h/ada/instructions/models/anthropic/claude-opus-5-5/instruction.md"},
+		{ModelInstruction, "ollama/qwen3:8b", "/h/ada/instructions/models/ollama/qwen3:8b/instruction.md"},
+		{Notes, "", "/h/ada/memory/notes.md"},
+		{Skill, "pdf", "/h/ada/skills/pdf/SKILL.md"},
+		{Files, "", "/h/ada/files"},
+		{Chat, "telegram:42", "/h/ada/chats/telegram-42"},
+		{ChatEvents, "telegram:42", "/h/ada/chats/telegram-42/events.jsonl"},
+		{ChatFrames, "t", "/h/ada/chats/t/events.zst"},
+		{ChatCopy, "t", "/h/ada/chats/t/chat.md"},
+		{ChatTools, "t", "/h/ada/chats/t/tools.json"},
+		{ChatEnd, "t", "/h/ada/chats/t/end"},
+		{ChatPending, "t", "/h/ada/chats/t/pending"},
+		{SQLite, "", "/h/ada/chats/events.sqlite"},
+	} {
+		got, err := a.Path(tc.p, tc.name)
+		if err != nil || got != filepath.FromSlash(tc.want) {
+			t.Errorf("Path(%d, %q) = %q, %v; want %q", tc.p, tc.name, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		p    Place
+		name string
+	}{
+		{ModelInstruction, "nomaker"},
+		{ModelInstruction, "../x"},
+		{ModelInstruction, "a/../b"},
+		{ModelInstruction, "a/b/c"},
+		{ModelInstruction, "/b"},
+		{Skill, "../x"},
+		{Skill, "a/b"},
+		{Skill, ""},
+		{Chat, ".."},
+		{Chat, ""},
+		{Config, "x"},
+	} {
+		if got, err := a.Path(tc.p, tc.name); !errors.Is(err, ErrBadName) {
+			t.Errorf("Path(%d, %q) = %q, %v; want ErrBadName", tc.p, tc.name, got, err)
+		}
+	}
+	if _, err := (Agent{Name: "x"}).Path(Config, ""); !errors.Is(err, ErrBadName) {
+		t.Errorf("an agent without a home: %v", err)
+	}
+}
+
+// Every path stays inside the home, whatever the name.
+func FuzzPathInside(f *testing.F) {
+	for _, s := range []string{"telegram:42", "../../etc", "a/b", "ollama/qwen3:8b", "..", "x\x00y"} {
+		f.Add(s)
+	}
+	a := Agent{Name: "ada", Dir: "/h/ada"}
+	f.Fuzz(func(t *testing.T, name string) {
+		for _, p := range []Place{ModelInstruction, Skill, Chat, ChatEvents, ChatPending} {
+			got, err := a.Path(p, name)
+			if err != nil {
+				continue
+			}
+			rel, err := filepath.Rel(a.Dir, got)
+			if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
+				t.Fatalf("Path(%d, %q) = %q leaves the home", p, name, got)
+			}
+		}
+	})
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	a := Agent{Name: "ada", Dir: dir}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "instructions"), 0o700))
+	must(os.WriteFile(filepath.Join(dir, "instructions", "instruction.md"), []byte("be brief"), 0o600))
+	outside := t.TempDir()
+	must(os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600))
+	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "instructions", "persona.md")))
+	must(os.Symlink(outside, filepath.Join(dir, "memory")))
+
+	p, _ := a.Path(Instruction, "")
+	if b, err := a.ReadFile(p, 100); err != nil || string(b) != "be brief" {
+		t.Fatalf("ReadFile = %q, %v", b, err)
+	}
+	if _, err := a.ReadFile(p, 3); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over its most: %v", err)
+	}
+	p, _ = a.Path(Persona, "")
+	if b, err := a.ReadFile(p, 100); !errors.Is(err, ErrBadName) {
+		t.Errorf("through a symlinked file: %q, %v", b, err)
+	}
+	if b, err := a.ReadFile(filepath.Join(dir, "memory", "secret"), 100); !errors.Is(err, ErrBadName) {
+		t.Errorf("through a symlinked folder: %q, %v", b, err)
+	}
+	if b, err := a.ReadFile(filepath.Join(dir, "..", "x"), 100); !errors.Is(err, ErrBadName) {
+		t.Errorf("outside the home: %q, %v", b, err)
+	}
+	p, _ = a.Path(Owner, "")
+	if _, err := a.ReadFile(p, 100); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}

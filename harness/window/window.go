@@ -1,0 +1,94 @@
+package window
+
+import "unicode/utf8"
+
+// Tokens counts s roughly, as a turn does before the provider has counted:
+// four ASCII bytes to a token, and one token for any other character, so
+// Chinese or an emoji is not undercounted. The count never changes for a
+// text once written, so the window's drop points stay where they are.
+func Tokens(s string) int {
+	ascii, other := 0, 0
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			ascii++
+			i++
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		other++
+	}
+	return (ascii+3)/4 + other
+}
+
+// Share is the conversation's share of a window of size tokens: the window
+// less the answer's room, the fixed part of the prompt (instructions and
+// tools) and the margin for the rough count's error. It is never negative.
+func Share(size, answer, fixed int, margin float64) int {
+	n := size - answer - fixed - int(margin*float64(size))
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// Checkpoint is where a window starts: the first seq the model sees, and
+// the rough tokens of the conversation before it.
+type Checkpoint struct {
+	Start        int64
+	TokensBefore int64
+}
+
+// Item is one event as the window sees it: its seq, its rough tokens, and
+// whether a window may start at it (a message starts a turn; an answer or a
+// tool's result never opens a window).
+type Item struct {
+	Seq      int64
+	Tokens   int
+	CanStart bool
+}
+
+// Start returns where the window starts, given the last checkpoint and the
+// events from it to the end, oldest first. While the events from the start
+// do not fit share, the oldest turns leave half the share at a time, at the
+// next message after that half: points fixed by the conversation itself, so
+// the prompt's start stays the same for many turns between drops. The last
+// message always stays, even if alone it does not fit.
+func Start(prev Checkpoint, items []Item, share int) Checkpoint {
+	total := 0
+	for _, it := range items {
+		total += it.Tokens
+	}
+	cp := prev
+	i := 0
+	for total > share && i < len(items) {
+		// Drop at least half the share, then up to the next message.
+		dropped, j := 0, i
+		for j < len(items) && (dropped < share/2 || dropped == 0 || !items[j].CanStart) {
+			dropped += items[j].Tokens
+			j++
+		}
+		if j >= len(items) {
+			// Half the share reaches past the last message: start at the
+			// last message, if there is a later one, and stop there.
+			j = i + 1
+			for k := i + 1; k < len(items); k++ {
+				if items[k].CanStart {
+					j = k
+				}
+			}
+			if j >= len(items) || !items[j].CanStart {
+				break
+			}
+			dropped = 0
+			for k := i; k < j; k++ {
+				dropped += items[k].Tokens
+			}
+		}
+		i = j
+		total -= dropped
+		cp.TokensBefore += int64(dropped)
+		cp.Start = items[i].Seq
+	}
+	return cp
+}
