@@ -1,0 +1,103 @@
+package measure
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestSampleProcSelf(t *testing.T) {
+	a, err := SampleProc(os.Getpid(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until 30 ms of CPU (on a busy machine that takes longer than
+	// 30 ms of wall time), and write, so the counters move.
+	deadline := time.Now().Add(5 * time.Second)
+	n := 0
+	for time.Now().Before(deadline) {
+		n++
+		if n%10000 != 0 {
+			continue
+		}
+		if s, err := SampleProc(os.Getpid(), false); err == nil && s.CPUNanos > a.CPUNanos+30e6 {
+			break
+		}
+	}
+	f, err := os.Create(t.TempDir() + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 1<<16)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b, err := SampleProc(os.Getpid(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.RSS == 0 || b.PSS == 0 || b.PSS > b.RSS {
+		t.Errorf("rss %d pss %d: want 0 < pss <= rss", b.RSS, b.PSS)
+	}
+	if cpu := cpuSeconds(a, b); cpu < 0.03 || cpu > 5 {
+		t.Errorf("cpu %.4f s over a spin of 30 ms of cpu: %+v then %+v", cpu, a, b)
+	}
+	if w := b.WChar - a.WChar; w < 1<<16 {
+		t.Errorf("wchar grew %d, want at least %d", w, 1<<16)
+	}
+}
+
+func TestSampleProcChild(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep program:", err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	s, err := SampleProc(cmd.Process.Pid, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RSS == 0 || s.PSS == 0 {
+		t.Errorf("sleep: rss %d pss %d", s.RSS, s.PSS)
+	}
+	// The child's clock counts its CPU as it runs, to the nanosecond.
+	spin := exec.Command("sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := SampleProc(spin.Process.Pid, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	b, err := SampleProc(spin.Process.Pid, false)
+	spin.Process.Kill()
+	spin.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.CPUNanos == 0 || b.CPUNanos <= a.CPUNanos {
+		t.Errorf("cpu clock of a spinning child: %d then %d", a.CPUNanos, b.CPUNanos)
+	}
+	if _, err := SampleProc(1<<30, false); err == nil {
+		t.Error("a process that does not exist was sampled")
+	}
+}
+
+func TestCPUSeconds(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		a, b ProcSample
+		want float64
+	}{
+		{"clock", ProcSample{CPUNanos: 1e9, CPUTicks: 100}, ProcSample{CPUNanos: 1.5e9, CPUTicks: 151}, 0.5},
+		{"no clock", ProcSample{CPUTicks: 100}, ProcSample{CPUTicks: 130}, 0.3},
+		{"clock went back", ProcSample{CPUNanos: 2e9, CPUTicks: 200}, ProcSample{CPUNanos: 1e9, CPUTicks: 300}, 0},
+	} {
+		if got := cpuSeconds(tt.a, tt.b); got < tt.want-1e-9 || got > tt.want+1e-9 {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
