@@ -1,0 +1,56 @@
+// Package scripted is the scripted model: a real HTTP server speaking the
+// providers' wire formats (Anthropic's Messages API and the Chat Completions
+// API of OpenAI and OpenRouter), streamed or not, answering as a script
+// says, deterministically. It stands where LNK_MODEL_PROXY points (paths
+// under /anthropic, /openai, /openrouter) or where a provider's override
+// points (paths at /v1/…), for tests and load.
+//
+// A script is an ordered list of rules; the first whose match is in the
+// last user text (and whose results filter fits) answers:
+//
+//	seed = 7
+//
+//	[[rule]]
+//	match = "weather"
+//	results = "no"          # only before the tool results come back
+//	text = "Let me look."
+//	chunks = 3
+//	[[rule.call]]
+//	name = "weather__now"
+//	args = '{"city":"Oslo"}'
+//
+//	[[rule]]
+//	match = "weather"
+//	results = "yes"
+//	text = "Sunny. You asked: {text}"
+//	latency_ms = 20
+//	latency_ms_max = 80     # drawn uniformly, from the seed and the request
+//	[rule.usage]
+//	cache_read = 1200
+//
+//	[[rule]]
+//	match = "huge"
+//	refuse = true           # too long, in each provider's words, status 400
+//
+//	[[rule]]
+//	match = "busy"
+//	status = 429
+//	retry_after = 3
+//
+//	[[rule]]
+//	match = "hang"
+//	stall = true            # also: cut = true; either after after_chunks pieces
+//	after_chunks = 2
+//
+//	[[rule]]
+//	match = "any"
+//	answer_bytes = 200
+//	answer_bytes_max = 2000
+//
+// With no script, or where no rule matches, the answer is "ok: " and a short
+// digest of the last user text, at once. Usage reports the request's bytes
+// / 4 as input and the answer's bytes / 4 as output unless the rule says.
+//
+// The server keeps the last 100 request bodies for tests: Requests, and GET
+// /_scripted/requests as JSON lines.
+package scripted

@@ -1,0 +1,114 @@
+package scripted
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/valyala/fastjson"
+)
+
+// request is what the scripted model reads of a request.
+type request struct {
+	format  format
+	model   string
+	stream  bool
+	usage   bool   // OpenAI: stream_options.include_usage
+	text    string // the last user text
+	results bool   // the last message carries tool results
+	size    int    // the body's bytes
+}
+
+// format is a provider's wire format, with the provider named in errors.
+type format int
+
+const (
+	anthropic format = iota
+	openAI
+	openRouter
+)
+
+// parseRequest reads body in f's format.
+func parseRequest(p *fastjson.Parser, f format, body []byte) (*request, error) {
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return nil, errors.New("the body is not JSON: " + err.Error())
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, errors.New("the body is not a JSON object")
+	}
+	msgs := v.GetArray("messages")
+	if len(msgs) == 0 {
+		return nil, errors.New("messages: none")
+	}
+	r := &request{
+		format: f,
+		model:  string(v.GetStringBytes("model")),
+		stream: v.GetBool("stream"),
+		usage:  v.GetBool("stream_options", "include_usage"),
+		size:   len(body),
+	}
+	if f == anthropic {
+		r.text, r.results = anthropicLast(msgs)
+	} else {
+		r.text, r.results = openAILast(msgs)
+	}
+	return r, nil
+}
+
+// anthropicLast finds the last user text and whether the last message
+// carries tool results.
+func anthropicLast(msgs []*fastjson.Value) (string, bool) {
+	results := false
+	for _, b := range msgs[len(msgs)-1].GetArray("content") {
+		if string(b.GetStringBytes("type")) == "tool_result" {
+			results = true
+		}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if string(m.GetStringBytes("role")) != "user" {
+			continue
+		}
+		if t := m.GetStringBytes("content"); len(t) > 0 {
+			return string(t), results
+		}
+		if t := joinText(m.GetArray("content")); t != "" {
+			return t, results
+		}
+	}
+	return "", results
+}
+
+// openAILast finds the last user text and whether the last message is a
+// tool result.
+func openAILast(msgs []*fastjson.Value) (string, bool) {
+	results := string(msgs[len(msgs)-1].GetStringBytes("role")) == "tool"
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if string(m.GetStringBytes("role")) != "user" {
+			continue
+		}
+		if t := m.GetStringBytes("content"); len(t) > 0 {
+			return string(t), results
+		}
+		if t := joinText(m.GetArray("content")); t != "" {
+			return t, results
+		}
+	}
+	return "", results
+}
+
+// joinText joins the text parts of a content array.
+func joinText(parts []*fastjson.Value) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if string(p.GetStringBytes("type")) != "text" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(p.GetStringBytes("text"))
+	}
+	return b.String()
+}

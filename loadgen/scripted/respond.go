@@ -1,0 +1,438 @@
+package scripted
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"lnk.dev/linkharness/store"
+)
+
+func quote(s string) []byte { return store.AppendString(nil, s) }
+
+// stream writes one streamed answer, a piece at a time, stopping where the
+// rule cuts or stalls it.
+type stream struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	ctx     context.Context
+	srv     *Server
+	a       *answer
+	buf     []byte
+	sent    int // pieces sent
+}
+
+// flush writes what buf holds and pushes it to the client.
+func (st *stream) flush() {
+	_, _ = st.w.Write(st.buf)
+	st.buf = st.buf[:0]
+	if st.flusher != nil {
+		st.flusher.Flush()
+	}
+}
+
+// piece says whether the next piece of the answer is to be sent: not once
+// a cut or a stall is due (the stall is held here), nor when the client is
+// gone. It waits the pause between pieces.
+func (st *stream) piece() bool {
+	if r := st.a.rule; r != nil && (r.Cut || r.Stall) && st.sent >= r.AfterChunks {
+		st.flush()
+		if r.Stall {
+			st.srv.hold(st.ctx)
+		}
+		return false
+	}
+	if st.sent > 0 && st.a.pause > 0 {
+		st.flush()
+		if !st.srv.wait(st.ctx, st.a.pause) {
+			return false
+		}
+	}
+	st.sent++
+	return st.ctx.Err() == nil
+}
+
+// anthropic streams the answer as Messages API events.
+func (st *stream) anthropic(req *request) {
+	a := st.a
+	st.event("message_start")
+	st.buf = append(st.buf, `{"type":"message_start","message":{"id":"msg_`...)
+	st.buf = append(st.buf, a.id...)
+	st.buf = append(st.buf, `","type":"message","role":"assistant","model":`...)
+	st.buf = store.AppendString(st.buf, req.model)
+	st.buf = append(st.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
+	st.buf = strconv.AppendInt(st.buf, a.usage.Input, 10)
+	st.buf = append(st.buf, `,"cache_creation_input_tokens":`...)
+	st.buf = strconv.AppendInt(st.buf, a.usage.CacheWrite, 10)
+	st.buf = append(st.buf, `,"cache_read_input_tokens":`...)
+	st.buf = strconv.AppendInt(st.buf, a.usage.CacheRead, 10)
+	st.buf = append(st.buf, `,"output_tokens":1}}}`+"\n\n"...)
+	st.flush()
+
+	index := 0
+	if a.thinking != "" {
+		st.blockStart(index, `{"type":"thinking","thinking":"","signature":""}`)
+		for _, p := range pieces(a.thinking, a.chunks) {
+			if !st.piece() {
+				return
+			}
+			st.delta(index, "thinking_delta", "thinking", p)
+		}
+		st.delta(index, "signature_delta", "signature", "sig_"+a.id)
+		st.blockStop(index)
+		index++
+	}
+	if a.text != "" {
+		st.blockStart(index, `{"type":"text","text":""}`)
+		for _, p := range pieces(a.text, a.chunks) {
+			if !st.piece() {
+				return
+			}
+			st.delta(index, "text_delta", "text", p)
+		}
+		st.blockStop(index)
+		index++
+	}
+	for _, c := range a.calls {
+		st.event("content_block_start")
+		st.buf = append(st.buf, `{"type":"content_block_start","index":`...)
+		st.buf = strconv.AppendInt(st.buf, int64(index), 10)
+		st.buf = append(st.buf, `,"content_block":{"type":"tool_use","id":"toolu_`...)
+		st.buf = append(st.buf, c.id...)
+		st.buf = append(st.buf, `","name":`...)
+		st.buf = store.AppendString(st.buf, c.name)
+		st.buf = append(st.buf, `,"input":{}}}`+"\n\n"...)
+		for _, p := range pieces(c.args, a.chunks) {
+			if !st.piece() {
+				return
+			}
+			st.delta(index, "input_json_delta", "partial_json", p)
+		}
+		st.blockStop(index)
+		index++
+	}
+	if !st.piece() {
+		return
+	}
+	st.event("message_delta")
+	st.buf = append(st.buf, `{"type":"message_delta","delta":{"stop_reason":"`...)
+	st.buf = append(st.buf, stopReason(a, "end_turn", "tool_use")...)
+	st.buf = append(st.buf, `","stop_sequence":null},"usage":{"output_tokens":`...)
+	st.buf = strconv.AppendInt(st.buf, a.usage.Output, 10)
+	st.buf = append(st.buf, "}}\n\n"...)
+	st.event("message_stop")
+	st.buf = append(st.buf, `{"type":"message_stop"}`+"\n\n"...)
+	st.flush()
+}
+
+func (st *stream) event(name string) {
+	st.buf = append(st.buf, "event: "...)
+	st.buf = append(st.buf, name...)
+	st.buf = append(st.buf, "\ndata: "...)
+}
+
+func (st *stream) blockStart(index int, block string) {
+	st.event("content_block_start")
+	st.buf = append(st.buf, `{"type":"content_block_start","index":`...)
+	st.buf = strconv.AppendInt(st.buf, int64(index), 10)
+	st.buf = append(st.buf, `,"content_block":`...)
+	st.buf = append(st.buf, block...)
+	st.buf = append(st.buf, "}\n\n"...)
+}
+
+func (st *stream) delta(index int, typ, key, s string) {
+	st.event("content_block_delta")
+	st.buf = append(st.buf, `{"type":"content_block_delta","index":`...)
+	st.buf = strconv.AppendInt(st.buf, int64(index), 10)
+	st.buf = append(st.buf, `,"delta":{"type":"`...)
+	st.buf = append(st.buf, typ...)
+	st.buf = append(st.buf, `","`...)
+	st.buf = append(st.buf, key...)
+	st.buf = append(st.buf, `":`...)
+	st.buf = store.AppendString(st.buf, s)
+	st.buf = append(st.buf, "}}\n\n"...)
+	st.flush()
+}
+
+func (st *stream) blockStop(index int) {
+	st.event("content_block_stop")
+	st.buf = append(st.buf, `{"type":"content_block_stop","index":`...)
+	st.buf = strconv.AppendInt(st.buf, int64(index), 10)
+	st.buf = append(st.buf, "}\n\n"...)
+}
+
+// openAI streams the answer as Chat Completions chunks.
+func (st *stream) openAI(req *request) {
+	a := st.a
+	st.chunkStart(req)
+	st.buf = append(st.buf, `{"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n"...)
+	st.flush()
+	for _, p := range pieces(a.text, a.chunks) {
+		if p == "" {
+			break
+		}
+		if !st.piece() {
+			return
+		}
+		st.chunkStart(req)
+		st.buf = append(st.buf, `{"content":`...)
+		st.buf = store.AppendString(st.buf, p)
+		st.buf = append(st.buf, `},"finish_reason":null}]}`+"\n\n"...)
+		st.flush()
+	}
+	for i, c := range a.calls {
+		st.chunkStart(req)
+		st.buf = append(st.buf, `{"tool_calls":[{"index":`...)
+		st.buf = strconv.AppendInt(st.buf, int64(i), 10)
+		st.buf = append(st.buf, `,"id":"call_`...)
+		st.buf = append(st.buf, c.id...)
+		st.buf = append(st.buf, `","type":"function","function":{"name":`...)
+		st.buf = store.AppendString(st.buf, c.name)
+		st.buf = append(st.buf, `,"arguments":""}}]},"finish_reason":null}]}`+"\n\n"...)
+		for _, p := range pieces(c.args, a.chunks) {
+			if !st.piece() {
+				return
+			}
+			st.chunkStart(req)
+			st.buf = append(st.buf, `{"tool_calls":[{"index":`...)
+			st.buf = strconv.AppendInt(st.buf, int64(i), 10)
+			st.buf = append(st.buf, `,"function":{"arguments":`...)
+			st.buf = store.AppendString(st.buf, p)
+			st.buf = append(st.buf, `}}]},"finish_reason":null}]}`+"\n\n"...)
+			st.flush()
+		}
+	}
+	if !st.piece() {
+		return
+	}
+	st.chunkStart(req)
+	st.buf = append(st.buf, `{},"finish_reason":"`...)
+	st.buf = append(st.buf, stopReason(a, "stop", "tool_calls")...)
+	st.buf = append(st.buf, `"}]}`+"\n\n"...)
+	if req.usage {
+		st.buf = append(st.buf, `data: {"id":"chatcmpl-`...)
+		st.buf = append(st.buf, a.id...)
+		st.buf = append(st.buf, `","object":"chat.completion.chunk","created":0,"model":`...)
+		st.buf = store.AppendString(st.buf, req.model)
+		st.buf = append(st.buf, `,"choices":[],"usage":`...)
+		st.buf = appendOpenAIUsage(st.buf, a.usage)
+		st.buf = append(st.buf, "}\n\n"...)
+	}
+	st.buf = append(st.buf, "data: [DONE]\n\n"...)
+	st.flush()
+}
+
+// chunkStart begins a chunk, up to its delta.
+func (st *stream) chunkStart(req *request) {
+	st.buf = append(st.buf, `data: {"id":"chatcmpl-`...)
+	st.buf = append(st.buf, st.a.id...)
+	st.buf = append(st.buf, `","object":"chat.completion.chunk","created":0,"model":`...)
+	st.buf = store.AppendString(st.buf, req.model)
+	st.buf = append(st.buf, `,"choices":[{"index":0,"delta":`...)
+}
+
+func stopReason(a *answer, done, calls string) string {
+	if len(a.calls) > 0 {
+		return calls
+	}
+	return done
+}
+
+// appendOpenAIUsage appends usage as OpenAI counts it: prompt_tokens holds
+// the cached tokens too, and there is no count of cache writes.
+func appendOpenAIUsage(b []byte, u Usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, u.Input+u.CacheRead, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, u.Output, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, u.Input+u.CacheRead+u.Output, 10)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheRead, 10)
+	return append(b, "}}"...)
+}
+
+// writeWhole writes the answer in one response, not streamed. A cut or a
+// stall has no meaning here; the answer is whole.
+func writeWhole(w http.ResponseWriter, req *request, a *answer) {
+	var b []byte
+	if req.format == anthropic {
+		b = append(b, `{"id":"msg_`...)
+		b = append(b, a.id...)
+		b = append(b, `","type":"message","role":"assistant","model":`...)
+		b = store.AppendString(b, req.model)
+		b = append(b, `,"content":[`...)
+		n := 0
+		if a.thinking != "" {
+			b = append(b, `{"type":"thinking","thinking":`...)
+			b = store.AppendString(b, a.thinking)
+			b = append(b, `,"signature":"sig_`...)
+			b = append(b, a.id...)
+			b = append(b, `"}`...)
+			n++
+		}
+		if a.text != "" {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"text","text":`...)
+			b = store.AppendString(b, a.text)
+			b = append(b, '}')
+			n++
+		}
+		for _, c := range a.calls {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"tool_use","id":"toolu_`...)
+			b = append(b, c.id...)
+			b = append(b, `","name":`...)
+			b = store.AppendString(b, c.name)
+			b = append(b, `,"input":`...)
+			b = append(b, c.args...)
+			b = append(b, '}')
+			n++
+		}
+		b = append(b, `],"stop_reason":"`...)
+		b = append(b, stopReason(a, "end_turn", "tool_use")...)
+		b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
+		b = strconv.AppendInt(b, a.usage.Input, 10)
+		b = append(b, `,"cache_creation_input_tokens":`...)
+		b = strconv.AppendInt(b, a.usage.CacheWrite, 10)
+		b = append(b, `,"cache_read_input_tokens":`...)
+		b = strconv.AppendInt(b, a.usage.CacheRead, 10)
+		b = append(b, `,"output_tokens":`...)
+		b = strconv.AppendInt(b, a.usage.Output, 10)
+		b = append(b, "}}\n"...)
+	} else {
+		b = append(b, `{"id":"chatcmpl-`...)
+		b = append(b, a.id...)
+		b = append(b, `","object":"chat.completion","created":0,"model":`...)
+		b = store.AppendString(b, req.model)
+		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+		if a.text == "" && len(a.calls) > 0 {
+			b = append(b, "null"...)
+		} else {
+			b = store.AppendString(b, a.text)
+		}
+		if len(a.calls) > 0 {
+			b = append(b, `,"tool_calls":[`...)
+			for i, c := range a.calls {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"id":"call_`...)
+				b = append(b, c.id...)
+				b = append(b, `","type":"function","function":{"name":`...)
+				b = store.AppendString(b, c.name)
+				b = append(b, `,"arguments":`...)
+				b = store.AppendString(b, c.args)
+				b = append(b, "}}"...)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `},"finish_reason":"`...)
+		b = append(b, stopReason(a, "stop", "tool_calls")...)
+		b = append(b, `"}],"usage":`...)
+		b = appendOpenAIUsage(b, a.usage)
+		b = append(b, "}\n"...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// writeTooLong refuses the prompt as too long, in each provider's words.
+func writeTooLong(w http.ResponseWriter, f format, tokens int) {
+	const window = 200000
+	tokens = max(tokens, window+1)
+	var msg string
+	switch f {
+	case anthropic:
+		msg = "prompt is too long: " + strconv.Itoa(tokens) + " tokens > " + strconv.Itoa(window) + " maximum"
+	case openAI:
+		msg = "This model's maximum context length is " + strconv.Itoa(window) + " tokens. However, your messages resulted in " +
+			strconv.Itoa(tokens) + " tokens. Please reduce the length of the messages."
+	case openRouter:
+		msg = "This endpoint's maximum context length is " + strconv.Itoa(window) + " tokens. However, you requested about " +
+			strconv.Itoa(tokens) + " tokens. Please reduce the length of either one."
+	}
+	writeError(w, f, http.StatusBadRequest, msg, "context_length_exceeded", 0)
+}
+
+// writeError writes a provider's error body with status code; an empty msg
+// is the status's own words, errCode is OpenAI's code, if any. retryAfter,
+// in seconds, is sent when above 0.
+func writeError(w http.ResponseWriter, f format, code int, msg, errCode string, retryAfter int) {
+	if msg == "" {
+		msg = http.StatusText(code)
+		if code == 529 {
+			msg = "Overloaded"
+		}
+	}
+	var b []byte
+	switch f {
+	case anthropic:
+		b = append(b, `{"type":"error","error":{"type":"`...)
+		b = append(b, anthropicType(code)...)
+		b = append(b, `","message":`...)
+		b = store.AppendString(b, msg)
+		b = append(b, "}}\n"...)
+	case openAI:
+		b = append(b, `{"error":{"message":`...)
+		b = store.AppendString(b, msg)
+		b = append(b, `,"type":"`...)
+		b = append(b, openAIType(code)...)
+		b = append(b, `","param":null,"code":`...)
+		if errCode != "" {
+			b = store.AppendString(b, errCode)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, "}}\n"...)
+	case openRouter:
+		b = append(b, `{"error":{"message":`...)
+		b = store.AppendString(b, msg)
+		b = append(b, `,"code":`...)
+		b = strconv.AppendInt(b, int64(code), 10)
+		b = append(b, "}}\n"...)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// anthropicType is the error type Anthropic sends with a status.
+func anthropicType(code int) string {
+	switch code {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
+// openAIType is the error type OpenAI sends with a status.
+func openAIType(code int) string {
+	switch {
+	case code == 429:
+		return "rate_limit_exceeded"
+	case code >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}

@@ -1,0 +1,181 @@
+package scripted
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Script says how the scripted model answers. The zero value (and a nil
+// *Script) answers every request with the default answer, at once.
+type Script struct {
+	// Seed makes the distributions' draws differ between runs that want
+	// them to; the same seed and the same request give the same answer.
+	Seed uint64 `toml:"seed"`
+
+	// Rules are tried in order; the first that matches answers. A request
+	// no rule matches gets the default answer.
+	Rules []Rule `toml:"rule"`
+}
+
+// Rule is one way of answering: what it matches, what it answers, how.
+type Rule struct {
+	// Match is a substring of the last user text: the text of the last user
+	// message that has text. "any" or empty matches every request.
+	Match string `toml:"match"`
+
+	// Results is "yes" to match only a request whose last message carries
+	// tool results, "no" only one whose does not, "any" or empty either.
+	Results string `toml:"results"`
+
+	// Text is the answer's text; {text} in it stands for the last user text.
+	// A rule with no text, no calls and no thinking gives the default answer.
+	Text string `toml:"text"`
+
+	// Thinking is a thinking block streamed before the text, with a
+	// signature (Anthropic's format only).
+	Thinking string `toml:"thinking"`
+
+	// Calls are tool calls the answer makes, after its text.
+	Calls []Call `toml:"call"`
+
+	// AnswerBytes, when set, makes the text exactly that long: cut, or
+	// followed by filler words. With AnswerBytesMax it is drawn uniformly
+	// from [AnswerBytes, AnswerBytesMax].
+	AnswerBytes    int `toml:"answer_bytes"`
+	AnswerBytesMax int `toml:"answer_bytes_max"`
+
+	// LatencyMS is the wait before the first byte; with LatencyMSMax it is
+	// drawn uniformly from [LatencyMS, LatencyMSMax].
+	LatencyMS    int `toml:"latency_ms"`
+	LatencyMSMax int `toml:"latency_ms_max"`
+
+	// Chunks is how many pieces each streamed text, thinking and call's
+	// arguments come in (default 1); ChunkMS the wait between pieces.
+	Chunks  int `toml:"chunks"`
+	ChunkMS int `toml:"chunk_ms"`
+
+	// Usage is what the answer reports. Input left at 0 is the request's
+	// bytes / 4, Output left at 0 the answer's bytes / 4.
+	Usage Usage `toml:"usage"`
+
+	// Refuse refuses the prompt as too long, with status 400 and each
+	// provider's own words.
+	Refuse bool `toml:"refuse"`
+
+	// Status fails the request with this status (400-599) and the
+	// provider's error body; RetryAfter, in seconds, is sent as Retry-After.
+	Status     int `toml:"status"`
+	RetryAfter int `toml:"retry_after"`
+
+	// Stall sends the headers and AfterChunks pieces of the answer, then
+	// nothing until the client goes or the server stops. Cut sends as much
+	// and then ends the stream, without the answer's end.
+	Stall       bool `toml:"stall"`
+	Cut         bool `toml:"cut"`
+	AfterChunks int  `toml:"after_chunks"`
+}
+
+// Call is a tool call a rule's answer makes. Args is a JSON object.
+type Call struct {
+	Name string `toml:"name"`
+	Args string `toml:"args"`
+}
+
+// Usage is the token counts an answer reports.
+type Usage struct {
+	Input      int64 `toml:"input"`
+	Output     int64 `toml:"output"`
+	CacheRead  int64 `toml:"cache_read"`
+	CacheWrite int64 `toml:"cache_write"`
+}
+
+// ParseScript reads a script from TOML. Keys it does not know are an
+// error, so a misspelt behaviour is not silently ignored.
+func ParseScript(b []byte) (*Script, error) {
+	var s Script
+	d := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()
+	if err := d.Decode(&s); err != nil {
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) {
+			return nil, fmt.Errorf("scripted: script: %s", sm.String())
+		}
+		return nil, fmt.Errorf("scripted: script: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Validate says what is wrong with a script, naming the rule.
+func (s *Script) Validate() error {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Rules {
+		if err := s.Rules[i].validate(); err != nil {
+			return fmt.Errorf("scripted: rule %d (match %q): %w", i+1, s.Rules[i].Match, err)
+		}
+	}
+	return nil
+}
+
+func (r *Rule) validate() error {
+	switch r.Results {
+	case "", "any", "yes", "no":
+	default:
+		return fmt.Errorf("results %q is not any, yes or no", r.Results)
+	}
+	for _, c := range r.Calls {
+		if c.Name == "" {
+			return errors.New("a call without a name")
+		}
+		args := strings.TrimSpace(c.Args)
+		if args != "" && (args[0] != '{' || !json.Valid([]byte(args))) {
+			return fmt.Errorf("call %s: args %q is not a JSON object", c.Name, c.Args)
+		}
+	}
+	if r.AnswerBytes < 0 || r.LatencyMS < 0 || r.Chunks < 0 || r.ChunkMS < 0 || r.AfterChunks < 0 || r.RetryAfter < 0 {
+		return errors.New("a negative number")
+	}
+	if r.AnswerBytesMax != 0 && r.AnswerBytesMax < r.AnswerBytes {
+		return fmt.Errorf("answer_bytes_max %d is below answer_bytes %d", r.AnswerBytesMax, r.AnswerBytes)
+	}
+	if r.LatencyMSMax != 0 && r.LatencyMSMax < r.LatencyMS {
+		return fmt.Errorf("latency_ms_max %d is below latency_ms %d", r.LatencyMSMax, r.LatencyMS)
+	}
+	if r.Status != 0 && (r.Status < 400 || r.Status > 599) {
+		return fmt.Errorf("status %d is not an error status (400-599)", r.Status)
+	}
+	n := 0
+	for _, b := range []bool{r.Refuse, r.Status != 0, r.Stall, r.Cut} {
+		if b {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("more than one of refuse, status, stall and cut")
+	}
+	return nil
+}
+
+// matches tells whether r answers a request with this last user text and,
+// or not, tool results.
+func (r *Rule) matches(text string, results bool) bool {
+	switch r.Results {
+	case "yes":
+		if !results {
+			return false
+		}
+	case "no":
+		if results {
+			return false
+		}
+	}
+	return r.Match == "" || r.Match == "any" || strings.Contains(text, r.Match)
+}
