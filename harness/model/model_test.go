@@ -1,0 +1,395 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files and the fuzz seeds under testdata")
+
+// serve starts the scripted model with script and returns it with its base
+// URL.
+func serve(t testing.TB, script *scripted.Script) (*scripted.Server, string) {
+	t.Helper()
+	if err := script.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	srv, addr, err := scripted.Listen("127.0.0.1:0", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv, "http://" + addr.String()
+}
+
+// client returns provider's client of the scripted model at base, reached
+// as the model proxy.
+func client(t testing.TB, provider, base string) Client {
+	t.Helper()
+	env := map[string]string{"LNK_MODEL_PROXY": base}
+	c, err := New(provider, func(k string) string { return env[k] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\ngot  %s\nwant %s", path, got, want)
+	}
+}
+
+// lastRequest is the last body the scripted model got.
+func lastRequest(t *testing.T, srv *scripted.Server) []byte {
+	t.Helper()
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the scripted model got no request")
+	}
+	return reqs[len(reqs)-1]
+}
+
+var weatherTool = Tool{
+	Name:        "weather__now",
+	Description: "The weather now in a city.",
+	Schema:      []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+}
+
+var providers = []string{"anthropic", "openai", "openrouter"}
+
+func TestText(t *testing.T) {
+	srv, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{
+		Match: "hello", Text: "Hello! You said: {text}", Chunks: 5,
+	}}})
+	for _, provider := range providers {
+		t.Run(provider, func(t *testing.T) {
+			req := &Request{
+				Model:     "m-1",
+				System:    "You are terse.\nAnswer in \"one\" line.",
+				Messages:  []Message{{Role: "user", Text: "hello there, ünïcode ✓"}},
+				Tools:     []Tool{weatherTool},
+				MaxTokens: 1000,
+			}
+			var frags []string
+			resp, err := client(t, provider, base).Call(context.Background(), req, func(s string) { frags = append(frags, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "Hello! You said: hello there, ünïcode ✓"
+			if resp.Text != want {
+				t.Errorf("text %q, want %q", resp.Text, want)
+			}
+			if len(frags) != 5 || strings.Join(frags, "") != want {
+				t.Errorf("fragments %q, want 5 making %q", frags, want)
+			}
+			if resp.ResponseID == "" || resp.Model != "m-1" || resp.Latency <= 0 {
+				t.Errorf("id %q, model %q, latency %v", resp.ResponseID, resp.Model, resp.Latency)
+			}
+			if resp.StopReason != "end_turn" && resp.StopReason != "stop" {
+				t.Errorf("stop reason %q", resp.StopReason)
+			}
+			if resp.Usage.Input <= 0 || resp.Usage.Output <= 0 || len(resp.Calls) != 0 || resp.Thinking != nil {
+				t.Errorf("usage %+v, calls %v, thinking %s", resp.Usage, resp.Calls, resp.Thinking)
+			}
+			golden(t, provider+"_text.golden", lastRequest(t, srv))
+		})
+	}
+}
+
+func TestCalls(t *testing.T) {
+	srv, base := serve(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "weather", Results: "no", Text: "Looking.", Chunks: 4, Calls: []scripted.Call{
+			{Name: "weather__now", Args: `{"city":"Oslo"}`},
+			{Name: "weather__now", Args: `{"city":"Zürich","units":"metric","days":[1,2,3]}`},
+			{Name: "clock__now"},
+		}},
+		{Match: "weather", Results: "yes", Text: "Cold in both."},
+	}})
+	for _, provider := range providers {
+		t.Run(provider, func(t *testing.T) {
+			c := client(t, provider, base)
+			req := &Request{
+				Model:    "m-1",
+				Messages: []Message{{Role: "user", Text: "weather in Oslo and Zürich?"}},
+				Tools:    []Tool{weatherTool, {Name: "clock__now", Description: "The time."}},
+			}
+			resp, err := c.Call(context.Background(), req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []store.Call{
+				{Name: "weather__now", Args: []byte(`{"city":"Oslo"}`)},
+				{Name: "weather__now", Args: []byte(`{"city":"Zürich","units":"metric","days":[1,2,3]}`)},
+				{Name: "clock__now", Args: []byte(`{}`)},
+			}
+			if len(resp.Calls) != len(want) {
+				t.Fatalf("calls %+v, want %d", resp.Calls, len(want))
+			}
+			ids := map[string]bool{}
+			for i, c := range resp.Calls {
+				if c.Name != want[i].Name || !bytes.Equal(c.Args, want[i].Args) || c.ID == "" || ids[c.ID] {
+					t.Errorf("call %d: %s %s %s, want %s %s", i, c.ID, c.Name, c.Args, want[i].Name, want[i].Args)
+				}
+				ids[c.ID] = true
+			}
+			if resp.Text != "Looking." || (resp.StopReason != "tool_use" && resp.StopReason != "tool_calls") {
+				t.Errorf("text %q, stop reason %q", resp.Text, resp.StopReason)
+			}
+
+			// The round after: the calls and their results go back.
+			req.Messages = append(req.Messages,
+				Message{Role: "assistant", Text: resp.Text, Thinking: resp.Thinking, Calls: fixedIDs(resp.Calls)},
+				Message{Role: "user", Results: []Result{
+					{CallID: "c0", Name: "weather__now", Text: "-3 C"},
+					{CallID: "c1", Name: "weather__now", Text: "no such city", IsError: true},
+					{CallID: "c2", Name: "clock__now", Text: "12:00"},
+				}})
+			resp, err = c.Call(context.Background(), req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Text != "Cold in both." {
+				t.Errorf("after the results: %q", resp.Text)
+			}
+			golden(t, provider+"_results.golden", lastRequest(t, srv))
+		})
+	}
+}
+
+// fixedIDs gives calls ids that do not depend on the request, so a golden
+// file holds.
+func fixedIDs(calls []store.Call) []store.Call {
+	out := append([]store.Call(nil), calls...)
+	for i := range out {
+		out[i].ID = "c" + string(rune('0'+i))
+	}
+	return out
+}
+
+func TestAnthropicThinking(t *testing.T) {
+	srv, base := serve(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "sum", Results: "no", Thinking: "Add them: 2+2 is \"4\".", Chunks: 3,
+			Calls: []scripted.Call{{Name: "calc__add", Args: `{"a":2,"b":2}`}}},
+		{Match: "sum", Results: "yes", Thinking: "It said 4.", Text: "4"},
+	}})
+	c := client(t, "anthropic", base)
+	req := &Request{Model: "m-1", Messages: []Message{{Role: "user", Text: "the sum of 2 and 2"}}}
+	resp, err := c.Call(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"thinking":"Add them: 2+2 is \"4\".","signature":"sig_` + resp.ResponseID[len("msg_"):] + `"}]`
+	if string(resp.Thinking) != want {
+		t.Errorf("thinking %s, want %s", resp.Thinking, want)
+	}
+	if len(resp.Calls) != 1 || resp.Text != "" {
+		t.Fatalf("calls %+v, text %q", resp.Calls, resp.Text)
+	}
+	req.Messages = append(req.Messages,
+		Message{Role: "assistant", Thinking: []byte(`[{"thinking":"Add them.","signature":"sig-1"},{"data":"opaque"}]`), Calls: fixedIDs(resp.Calls)},
+		Message{Role: "user", Results: []Result{{CallID: "c0", Name: "calc__add", Text: "4"}}, Text: "then sum it up"})
+	resp, err = c.Call(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "4" || !bytes.HasPrefix(resp.Thinking, []byte(`[{"thinking":"It said 4.","signature":"sig_`)) {
+		t.Errorf("text %q, thinking %s", resp.Text, resp.Thinking)
+	}
+	golden(t, "anthropic_thinking.golden", lastRequest(t, srv))
+}
+
+func TestUsage(t *testing.T) {
+	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{
+		Match: "any", Text: "cached", Usage: scripted.Usage{Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
+	}}})
+	want := map[string]store.Usage{
+		"anthropic":  {Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
+		"openai":     {Input: 12, Output: 7, CacheRead: 3000}, // no count of cache writes
+		"openrouter": {Input: 12, Output: 7, CacheRead: 3000},
+	}
+	for _, provider := range providers {
+		resp, err := client(t, provider, base).Call(context.Background(),
+			&Request{Model: "m", Messages: []Message{{Role: "user", Text: "hi"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Usage != want[provider] {
+			t.Errorf("%s: usage %+v, want %+v", provider, resp.Usage, want[provider])
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	_, base := serve(t, nil)
+	msg := &Request{Model: "m", Messages: []Message{{Role: "user", Text: "hi"}}}
+	for _, provider := range providers {
+		// Through the override the paths start at /v1/.
+		env := map[string]string{"LNK_MODEL_PROXY": "http://127.0.0.1:1", "LNK_MODEL_PROXY_" + strings.ToUpper(provider): base + "/"}
+		c, err := New(provider, func(k string) string { return env[k] }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Call(context.Background(), msg, nil)
+		if err != nil {
+			t.Fatalf("%s through the override: %v", provider, err)
+		}
+		if !strings.HasPrefix(resp.Text, "ok: ") {
+			t.Errorf("%s: default answer %q", provider, resp.Text)
+		}
+	}
+	if _, err := New("openai", func(string) string { return "" }, nil); err == nil ||
+		!strings.Contains(err.Error(), "LNK_MODEL_PROXY_OPENAI") {
+		t.Errorf("no proxy: %v", err)
+	}
+	if _, err := New("gemini", func(string) string { return base }, nil); err == nil {
+		t.Error("an unknown provider is accepted")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "fail", Status: 500},
+		{Match: "busy", Status: 429, RetryAfter: 3},
+		{Match: "huge", Refuse: true},
+		{Match: "cut", Text: "a long answer cut short", Chunks: 5, Cut: true, AfterChunks: 2},
+		{Match: "stall", Text: "an answer that stops", Chunks: 5, Stall: true, AfterChunks: 2},
+		{Match: "slow", Text: "late", LatencyMS: 5000},
+	}})
+	tests := []struct {
+		text   string
+		is     error
+		code   int
+		retry  time.Duration
+		frags  int
+		substr string
+	}{
+		{text: "fail", code: 500},
+		{text: "busy", code: 429, retry: 3 * time.Second},
+		{text: "huge", is: ErrTooLong, code: 400},
+		{text: "cut", is: ErrCut, frags: 2},
+		{text: "stall", is: ErrStalled, frags: 2},
+		{text: "slow", is: ErrStalled, substr: "no response"},
+	}
+	for _, provider := range providers {
+		c := client(t, provider, base)
+		for _, tt := range tests {
+			t.Run(provider+"/"+tt.text, func(t *testing.T) {
+				t.Parallel()
+				req := &Request{Model: "m", Messages: []Message{{Role: "user", Text: tt.text}}, Stall: 300 * time.Millisecond}
+				frags := 0
+				resp, err := c.Call(context.Background(), req, func(string) { frags++ })
+				if err == nil {
+					t.Fatalf("no error, answer %+v", resp)
+				}
+				if tt.is != nil && !errors.Is(err, tt.is) {
+					t.Errorf("error %v, want %v", err, tt.is)
+				}
+				if tt.code != 0 {
+					var se *StatusError
+					if !errors.As(err, &se) {
+						t.Fatalf("error %v is not a *StatusError", err)
+					}
+					if se.Code != tt.code || se.RetryAfter != tt.retry || se.Provider != provider || se.Message == "" {
+						t.Errorf("status error %+v, want code %d, retry after %v", se, tt.code, tt.retry)
+					}
+					if tt.is == nil && errors.Is(err, ErrTooLong) {
+						t.Errorf("%v is taken as too long", err)
+					}
+				}
+				if frags != tt.frags {
+					t.Errorf("%d fragments before the error, want %d", frags, tt.frags)
+				}
+				if !strings.Contains(err.Error(), tt.substr) || !strings.Contains(err.Error(), provider) {
+					t.Errorf("error %q does not say %q and %s", err, tt.substr, provider)
+				}
+			})
+		}
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "x", Stall: true}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := client(t, "anthropic", base).Call(ctx, &Request{Model: "m", Messages: []Message{{Role: "user", Text: "hi"}}}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStalled) {
+		t.Errorf("error %v, want the context's", err)
+	}
+}
+
+func TestStatusError(t *testing.T) {
+	tests := []struct {
+		body, header string
+		msg, typ     string
+		retry        time.Duration
+		tooLong      bool
+	}{
+		{body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`,
+			msg: "prompt is too long: 210000 tokens > 200000 maximum", typ: "invalid_request_error", tooLong: true},
+		{body: `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`,
+			msg: "This model's maximum context length is 128000 tokens.", typ: "context_length_exceeded", tooLong: true},
+		{body: `{"error":"the request exceeds the available context window"}`, msg: "the request exceeds the available context window", tooLong: true},
+		{body: `{"error":{"message":"Rate limited","code":429}}`, header: "2.5", msg: "Rate limited", retry: 2500 * time.Millisecond},
+		{body: "<html>bad gateway</html>", header: "soon", msg: "<html>bad gateway</html>"},
+		{body: "", msg: "Bad Gateway"},
+	}
+	for _, tt := range tests {
+		resp := &http.Response{StatusCode: 502, Header: http.Header{}, Body: readCloser(tt.body)}
+		if tt.header != "" {
+			resp.Header.Set("Retry-After", tt.header)
+		}
+		e := statusError("p", resp)
+		if e.Message != tt.msg || e.Type != tt.typ || e.RetryAfter != tt.retry || errors.Is(e, ErrTooLong) != tt.tooLong {
+			t.Errorf("%s: got %+v (too long %v)", tt.body, e, errors.Is(e, ErrTooLong))
+		}
+	}
+	if d := retryAfter(time.Unix(100, 0).UTC().Format(http.TimeFormat), time.Unix(90, 0)); d != 10*time.Second {
+		t.Errorf("retry after a date: %v", d)
+	}
+}
+
+func readCloser(s string) *readCloserString { return &readCloserString{strings.NewReader(s)} }
+
+type readCloserString struct{ *strings.Reader }
+
+func (readCloserString) Close() error { return nil }
+
+func TestRequestErrors(t *testing.T) {
+	for _, provider := range providers {
+		c := client(t, provider, "http://127.0.0.1:1")
+		_, err := c.Call(context.Background(), &Request{Messages: []Message{{Role: "system", Text: "x"}}}, nil)
+		if err == nil || !strings.Contains(err.Error(), `role "system"`) {
+			t.Errorf("%s: a bad role: %v", provider, err)
+		}
+	}
+	_, err := client(t, "anthropic", "http://127.0.0.1:1").Call(context.Background(),
+		&Request{Messages: []Message{{Role: "assistant", Thinking: []byte(`{"thinking":1}`)}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "thinking") {
+		t.Errorf("thinking not an array: %v", err)
+	}
+}
