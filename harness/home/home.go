@@ -125,7 +125,9 @@ func chatFile(p Place) string {
 
 // ThreadDir returns the folder name of a thread: each byte outside
 // [A-Za-z0-9._-] becomes '-' (telegram:42 is telegram-42). It refuses the
-// empty name, "." and "..", and names over MaxThreadBytes. Two threads can
+// empty name, "." and "..", names over MaxThreadBytes, and names holding a
+// path separator or a control character, which no connection's thread
+// names hold and which only an attempt on the paths would send. Two threads can
 // map to one folder (telegram:42 and telegram-42); the conversation keeps its
 // whole name in its first event, and a turn refuses a thread whose folder
 // holds another.
@@ -137,6 +139,13 @@ func ThreadDir(thread string) (string, error) {
 		return "", fmt.Errorf("%w: thread name of %d bytes, over %d", ErrBadName, len(thread), MaxThreadBytes)
 	case thread == "." || thread == "..":
 		return "", fmt.Errorf("%w: thread name %q", ErrBadName, thread)
+	case strings.ContainsAny(thread, "/\\"):
+		return "", fmt.Errorf("%w: thread name %q holds a path separator", ErrBadName, thread)
+	}
+	for i := 0; i < len(thread); i++ {
+		if thread[i] < 0x20 || thread[i] == 0x7f {
+			return "", fmt.Errorf("%w: thread name %q holds a control character", ErrBadName, thread)
+		}
 	}
 	b := []byte(thread)
 	for i, c := range b {
