@@ -241,14 +241,17 @@ func appendArgs(dst, args []byte) []byte {
 	return append(dst, args...)
 }
 
+// parsers holds the parsers of streams: one parses every event of a
+// stream, and then the next stream's.
+var parsers fastjson.ParserPool
+
 // maxBlocks is the most content blocks (or, for OpenAI, tool calls) an
 // answer may have; an index past it is malformed.
 const maxBlocks = 1024
 
 // anthropicStream decodes a Messages API event stream into a Response. It
-// is used for one stream; its parser is reused for every event of it.
+// is used for one stream, with one parser for all its events.
 type anthropicStream struct {
-	p      fastjson.Parser
 	resp   Response
 	text   strings.Builder
 	blocks []anthropicBlock
@@ -265,12 +268,14 @@ type anthropicBlock struct {
 
 // decode reads events until message_stop.
 func (d *anthropicStream) decode(s *sseReader, onText func(string)) error {
+	p := parsers.Get()
+	defer parsers.Put(p)
 	for {
 		data, err := s.next()
 		if err != nil {
 			return err
 		}
-		v, err := d.p.ParseBytes(data)
+		v, err := p.ParseBytes(data)
 		if err != nil {
 			return fmt.Errorf("%w: an event is not JSON: %v", ErrMalformed, err)
 		}

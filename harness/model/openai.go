@@ -178,10 +178,9 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int) ([]byte, int) {
 }
 
 // openAIStream decodes a Chat Completions chunk stream into a Response. It
-// is used for one stream; its parser is reused for every chunk of it.
+// is used for one stream, with one parser for all its chunks.
 type openAIStream struct {
 	provider string
-	p        fastjson.Parser
 	resp     Response
 	text     strings.Builder
 	calls    []openAICall
@@ -196,6 +195,8 @@ type openAICall struct {
 // decode reads chunks until [DONE].
 func (d *openAIStream) decode(s *sseReader, onText func(string)) error {
 	defer func() { d.resp.Text = d.text.String() }()
+	p := parsers.Get()
+	defer parsers.Put(p)
 	for {
 		data, err := s.next()
 		if err != nil {
@@ -204,7 +205,7 @@ func (d *openAIStream) decode(s *sseReader, onText func(string)) error {
 		if string(data) == "[DONE]" {
 			return d.finish()
 		}
-		v, err := d.p.ParseBytes(data)
+		v, err := p.ParseBytes(data)
 		if err != nil {
 			return fmt.Errorf("%w: a chunk is not JSON: %v", ErrMalformed, err)
 		}

@@ -111,9 +111,23 @@ func trimEOL(b []byte) []byte {
 	return b
 }
 
-// readers holds the buffered readers of streams, 64 KiB each, so a call
-// does not allocate one.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+// readers holds stream readers, each with a 64 KiB buffer and the scratch
+// its longest lines needed, so a call allocates none of them.
+var readers = sync.Pool{New: func() any { return &sseReader{r: bufio.NewReaderSize(nil, 64<<10)} }}
+
+// readStream hands decode the event stream r holds, read through a pooled
+// reader.
+func readStream(r io.Reader, decode func(*sseReader) error) error {
+	s := readers.Get().(*sseReader)
+	s.r.Reset(r)
+	err := decode(s)
+	s.r.Reset(nil)
+	if cap(s.line) > 64<<10 || cap(s.data) > 64<<10 {
+		s.line, s.data = nil, nil // a rare long line is not kept for every call after
+	}
+	readers.Put(s)
+	return err
+}
 
 // stallReader pushes back its timer on every byte read; the timer, when it
 // fires, ends the request as stalled.
@@ -172,13 +186,8 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 		return 0, statusError(p.provider, resp)
 	}
 
-	br := readers.Get().(*bufio.Reader)
-	br.Reset(&stallReader{r: resp.Body, timer: timer, stall: stall})
-	s := sseReader{r: br}
-	err = decode(&s)
+	err = readStream(&stallReader{r: resp.Body, timer: timer, stall: stall}, decode)
 	latency := time.Since(start)
-	br.Reset(nil)
-	readers.Put(br)
 	if err == nil {
 		// Read the little left (the chunked body's end) so the connection
 		// can be used again.
