@@ -1,0 +1,105 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/valyala/fastjson"
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store"
+)
+
+// Append writes event as the line of seq, durably, under the writers' lock:
+// it reads the last complete line's seq; refuses a seq past the next
+// (store.ErrGap) or a taken seq holding other bytes (store.ErrSeqTaken),
+// and accepts the same bytes again; cuts a torn final line off, keeping it
+// in events.jsonl.torn; writes the line and its '\n' in one write; and
+// returns after fdatasync. An event that is not one line of one JSON object
+// whose seq is seq, or is over store.MaxEventBytes, is store.ErrBadEvent.
+// An Append that fails leaves the complete lines as they were.
+func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
+	if err := checkEvent(seq, event); err != nil {
+		return fmt.Errorf("log: append seq %d to %s: %w", seq, c.path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := c.open(true); err != nil {
+		return err
+	}
+	defer c.trim()
+	if err := lockFile(ctx, c.fd, unix.LOCK_EX); err != nil {
+		return c.lockError(err)
+	}
+	defer unlockFile(c.fd)
+
+	e, err := c.readEnd(ctx, tailSize, true)
+	if err != nil {
+		return err
+	}
+	switch {
+	case seq == e.last+1:
+		return c.write(&e, event)
+	case seq > e.last+1:
+		return fmt.Errorf("log: append seq %d to %s: %w: the last is %d", seq, c.path, store.ErrGap, e.last)
+	}
+	line, off, err := c.find(&e, seq)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(line, event) {
+		return fmt.Errorf("log: append seq %d to %s: %w by the line at offset %d", seq, c.path, store.ErrSeqTaken, off)
+	}
+	// The same bytes: a retry whose answer was lost. The writer that wrote
+	// them may have died before its fdatasync, so make them durable now.
+	return c.sync()
+}
+
+// write appends event after the last complete line.
+func (c *Conversation) write(e *end, event []byte) error {
+	if e.end < e.size {
+		if err := c.repair(e.end, e.size); err != nil {
+			return err
+		}
+	}
+	line := c.grow(len(event) + 1)
+	copy(line, event)
+	line[len(event)] = '\n'
+	if _, err := c.f.WriteAt(line, e.end); err != nil {
+		// Part of it may be there: cut it, so the file ends where it
+		// did. If that fails too, the next Append cuts it as torn.
+		c.f.Truncate(e.end)
+		return fmt.Errorf("log: append to %s at offset %d: %w", c.path, e.end, err)
+	}
+	if err := c.sync(); err != nil {
+		return err
+	}
+	if e.size == 0 {
+		// The file may be new: make its name durable too.
+		return syncDir(c.dir)
+	}
+	return nil
+}
+
+// checkEvent says why event cannot be the line of seq, if it cannot.
+func checkEvent(seq int64, event []byte) error {
+	if len(event) > store.MaxEventBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
+	}
+	if i := bytes.IndexByte(event, '\n'); i >= 0 {
+		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
+	}
+	s, err := store.SeqOf(event)
+	if err != nil {
+		return err
+	}
+	if s != seq {
+		return fmt.Errorf("%w: the event's seq is %d", store.ErrBadEvent, s)
+	}
+	if err := fastjson.ValidateBytes(event); err != nil {
+		return fmt.Errorf("%w: %v", store.ErrBadEvent, err)
+	}
+	return nil
+}

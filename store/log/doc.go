@@ -1,0 +1,82 @@
+/*
+Package log keeps a conversation as an append-only log of events in one
+file, events.jsonl, in the conversation's folder: the form a person can open
+and read.
+
+# The bytes on disk
+
+The file is a sequence of lines. Each line is one event, a JSON object as
+store.AppendEvent writes it (seq first), and a '\n'. Line k holds seq k,
+from 1, with no gaps and nothing else between:
+
+	offset 0     {"seq":1,"time":"…","type":"message",…}\n
+	             {"seq":2,"time":"…","type":"answer",…}\n
+	             …
+	             {"seq":n,…}\n
+	end          (the file's size)
+
+A line holds at most store.MaxEventBytes bytes before its '\n', and no '\n'
+inside (JSON escapes every newline in a string). There is no header, no
+checksum and no index: seqs are contiguous, so the line of any seq is found
+by bisecting the file by offset, and the newest lines by reading back from
+the end.
+
+# What is torn, and what is repaired
+
+A writer appends one line with one write call, then fdatasync. A writer that
+dies, or a disk that fills, in the middle of that write leaves the file
+ending with part of a line and no '\n':
+
+	…{"seq":n,…}\n{"seq":n+1,"time":"20
+	              ^ end of the last complete line: the torn tail starts here
+
+Readers never read past the last '\n'. The next Append, under the writers'
+lock, cuts the torn tail off (ftruncate to the end of the last complete
+line) before writing, and first keeps the bytes it cuts in events.jsonl.torn
+beside the log, for a person to look at, durably, as one record:
+
+	# events.jsonl offset 1234, 20 bytes, cut 2026-01-02T03:04:05.123456789Z\n
+	{"seq":n+1,"time":"20\n
+
+A torn tail holds no '\n', so the record is two lines. The torn tail was
+never acknowledged: its Append had not returned. If a repair is itself cut
+short, the tail is still in the log and is kept again by the next one.
+
+Anything else is corruption, reported as a *CorruptError (wrapping
+store.ErrCorrupt) with the file and the offset of the line, and never
+skipped: a complete line that is not an event (store.SeqOf fails, or it is
+over the size limit), a line whose seq is not the one after the line before,
+a file whose first line is not seq 1, or more bytes after the last '\n' than
+one write makes. Reads check the lines they read, and only those.
+
+# The lock
+
+Writers serialize with flock(2), exclusive, on events.jsonl itself: the
+lock holds across processes and goes with a writer that dies. Readers take
+no lock (see Read); they only read complete lines, which no writer changes.
+Replacing the file by a rename while a Conversation holds it open is for a
+stopped agent only (lnk agent chat convert), since the lock is on the file.
+*/
+package log
+
+import "lnk.dev/linkharness/store"
+
+// Part of the format.
+const (
+	// FileName is the log's name in the conversation's folder.
+	FileName = "events.jsonl"
+
+	// TornFileName is where repaired torn tails are kept, beside the log.
+	TornFileName = "events.jsonl.torn"
+
+	// FileMode is the permission the log and the torn file are created
+	// with: a conversation is its owner's alone.
+	FileMode = 0o600
+
+	// tornMark starts each record's first line in the torn file.
+	tornMark = "#"
+)
+
+// maxLine is the most bytes one write makes: the largest event and its '\n'.
+// A torn tail is shorter, and so is every complete line.
+const maxLine = store.MaxEventBytes + 1

@@ -1,0 +1,208 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store"
+)
+
+var _ store.Conversation = (*Conversation)(nil)
+
+// Tuning, not part of the format.
+const (
+	chunkSize = 32 << 10 // one read of a scan: the last 32 typical events fit in one
+	tailSize  = 4 << 10  // Last's and Append's first read of the end: one typical event fits
+	probeSize = 4 << 10  // one read of the bisection that finds a seq
+	keepBuf   = 64 << 10 // a buffer bigger than this is dropped after the call
+	backScan  = 64       // a seq this close to the end is found by scanning back, not by bisection
+)
+
+// Options are a conversation's optional settings. The zero value is the
+// default.
+type Options struct {
+	// Synced, if set, is called after each fdatasync of the log with how long
+	// it took, to feed a histogram. It runs while the writers' lock is held,
+	// so it must be quick.
+	Synced func(time.Duration)
+}
+
+// Conversation is one conversation kept as a log: the file events.jsonl in
+// its folder (see the package documentation for the format).
+//
+// A Conversation is for one goroutine at a time, as store.Conversation says;
+// the fn given to Read must not call the same Conversation. Any number of
+// Conversations on the same folder, in this process or in others, may be
+// used at once: writers take a lock on the file, and readers need none.
+// Use Open to get one; the zero value is not usable.
+//
+// Between calls it holds at most an open file and a read buffer of up to
+// 64 KiB; Close lets go of both, after which the Conversation may be used
+// again and opens the file again when it needs it.
+type Conversation struct {
+	path string // the folder's events.jsonl
+	dir  string
+	opts Options
+
+	// f is the open log, or nil; fd is its descriptor, for flock and
+	// fdatasync. writable says f was opened for writing.
+	f        *os.File
+	fd       int
+	writable bool
+
+	// buf is reused by every read; what a call hands out points into it.
+	buf []byte
+}
+
+// Open returns the conversation kept in dir, which the caller has created.
+// Opening creates nothing and opens nothing: a folder without events.jsonl
+// is an empty conversation, and the first Append creates the file.
+func Open(dir string) (*Conversation, error) {
+	return OpenOptions(dir, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(dir string, opts Options) (*Conversation, error) {
+	if dir == "" {
+		return nil, errors.New("log: open: no folder given")
+	}
+	return &Conversation{path: filepath.Join(dir, FileName), dir: dir, opts: opts}, nil
+}
+
+// Last returns the seq of the last complete line, or 0 when there is none.
+// It reads the end of the file only.
+func (c *Conversation) Last(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if ok, err := c.open(false); !ok {
+		return 0, err
+	}
+	defer c.trim()
+	e, err := c.readEnd(ctx, tailSize, false)
+	if err != nil {
+		return 0, err
+	}
+	return e.last, nil
+}
+
+// Close closes the file and drops the buffer.
+func (c *Conversation) Close() error {
+	c.buf = nil
+	if c.f == nil {
+		return nil
+	}
+	err := c.f.Close()
+	c.f, c.fd, c.writable = nil, -1, false
+	if err != nil {
+		return fmt.Errorf("log: close %s: %w", c.path, err)
+	}
+	return nil
+}
+
+// open opens the log if it is not open already, for writing if write is
+// set, creating it then. It reports false when there is nothing to read:
+// no file (err nil), or an error.
+func (c *Conversation) open(write bool) (bool, error) {
+	if c.f != nil && (c.writable || !write) {
+		return true, nil
+	}
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_RDWR | os.O_CREATE
+	}
+	f, err := os.OpenFile(c.path, flag, FileMode)
+	if err != nil {
+		if !write && errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("log: %w", err)
+	}
+	if c.f != nil {
+		c.f.Close()
+	}
+	// Fd is taken once: a regular file is never in the poller, so this
+	// changes nothing about how f works, and f keeps the descriptor alive.
+	c.f, c.fd, c.writable = f, int(f.Fd()), write
+	return true, nil
+}
+
+// drop closes the file after an error that leaves its state unknown (a
+// failed fdatasync), so the next call starts from a fresh descriptor.
+func (c *Conversation) drop() {
+	if c.f != nil {
+		c.f.Close()
+		c.f, c.fd, c.writable = nil, -1, false
+	}
+}
+
+// grow returns the buffer with n bytes, reusing it when it is big enough.
+func (c *Conversation) grow(n int) []byte {
+	if cap(c.buf) < n {
+		c.buf = make([]byte, max(n, chunkSize))
+	}
+	return c.buf[:n]
+}
+
+// trim drops a buffer grown for a long line, so an idle conversation holds
+// little.
+func (c *Conversation) trim() {
+	if cap(c.buf) > keepBuf {
+		c.buf = nil
+	}
+}
+
+// size returns the file's size.
+func (c *Conversation) size() (int64, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(c.fd, &st)
+		if err == nil {
+			return st.Size, nil
+		}
+		if err != unix.EINTR {
+			return 0, fmt.Errorf("log: stat %s: %w", c.path, err)
+		}
+	}
+}
+
+// errShrunk says a read came short: the file was cut while it was read.
+var errShrunk = errors.New("log: file shrank while read")
+
+// readAt fills b from off.
+func (c *Conversation) readAt(b []byte, off int64) error {
+	n, err := c.f.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == io.EOF {
+		return errShrunk
+	}
+	return fmt.Errorf("log: read %s at offset %d: %w", c.path, off, err)
+}
+
+// CorruptError says where a log is damaged other than by a torn final line.
+// It wraps store.ErrCorrupt.
+type CorruptError struct {
+	Path    string
+	Offset  int64 // where the damaged line starts
+	Problem string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("log: %s at offset %d: %v: %s", e.Path, e.Offset, store.ErrCorrupt, e.Problem)
+}
+
+func (e *CorruptError) Unwrap() error { return store.ErrCorrupt }
+
+func (c *Conversation) corrupt(off int64, format string, args ...any) error {
+	return &CorruptError{Path: c.path, Offset: off, Problem: fmt.Sprintf(format, args...)}
+}

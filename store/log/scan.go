@@ -1,0 +1,396 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"io"
+
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store"
+)
+
+// Readers take no lock. That is safe because writers never change a
+// complete line: they only add bytes after the end, and cut a torn tail,
+// which lies after the last '\n'. So bytes before the last '\n' a reader
+// has seen stay as they are, and a reader ignores everything after it.
+//
+// One case needs care: a reader reading the end while a writer cuts a torn
+// tail and writes a new line in its place might see some of the old bytes
+// and some of the new, with the new line's '\n' after them. Such a read
+// overlaps a change of size, so readEnd reads the size again after reading
+// the end, reads again if it changed, and after a few tries takes the
+// writers' lock, shared, for one read. Everything further back is read
+// without a second look.
+
+// stableTries is how many reads of the end readEnd makes while writers keep
+// changing it, before it waits for them.
+const stableTries = 3
+
+// end is what a read of the file's end found.
+type end struct {
+	size int64 // the file's size
+	end  int64 // just past the last '\n': complete lines end here
+
+	last int64  // seq of the last complete line; 0 when there is none
+	line []byte // that line, without its '\n', in the buffer
+	off  int64  // where it starts
+
+	back backward // reads the lines before it
+}
+
+// near says whether seq is found by scanning back from the end.
+func (e *end) near(seq int64) bool { return e.last-seq <= backScan }
+
+// readEnd reads the last complete line, reading n bytes first. With locked
+// set the caller holds the writers' lock, so the end cannot change.
+func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, error) {
+	for try := 0; ; try++ {
+		if !locked && try == stableTries {
+			if err := lockFile(ctx, c.fd, unix.LOCK_SH); err != nil {
+				return end{}, c.lockError(err)
+			}
+			e, err := c.readEnd(ctx, n, true)
+			unlockFile(c.fd)
+			return e, err
+		}
+		size, err := c.size()
+		if err != nil {
+			return end{}, err
+		}
+		e, err := c.readEndOnce(size, n)
+		if locked {
+			if err == errShrunk {
+				err = c.corrupt(size, "the file shrank under the writers' lock")
+			}
+			return e, err
+		}
+		if err == errShrunk {
+			continue
+		}
+		after, serr := c.size()
+		if serr != nil {
+			return end{}, serr
+		}
+		if after == size {
+			return e, err
+		}
+	}
+}
+
+func (c *Conversation) readEndOnce(size int64, n int) (end, error) {
+	e := end{size: size}
+	for size > 0 {
+		k := min(int64(n), size)
+		buf := c.grow(int(k))
+		if err := c.readAt(buf, size-k); err != nil {
+			return end{}, err
+		}
+		i := bytes.LastIndexByte(buf, '\n')
+		if i < 0 {
+			if k == size {
+				return e, nil // no complete line: all of it is torn
+			}
+			if k >= 2*maxLine {
+				return end{}, c.corrupt(size-k, "no line ends in the last %d bytes", k)
+			}
+			n = 2 * int(k)
+			continue
+		}
+		e.end = size - k + int64(i+1)
+		e.back = backward{c: c, off: size - k, data: buf[:i+1]}
+		line, off, err := e.back.prev()
+		if err != nil {
+			return end{}, err
+		}
+		seq, err := c.seqOf(line, off)
+		if err != nil {
+			return end{}, err
+		}
+		e.last, e.line, e.off = seq, line, off
+		return e, nil
+	}
+	return e, nil
+}
+
+// seqOf returns the seq of the line at off, or why it is not an event.
+func (c *Conversation) seqOf(line []byte, off int64) (int64, error) {
+	if len(line) > store.MaxEventBytes {
+		return 0, c.corrupt(off, "a line of %d bytes, longer than any event", len(line))
+	}
+	seq, err := store.SeqOf(line)
+	if err != nil {
+		return 0, c.corrupt(off, "not an event: %v", err)
+	}
+	return seq, nil
+}
+
+// backward reads complete lines towards the start of the file.
+type backward struct {
+	c    *Conversation
+	off  int64  // file offset of data[0]
+	data []byte // the bytes not handed out yet, [off, off+len(data)), ending in '\n' unless empty
+}
+
+// prev returns the line before those handed out, without its '\n', and its
+// offset; io.EOF at the start of the file. The line is valid until the
+// next read.
+func (b *backward) prev() ([]byte, int64, error) {
+	for {
+		if len(b.data) == 0 {
+			if b.off == 0 {
+				return nil, 0, io.EOF
+			}
+			if err := b.fill(b.off, chunkSize); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		body := b.data[:len(b.data)-1]
+		i := bytes.LastIndexByte(body, '\n')
+		if i >= 0 || b.off == 0 {
+			b.data = b.data[:i+1]
+			return body[i+1:], b.off + int64(i+1), nil
+		}
+		// The line starts before what was read: read again, further
+		// back, with room for it.
+		if len(b.data) > maxLine {
+			return nil, 0, b.c.corrupt(b.off, "a line longer than any event ends at offset %d", b.off+int64(len(b.data)))
+		}
+		if err := b.fill(b.off+int64(len(b.data)), max(chunkSize, 2*len(b.data))); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// fill reads the n bytes before end, or all of them if there are fewer.
+func (b *backward) fill(end int64, n int) error {
+	k := min(int64(n), end)
+	buf := b.c.grow(int(k))
+	if err := b.c.readAt(buf, end-k); err != nil {
+		return b.c.shrunk(end-k, err)
+	}
+	b.off, b.data = end-k, buf
+	return nil
+}
+
+// forward reads complete lines towards the end of the file.
+type forward struct {
+	c     *Conversation
+	off   int64  // file offset of data[0]
+	data  []byte // the bytes read and not handed out yet
+	end   int64  // where complete lines end
+	chunk int    // how much to read at once
+}
+
+// next returns the next line, without its '\n', and its offset; io.EOF at
+// end. The line is valid until the next read.
+func (f *forward) next() ([]byte, int64, error) {
+	for {
+		if i := bytes.IndexByte(f.data, '\n'); i >= 0 {
+			line, off := f.data[:i], f.off
+			f.data, f.off = f.data[i+1:], f.off+int64(i+1)
+			return line, off, nil
+		}
+		if f.off+int64(len(f.data)) >= f.end {
+			return nil, 0, io.EOF
+		}
+		if len(f.data) > maxLine {
+			return nil, 0, f.c.corrupt(f.off, "a line longer than any event")
+		}
+		// Read again from the start of the unfinished line, with room
+		// for it: simpler than moving it, and it is rarely long.
+		k := min(int64(max(f.chunk, 2*len(f.data))), f.end-f.off)
+		buf := f.c.grow(int(k))
+		if err := f.c.readAt(buf, f.off); err != nil {
+			return nil, 0, f.c.shrunk(f.off, err)
+		}
+		f.data = buf
+	}
+}
+
+// shrunk turns a short read of bytes before the end into corruption: no
+// writer cuts a complete line.
+func (c *Conversation) shrunk(off int64, err error) error {
+	if err == errShrunk {
+		return c.corrupt(off, "the file was cut short while read")
+	}
+	return err
+}
+
+// find returns the line holding seq, which is at most e.last, and its
+// offset. Near the end it scans back from e; further back it bisects the
+// file by offset, reading one line at each step.
+func (c *Conversation) find(e *end, seq int64) ([]byte, int64, error) {
+	if seq == e.last {
+		return e.line, e.off, nil
+	}
+	if e.near(seq) {
+		want := e.last - 1
+		for {
+			line, off, err := e.back.prev()
+			if err == io.EOF {
+				return nil, 0, c.corrupt(0, "the file starts at seq %d, not 1", want+1)
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			s, err := c.seqOf(line, off)
+			if err != nil {
+				return nil, 0, err
+			}
+			if s != want {
+				return nil, 0, c.corrupt(off, "seq %d where %d was due", s, want)
+			}
+			if s == seq {
+				return line, off, nil
+			}
+			want--
+		}
+	}
+	// lo is a line start; the line holding seq starts in [lo, hi).
+	lo, hi := int64(0), e.end
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		line, p, err := c.probe(m, e.end)
+		if err != nil {
+			return nil, 0, err
+		}
+		if p >= hi {
+			hi = m
+			continue
+		}
+		s, err := c.seqOf(line, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		switch {
+		case s == seq:
+			return line, p, nil
+		case s < seq:
+			lo = p + int64(len(line)) + 1
+		default:
+			hi = m
+		}
+	}
+	return nil, 0, c.corrupt(lo, "no line holds seq %d though seq %d is at the end", seq, e.last)
+}
+
+// probe returns the first line starting at or after m, and where it starts;
+// that is end when there is none.
+func (c *Conversation) probe(m, end int64) ([]byte, int64, error) {
+	f := forward{c: c, off: m, end: end, chunk: probeSize}
+	if m > 0 {
+		// Start one byte early: if it is a '\n', a line starts at m.
+		f.off = m - 1
+		if _, _, err := f.next(); err != nil {
+			if err == io.EOF {
+				return nil, end, nil
+			}
+			return nil, 0, err
+		}
+	}
+	line, p, err := f.next()
+	if err == io.EOF {
+		return nil, end, nil
+	}
+	return line, p, err
+}
+
+// Read calls fn for each event from seq from, forward or, with reverse,
+// back to seq 1. from <= 0 means the last event; forward from past the
+// last calls fn never, and reverse from past the last starts at the last.
+// It reads only the lines it hands out, and what it takes to find the
+// first of them. A line that is not the next event is corruption, reported
+// with its offset; an incomplete final line is not read.
+func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ok, err := c.open(false); !ok {
+		return err
+	}
+	defer c.trim()
+	e, err := c.readEnd(ctx, chunkSize, false)
+	if err != nil || e.last == 0 {
+		return err
+	}
+	if from <= 0 || (reverse && from > e.last) {
+		from = e.last
+	}
+	if from > e.last {
+		return nil
+	}
+	line, off, err := c.find(&e, from)
+	if err != nil {
+		return err
+	}
+	if reverse {
+		b := e.back // found from the end: b is just before it
+		if !e.near(from) {
+			b = backward{c: c, off: off}
+		}
+		return c.readBackward(ctx, &b, line, off, from, fn)
+	}
+	return c.readForward(ctx, off, from, &e, fn)
+}
+
+// readBackward hands out line, the line of seq at off, and the lines before
+// it from b.
+func (c *Conversation) readBackward(ctx context.Context, b *backward, line []byte, off, seq int64, fn func(int64, []byte) bool) error {
+	for {
+		if !fn(seq, line) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		line, off, err = b.prev()
+		if err == io.EOF {
+			if seq != 1 {
+				return c.corrupt(0, "the file starts at seq %d, not 1", seq)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s, err := c.seqOf(line, off)
+		if err != nil {
+			return err
+		}
+		if s != seq-1 {
+			return c.corrupt(off, "seq %d where %d was due", s, seq-1)
+		}
+		seq = s
+	}
+}
+
+// readForward hands out the lines from off, where seq starts, to e's end.
+func (c *Conversation) readForward(ctx context.Context, off, seq int64, e *end, fn func(int64, []byte) bool) error {
+	f := forward{c: c, off: off, end: e.end, chunk: chunkSize}
+	for {
+		line, off, err := f.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s, err := c.seqOf(line, off)
+		if err != nil {
+			return err
+		}
+		if s != seq {
+			return c.corrupt(off, "seq %d where %d was due", s, seq)
+		}
+		if !fn(s, line) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seq++
+	}
+}
