@@ -14,6 +14,7 @@ import (
 // CPU profiles they wrote, merged.
 type ProfileSummary struct {
 	Profiles int     `json:"profiles"` // profiles read
+	Samples  int64   `json:"samples"`  // samples taken (100 a CPU second), idle scheduling left out
 	Seconds  float64 `json:"seconds"`  // CPU time sampled, idle scheduling left out
 	Idle     float64 `json:"idle"`     // CPU time left out as the scheduler's idle spinning
 
@@ -104,10 +105,13 @@ func SummarizeProfiles(paths []string, n int) (*ProfileSummary, error) {
 }
 
 func summarize(p *profile.Profile, n int) *ProfileSummary {
-	vi := len(p.SampleType) - 1
+	vi, ci := len(p.SampleType)-1, -1
 	for i, st := range p.SampleType {
-		if st.Type == "cpu" {
+		switch st.Type {
+		case "cpu":
 			vi = i
+		case "samples":
+			ci = i
 		}
 	}
 	s := &ProfileSummary{}
@@ -128,6 +132,11 @@ func summarize(p *profile.Profile, n int) *ProfileSummary {
 			continue
 		}
 		total += v
+		if ci >= 0 && ci < len(smp.Value) {
+			s.Samples += smp.Value[ci] // a sample stands for every identical stack
+		} else {
+			s.Samples++
+		}
 		flat[frames[0]] += v
 		clear(seen)
 		for _, f := range frames {

@@ -57,6 +57,9 @@ func TestSummarizeProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.Samples < 20 {
+		t.Errorf("%d samples of 0.4 s of CPU", s.Samples)
+	}
 	if s.Profiles != 2 {
 		t.Errorf("%d profiles read, want 2", s.Profiles)
 	}

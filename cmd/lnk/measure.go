@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/measure"
+)
+
+// cmdMeasure is `lnk measure`: what each agent costs, idle and per
+// message, on a harness it starts on temporary homes against the scripted
+// model.
+func cmdMeasure(args []string) error {
+	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lnk measure [flags]\n\nStarts the harness on temporary homes against the scripted model, sends each agent its\nmessages, and prints what each agent cost, idle and per message.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
+	agents := fs.String("agents", "3", "agents, one process each: a count, or counts separated by commas")
+	lengths := fs.String("lengths", "0", "events already in each conversation: a length, or lengths separated by commas")
+	messages := fs.Int("messages", 20, "messages measured per agent")
+	warmup := fs.Int("warmup", 1, "messages per agent before measuring, not counted")
+	idle := fs.Duration("idle", 3*time.Second, "the quiet window after the messages, for idle memory and CPU")
+	concurrency := fs.Int("concurrency", 1, "messages in flight at once, over all agents")
+	timeout := fs.Duration("timeout", 60*time.Second, "one message's limit")
+	maxTime := fs.Duration("max-time", 30*time.Minute, "the whole run's limit")
+	full := fs.Bool("full", false, "the full run: lengths 0,1000,100000 and agents 1,10,100")
+	script := fs.String("script", "", "a script for the scripted model (TOML; default: answer every message at once)")
+	noProfile := fs.Bool("no-profile", false, "don't have the harness write CPU profiles (no bottleneck is named)")
+	jsonOut := fs.Bool("json", false, "print the result as JSON instead of a table")
+	report := fs.String("report", "", "write result.json, result.txt and SVG plots into this folder")
+	keep := fs.Bool("keep", false, "keep the temporary folder (homes, logs, profiles)")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("measure: unexpected arguments %q", fs.Args())
+	}
+	cfg := measure.Config{
+		Program: *harness, Messages: *messages, Warmup: *warmup, Idle: *idle,
+		Concurrency: *concurrency, Timeout: *timeout, MaxTime: *maxTime,
+		NoProfile: *noProfile, Keep: *keep, Progress: os.Stderr,
+	}
+	if *warmup == 0 {
+		cfg.Warmup = -1
+	}
+	if *quiet {
+		cfg.Progress = nil
+	}
+	var err error
+	if cfg.Agents, err = intList("agents", *agents); err != nil {
+		return err
+	}
+	if cfg.Lengths, err = intList("lengths", *lengths); err != nil {
+		return err
+	}
+	if *full {
+		cfg.Agents, cfg.Lengths = []int{1, 10, 100}, []int{0, 1000, 100000}
+	}
+	if *script != "" {
+		b, err := os.ReadFile(*script)
+		if err != nil {
+			return fmt.Errorf("measure: --script: %w", err)
+		}
+		if cfg.Script, err = scripted.ParseScript(b); err != nil {
+			return fmt.Errorf("measure: --script %s: %w", *script, err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := measure.Run(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("measure: interrupted; every process it started is stopped")
+		}
+		return err
+	}
+	if *report != "" {
+		if err := res.WriteReport(*report); err != nil {
+			return err
+		}
+	}
+	if *jsonOut {
+		return res.WriteJSON(os.Stdout)
+	}
+	return res.WriteTable(os.Stdout)
+}
+
+// intList parses "3" or "1,10,100".
+func intList(flagName, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("measure: --%s %q: want numbers separated by commas", flagName, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,730 @@
+package measure
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"lnk.dev/linkharness/loadgen/scripted"
+)
+
+// Config says what to measure. The zero value measures the quick run: 3
+// agents, 20 messages each in a new conversation, 3 s of quiet.
+type Config struct {
+	// Harness is the harness measured; nil is Link Harness, its program
+	// Program or, if empty, the one FindHarness finds or builds.
+	Harness Harness
+	Program string
+
+	Agents   []int // agent counts, each a case (default 3)
+	Lengths  []int // conversation lengths in events, each a case (default 0)
+	Messages int   // measured messages per agent and case (default 20)
+	Warmup   int   // messages per agent before measuring, not counted (default 1; -1 for none)
+
+	// AgentsPerProcess is how many agents one unit serves: 1 (the
+	// default) is one process each; more needs a harness that serves many
+	// (Link Harness's `serve --agents FILE`, to come).
+	AgentsPerProcess int
+
+	Concurrency int           // messages in flight at once, over all agents (default 1)
+	Idle        time.Duration // the quiet window after the messages (default 3 s)
+	Timeout     time.Duration // one message's limit (default 60 s)
+	MaxTime     time.Duration // the whole run's limit (default 30 min)
+	NoProfile   bool          // don't have the processes write CPU profiles
+	Top         int           // functions named from the profiles (default 5)
+	Script      *scripted.Script
+
+	Dir      string    // where the temporary folder goes (default the system's)
+	Keep     bool      // keep the temporary folder
+	Progress io.Writer // phases and a bar (on a terminal); nil for none
+}
+
+// Limits on a Config, so every loop of a run is bounded.
+const (
+	maxAgents   = 1000
+	maxLength   = 10_000_000
+	maxMessages = 100_000
+	maxCases    = 32
+	stopTimeout = 15 * time.Second
+	startAtOnce = 4 // processes started at the same time
+)
+
+// ErrConfig comes from Run when the Config asks for something out of
+// bounds; the error says what.
+var ErrConfig = errors.New("measure: bad config")
+
+func (c *Config) setDefaults() error {
+	if len(c.Agents) == 0 {
+		c.Agents = []int{3}
+	}
+	if len(c.Lengths) == 0 {
+		c.Lengths = []int{0}
+	}
+	if c.Messages == 0 {
+		c.Messages = 20
+	}
+	switch {
+	case c.Warmup == 0:
+		c.Warmup = 1
+	case c.Warmup < 0:
+		c.Warmup = 0
+	}
+	if c.AgentsPerProcess == 0 {
+		c.AgentsPerProcess = 1
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 1
+	}
+	if c.Idle == 0 {
+		c.Idle = 3 * time.Second
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 60 * time.Second
+	}
+	if c.MaxTime == 0 {
+		c.MaxTime = 30 * time.Minute
+	}
+	if c.Top == 0 {
+		c.Top = 5
+	}
+	for _, n := range c.Agents {
+		if n < 1 || n > maxAgents {
+			return fmt.Errorf("%w: %d agents, want 1 to %d", ErrConfig, n, maxAgents)
+		}
+	}
+	for _, n := range c.Lengths {
+		if n < 0 || n > maxLength {
+			return fmt.Errorf("%w: a conversation of %d events, want 0 to %d", ErrConfig, n, maxLength)
+		}
+	}
+	if c.Messages < 1 || c.Messages > maxMessages {
+		return fmt.Errorf("%w: %d messages, want 1 to %d", ErrConfig, c.Messages, maxMessages)
+	}
+	if c.Warmup > maxMessages || c.Concurrency < 1 || c.Concurrency > maxAgents || c.AgentsPerProcess < 1 ||
+		c.Idle < 0 || c.Timeout < 0 || c.MaxTime < 0 || c.Top < 1 {
+		return fmt.Errorf("%w: warmup %d, concurrency %d, agents per process %d, idle %v, timeout %v, max time %v, top %d",
+			ErrConfig, c.Warmup, c.Concurrency, c.AgentsPerProcess, c.Idle, c.Timeout, c.MaxTime, c.Top)
+	}
+	if len(plan(c.Lengths, c.Agents)) > maxCases {
+		return fmt.Errorf("%w: more than %d cases", ErrConfig, maxCases)
+	}
+	return nil
+}
+
+// caseSpec is one case of a run.
+type caseSpec struct{ Length, Agents int }
+
+// plan returns the cases of a run: every length with the fewest agents,
+// then every count of agents with the shortest conversation, each once.
+// Cost per message is read against the length and idle memory against the
+// count, so the cross product (a hundred agents with 100,000 events each)
+// is never needed.
+func plan(lengths, agents []int) []caseSpec {
+	minLen, minAgents := lengths[0], agents[0]
+	for _, l := range lengths {
+		minLen = min(minLen, l)
+	}
+	for _, a := range agents {
+		minAgents = min(minAgents, a)
+	}
+	var out []caseSpec
+	seen := map[caseSpec]bool{}
+	add := func(c caseSpec) {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, l := range lengths {
+		add(caseSpec{l, minAgents})
+	}
+	for _, a := range agents {
+		add(caseSpec{minLen, a})
+	}
+	return out
+}
+
+// Run measures what each agent of the harness costs, idle and per
+// message, in each case of cfg. Everything it starts is stopped before it
+// returns, killed if ctx ends or the run fails.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, cfg.MaxTime)
+	defer cancel()
+	pr := newProgress(cfg.Progress)
+	defer pr.Done()
+
+	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-measure-")
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	if cfg.Keep {
+		defer pr.Phase("kept %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+
+	h := cfg.Harness
+	program := cfg.Program
+	if h == nil {
+		pr.Phase("finding %s", ProgramName)
+		p, built, err := FindHarness(ctx, cfg.Program, tmp)
+		if err != nil {
+			return nil, err
+		}
+		if built {
+			pr.Phase("built %s", p)
+		}
+		program = p
+		h = &Link{Program: p, Profile: !cfg.NoProfile}
+	}
+
+	m, err := startModel(cfg.Script)
+	if err != nil {
+		return nil, err
+	}
+	defer m.close()
+
+	res := &Result{
+		Version: ResultVersion,
+		Harness: h.Name(),
+		Program: program,
+		Started: started.UTC(),
+		Machine: machine(),
+		Settings: Settings{
+			Messages: cfg.Messages, Warmup: cfg.Warmup, Concurrency: cfg.Concurrency,
+			IdleSeconds: cfg.Idle.Seconds(), Lengths: cfg.Lengths, Agents: cfg.Agents,
+			AgentsPerProcess: cfg.AgentsPerProcess, Thread: Thread, Profiled: !cfg.NoProfile,
+		},
+	}
+	var profiles []string
+	for i, cs := range plan(cfg.Lengths, cfg.Agents) {
+		r := &caseRun{cfg: &cfg, spec: cs, h: h, model: m, pr: pr,
+			dir: filepath.Join(tmp, fmt.Sprintf("case%d-len%d-agents%d", i+1, cs.Length, cs.Agents))}
+		c, err := r.run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Cases = append(res.Cases, c)
+		profiles = append(profiles, r.profiles...)
+		if !cfg.Keep {
+			// The homes can be large (100,000 events each); the profiles
+			// stay for the summary.
+			os.RemoveAll(filepath.Join(r.dir, "agents"))
+		}
+	}
+	if len(profiles) > 0 {
+		pr.Phase("reading %d CPU profiles", len(profiles))
+		s, err := SummarizeProfiles(profiles, cfg.Top)
+		if err != nil {
+			return nil, err
+		}
+		res.Profile = s
+	}
+	res.Seconds = time.Since(started).Seconds()
+	return res, nil
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// caseRun is one case being measured. It is used by one goroutine, but for
+// the fields its message senders fill, each of which is written by one.
+type caseRun struct {
+	cfg   *Config
+	spec  caseSpec
+	h     Harness
+	model *model
+	pr    *progress
+	dir   string
+
+	agents   []Agent
+	units    []*unitRun
+	profiles []string
+}
+
+// unitRun is one unit of a case and what was sampled of it.
+type unitRun struct {
+	unit   Unit
+	agents []int // indexes into caseRun.agents
+
+	fresh        ProcSample  // once listening
+	a, b, c      ProcSample  // before a scrape, after it, after the messages
+	ma, mb, mc   Metrics     // the scrapes around a and b, and after c
+	idle0, idle1 ProcSample  // the quiet window
+	latencies    [][]float64 // per agent of the unit, seconds
+	errors       []int       // per agent of the unit
+	firstErr     []string    // per agent of the unit
+	hasMetrics   bool
+}
+
+func (r *caseRun) run(ctx context.Context) (c Case, err error) {
+	cs := r.spec
+	r.pr.Phase("%d agents, conversation of %d events: writing homes", cs.Agents, cs.Length)
+	if err := r.makeHomes(); err != nil {
+		return c, err
+	}
+	defer func() {
+		if err != nil {
+			r.killAll()
+		}
+	}()
+	r.pr.Phase("%d agents, conversation of %d events: starting %d processes", cs.Agents, cs.Length, ceilDiv(cs.Agents, r.cfg.AgentsPerProcess))
+	if err := r.startUnits(ctx); err != nil {
+		return c, err
+	}
+	for _, u := range r.units {
+		if u.fresh, err = SampleProc(u.unit.PID(), true); err != nil {
+			return c, err
+		}
+	}
+	if r.cfg.Warmup > 0 {
+		r.pr.Phase("warming up: %d messages per agent, not counted", r.cfg.Warmup)
+		if err := r.send(ctx, "w", r.cfg.Warmup, true); err != nil {
+			return c, err
+		}
+	}
+	if err := r.sampleBefore(ctx); err != nil {
+		return c, err
+	}
+	modelBefore := r.model.snapshot()
+	r.pr.Phase("sending %d messages to each of %d agents", r.cfg.Messages, cs.Agents)
+	if err := r.send(ctx, "m", r.cfg.Messages, false); err != nil {
+		return c, err
+	}
+	if err := r.sampleAfter(ctx); err != nil {
+		return c, err
+	}
+	use := r.model.snapshot().minus(modelBefore)
+	r.pr.Phase("quiet for %v", r.cfg.Idle)
+	if err := r.sampleIdle(ctx); err != nil {
+		return c, err
+	}
+	r.pr.Phase("stopping %d processes", len(r.units))
+	if err := r.stopAll(); err != nil {
+		return c, err
+	}
+	return r.result(use), nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// makeHomes makes each agent's home (its conversation written ahead), key
+// file and scratch folder.
+func (r *caseRun) makeHomes() error {
+	var events []byte
+	if r.spec.Length > 0 {
+		events = AppendConversation(nil, Thread, r.spec.Length, time.Now())
+	}
+	for _, sub := range []string{"agents", "keys", "run"} {
+		if err := os.MkdirAll(filepath.Join(r.dir, sub), 0o700); err != nil {
+			return fmt.Errorf("measure: %w", err)
+		}
+	}
+	for i := range r.spec.Agents {
+		name := fmt.Sprintf("agent-%d", i+1)
+		a := Agent{
+			Name:    name,
+			Home:    filepath.Join(r.dir, "agents", name),
+			KeyFile: filepath.Join(r.dir, "keys", name+".key"),
+			Scratch: filepath.Join(r.dir, "run", name),
+			Model:   r.model.URL,
+			Key:     newKey(),
+		}
+		for _, d := range []string{a.Home, a.Scratch} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				return fmt.Errorf("measure: %w", err)
+			}
+		}
+		if err := os.WriteFile(a.KeyFile, []byte(a.Key+"\n"), 0o600); err != nil {
+			return fmt.Errorf("measure: %w", err)
+		}
+		if events != nil {
+			if err := writeConversation(a.Home, Thread, events); err != nil {
+				return err
+			}
+		}
+		r.agents = append(r.agents, a)
+	}
+	return nil
+}
+
+func newKey() string {
+	var b [24]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startUnits starts the units, a few at a time.
+func (r *caseRun) startUnits(ctx context.Context) error {
+	per := r.cfg.AgentsPerProcess
+	for i := 0; i < len(r.agents); i += per {
+		u := &unitRun{}
+		for j := i; j < min(i+per, len(r.agents)); j++ {
+			u.agents = append(u.agents, j)
+		}
+		u.latencies = make([][]float64, len(u.agents))
+		u.errors = make([]int, len(u.agents))
+		u.firstErr = make([]string, len(u.agents))
+		r.units = append(r.units, u)
+	}
+	return r.eachUnit(ctx, startAtOnce, func(ctx context.Context, i int, u *unitRun) error {
+		agents := make([]Agent, len(u.agents))
+		for k, ai := range u.agents {
+			agents[k] = r.agents[ai]
+		}
+		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+		unit, err := r.h.Start(sctx, agents)
+		if err != nil {
+			return err
+		}
+		u.unit = unit
+		_, u.hasMetrics = unit.(MetricsReader)
+		r.pr.Step(i+1, len(r.units))
+		return nil
+	})
+}
+
+// eachUnit calls fn for each unit, at most n at once, and returns the first
+// error.
+func (r *caseRun) eachUnit(ctx context.Context, n int, fn func(ctx context.Context, i int, u *unitRun) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	var done int
+	var mu sync.Mutex
+	for _, u := range r.units {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			mu.Lock()
+			done++
+			i := done - 1
+			mu.Unlock()
+			if err := fn(ctx, i, u); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// send sends count messages to every agent, round after round, at most
+// Concurrency at once. With must, the first error ends the run (a harness
+// that cannot answer a warm-up message cannot be measured); otherwise
+// errors are counted.
+func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool) error {
+	type job struct {
+		u    *unitRun
+		k    int // the agent's index in its unit
+		name string
+		n    int // the message's number, from 1
+	}
+	total := count * len(r.agents)
+	jobs := make(chan job)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		done    int
+		failure error
+		wg      sync.WaitGroup
+	)
+	for range min(r.cfg.Concurrency, total) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				mctx, mcancel := context.WithTimeout(ctx, r.cfg.Timeout)
+				rep, err := j.u.unit.Send(mctx, j.name, Thread, Message{
+					ID:   fmt.Sprintf("%s%d", prefix, j.n),
+					Text: fmt.Sprintf("Hello, this is message %d of the measurement. Please answer briefly.", j.n),
+				})
+				mcancel()
+				mu.Lock()
+				done++
+				if err != nil {
+					if must && failure == nil {
+						failure = err
+						cancel()
+					}
+					j.u.errors[j.k]++
+					if j.u.firstErr[j.k] == "" {
+						j.u.firstErr[j.k] = err.Error()
+					}
+				} else if !must {
+					j.u.latencies[j.k] = append(j.u.latencies[j.k], rep.Latency.Seconds())
+				}
+				d := done
+				mu.Unlock()
+				r.pr.Step(d, total)
+			}
+		}()
+	}
+	func() {
+		defer close(jobs)
+		for n := 1; n <= count; n++ {
+			for _, u := range r.units {
+				for k, ai := range u.agents {
+					select {
+					case jobs <- job{u, k, r.agents[ai].Name, n}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	if must {
+		// The warm-up's errors are not the measurement's.
+		for _, u := range r.units {
+			clear(u.errors)
+			clear(u.firstErr)
+		}
+	}
+	if failure != nil {
+		return failure
+	}
+	return ctx.Err()
+}
+
+// sampleBefore samples each unit around one scrape of its metrics, so the
+// scrape's own cost is known and taken off the messages'.
+func (r *caseRun) sampleBefore(ctx context.Context) error {
+	return r.eachUnit(ctx, len(r.units), func(ctx context.Context, _ int, u *unitRun) (err error) {
+		pid := u.unit.PID()
+		if u.a, err = SampleProc(pid, false); err != nil {
+			return err
+		}
+		if u.ma, err = scrape(ctx, u); err != nil {
+			return err
+		}
+		if u.b, err = SampleProc(pid, false); err != nil {
+			return err
+		}
+		u.mb, err = scrape(ctx, u)
+		return err
+	})
+}
+
+func (r *caseRun) sampleAfter(ctx context.Context) error {
+	return r.eachUnit(ctx, len(r.units), func(ctx context.Context, _ int, u *unitRun) (err error) {
+		if u.c, err = SampleProc(u.unit.PID(), false); err != nil {
+			return err
+		}
+		u.mc, err = scrape(ctx, u)
+		return err
+	})
+}
+
+func scrape(ctx context.Context, u *unitRun) (Metrics, error) {
+	mr, ok := u.unit.(MetricsReader)
+	if !ok {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return mr.Metrics(ctx)
+}
+
+// sampleIdle samples every unit at the start and end of one quiet window.
+func (r *caseRun) sampleIdle(ctx context.Context) error {
+	var err error
+	for _, u := range r.units {
+		if u.idle0, err = SampleProc(u.unit.PID(), false); err != nil {
+			return err
+		}
+	}
+	t := time.NewTimer(r.cfg.Idle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, u := range r.units {
+		if u.idle1, err = SampleProc(u.unit.PID(), true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopAll stops every unit gracefully, together, and keeps their profiles.
+func (r *caseRun) stopAll() error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.units))
+	for i, u := range r.units {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = u.unit.Stop(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, u := range r.units {
+		if p, ok := u.unit.(Profiler); ok && p.CPUProfile() != "" {
+			r.profiles = append(r.profiles, p.CPUProfile())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// killAll kills whatever units were started.
+func (r *caseRun) killAll() {
+	var wg sync.WaitGroup
+	for _, u := range r.units {
+		if u.unit == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u.unit.Kill()
+		}()
+	}
+	wg.Wait()
+}
+
+// result computes the case's figures from what was sampled.
+func (r *caseRun) result(use modelUse) Case {
+	c := Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units)}
+	answered := 0
+	for _, u := range r.units {
+		for _, l := range u.latencies {
+			answered += len(l)
+		}
+	}
+	modelPerMsg := use.Seconds / float64(max(answered, 1))
+	for _, u := range r.units {
+		for k, ai := range u.agents {
+			cost := u.cost(k, len(u.agents), r.agents[ai].Name, modelPerMsg)
+			c.PerAgent = append(c.PerAgent, cost)
+			c.Messages += cost.PerMessage.MessagesCounted
+			c.Errors += cost.PerMessage.Errors
+			if c.FirstError == "" {
+				c.FirstError = u.firstErr[k]
+			}
+		}
+	}
+	sort.SliceStable(c.PerAgent, func(i, j int) bool { return agentLess(c.PerAgent[i].Name, c.PerAgent[j].Name) })
+	c.Median = median(c.PerAgent)
+	if c.Messages > 0 {
+		c.Model = ModelCost{
+			Requests: float64(use.Requests) / float64(c.Messages),
+			Seconds:  use.Seconds / float64(c.Messages),
+			MaxBytes: float64(use.MaxBytes),
+		}
+	}
+	if use.Requests > 0 {
+		c.Model.RequestBytes = float64(use.RequestBytes) / float64(use.Requests)
+	}
+	return c
+}
+
+// agentLess orders agent-2 before agent-10.
+func agentLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// cost is the k-th of the unit's n agents' cost: the unit's process cost
+// shared among its agents, and the agent's own latencies and counters.
+func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
+	shared := float64(n)
+	lat := u.latencies[k]
+	msgs := len(lat)
+	ac := AgentCost{Name: name, PID: u.unit.PID()}
+	ac.Start = Memory{RSS: float64(u.fresh.RSS) / shared, PSS: float64(u.fresh.PSS) / shared}
+	ac.Idle.Memory = Memory{RSS: float64(u.idle1.RSS) / shared, PSS: float64(u.idle1.PSS) / shared}
+	if s := u.idle1.Time.Sub(u.idle0.Time).Seconds(); s > 0 {
+		ac.Idle.CPU = cpuSeconds(u.idle0, u.idle1) / s / shared
+	}
+	pm := &ac.PerMessage
+	pm.MessagesCounted = msgs
+	pm.Errors = u.errors[k]
+	if msgs == 0 {
+		return ac
+	}
+	// The unit's messages are all its agents'; between b and c there was
+	// one scrape, whose cost a to b measured.
+	unitMsgs := 0
+	for _, l := range u.latencies {
+		unitMsgs += len(l)
+	}
+	per := func(x float64) float64 { return max(x, 0) / float64(unitMsgs) }
+	pm.CPU = per(cpuSeconds(u.b, u.c) - cpuSeconds(u.a, u.b))
+	pm.ReadChars = per(d(u.b.RChar, u.c.RChar) - d(u.a.RChar, u.b.RChar))
+	pm.WrittenChars = per(d(u.b.WChar, u.c.WChar) - d(u.a.WChar, u.b.WChar))
+	pm.DiskRead = per(d(u.b.ReadBytes, u.c.ReadBytes) - d(u.a.ReadBytes, u.b.ReadBytes))
+	pm.DiskWritten = per(d(u.b.WriteBytes, u.c.WriteBytes) - d(u.a.WriteBytes, u.b.WriteBytes))
+
+	// The model's share of a message: as the harness counted its calls,
+	// else the model server's own time.
+	model := modelPerMsg
+	if u.hasMetrics {
+		own := u.mc.agent(name).minus(u.mb.agent(name))
+		scrapeCost := u.mb.agent(name).minus(u.ma.agent(name))
+		pm.StoreRead = max(own.StoreRead, 0) / float64(msgs)
+		pm.StoreWritten = max(own.StoreWritten, 0) / float64(msgs)
+		if own.TurnCount > 0 {
+			pm.Turn = own.TurnSeconds / own.TurnCount
+		}
+		pm.Model = own.ModelSeconds / float64(msgs)
+		pm.TurnsCounted = own.Turns
+		pm.TurnErrorsCounted = own.TurnErrors
+		pm.Allocs = per(own.AllocObjects - scrapeCost.AllocObjects)
+		pm.AllocBytes = per(own.AllocBytes - scrapeCost.AllocBytes)
+		ac.Idle.Goroutines = u.mc.agent(name).Goroutines
+		model = pm.Model
+	}
+	pm.Latency = spread(lat)
+	added := make([]float64, len(lat))
+	for i, l := range lat {
+		added[i] = max(l-model, 0)
+	}
+	pm.Added = spread(added)
+	return ac
+}
+
+// d is b-a of a counter, as a float.
+func d(a, b uint64) float64 { return float64(sub(b, a)) }

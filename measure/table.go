@@ -1,0 +1,132 @@
+package measure
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+)
+
+// WriteTable writes r for people: a table per case, an agent a row and
+// their median last, then the model's side and the largest bottleneck.
+// Sizes are in decimal units (1 kB = 1000 bytes).
+func (r *Result) WriteTable(w io.Writer) error {
+	ew := &errWriter{w: w}
+	for i, c := range r.Cases {
+		if i > 0 {
+			fmt.Fprintln(ew)
+		}
+		fmt.Fprintf(ew, "%s harness (%s): %d agents in %d processes, %d messages each after %d warm-up, conversation of %d events before\n",
+			r.Harness, filepath.Base(r.Program), c.Agents, c.Processes, r.Settings.Messages, r.Settings.Warmup, c.Length)
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\tidle\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
+		fmt.Fprintln(tw, "agent\tRSS\tPSS\tCPU\tCPU\tadded\tp50\tp99\tturn\tallocs\talloc\tstore r/w\tio r/w\tdisk w\t")
+		row := func(name string, a *AgentCost) {
+			p := &a.PerMessage
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+				name, bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), percent(a.Idle.CPU),
+				secs(p.CPU), secs(p.Added.Mean), secs(p.Added.P50), secs(p.Added.P99), secs(p.Turn),
+				count(p.Allocs), bytesStr(p.AllocBytes),
+				bytesStr(p.StoreRead)+" / "+bytesStr(p.StoreWritten),
+				bytesStr(p.ReadChars)+" / "+bytesStr(p.WrittenChars),
+				bytesStr(p.DiskWritten))
+		}
+		if len(c.PerAgent) <= 12 {
+			for j := range c.PerAgent {
+				row(c.PerAgent[j].Name, &c.PerAgent[j])
+			}
+		}
+		row("median", &c.Median)
+		tw.Flush()
+		fmt.Fprintf(ew, "(added: the latency less the model's share; turn: the harness's own time; io: read and write calls of any kind)\n")
+		fmt.Fprintf(ew, "latency p50 %s p99 %s; at start %s RSS, %s PSS; %.0f goroutines idle; model: %.2f requests per message, %s per request (largest %s)\n",
+			secs(c.Median.PerMessage.Latency.P50), secs(c.Median.PerMessage.Latency.P99),
+			bytesStr(c.Median.Start.RSS), bytesStr(c.Median.Start.PSS), c.Median.Idle.Goroutines,
+			c.Model.Requests, bytesStr(c.Model.RequestBytes), bytesStr(c.Model.MaxBytes))
+		if c.Errors > 0 {
+			fmt.Fprintf(ew, "%d of %d messages not answered; the first: %s\n", c.Errors, c.Errors+c.Messages, c.FirstError)
+		}
+	}
+	if p := r.Profile; p != nil && len(p.Flat) > 0 {
+		fmt.Fprintf(ew, "\nlargest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
+		if p.Via != "" {
+			fmt.Fprintf(ew, ", via %s", p.Via)
+		}
+		fmt.Fprintln(ew)
+		if p.Samples < fewSamples {
+			fmt.Fprintf(ew, "(from %d samples only, at 100 a CPU second: send more messages, e.g. --messages 1000, for a surer answer)\n", p.Samples)
+		}
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "flat\t\tcumulative\t")
+		for i := range max(len(p.Flat), len(p.Cum)) {
+			var f, c string
+			if i < len(p.Flat) {
+				f = percent(p.Flat[i].Share) + "\t" + p.Flat[i].Name
+			} else {
+				f = "\t"
+			}
+			if i < len(p.Cum) {
+				c = percent(p.Cum[i].Share) + "  " + p.Cum[i].Name
+			}
+			fmt.Fprintf(tw, "%s\t%s\t\n", f, c)
+		}
+		tw.Flush()
+	}
+	return ew.err
+}
+
+// fewSamples is how many profile samples make a bottleneck worth naming
+// without a warning.
+const fewSamples = 200
+
+// errWriter keeps the first write error, so a table's many writes are
+// checked once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+// secs formats seconds in the unit that suits them.
+func secs(s float64) string {
+	switch {
+	case s == 0:
+		return "0"
+	case s < 1e-3:
+		return strconv.FormatFloat(s*1e6, 'f', 0, 64) + " µs"
+	case s < 1:
+		return strconv.FormatFloat(s*1e3, 'f', 2, 64) + " ms"
+	}
+	return strconv.FormatFloat(s, 'f', 2, 64) + " s"
+}
+
+// bytesStr formats a size in decimal units.
+func bytesStr(b float64) string {
+	switch {
+	case b < 1e3:
+		return strconv.FormatFloat(b, 'f', 0, 64) + " B"
+	case b < 1e6:
+		return strconv.FormatFloat(b/1e3, 'f', 1, 64) + " kB"
+	case b < 1e9:
+		return strconv.FormatFloat(b/1e6, 'f', 1, 64) + " MB"
+	}
+	return strconv.FormatFloat(b/1e9, 'f', 2, 64) + " GB"
+}
+
+func percent(f float64) string {
+	if f != 0 && f < 0.001 {
+		return strconv.FormatFloat(f*100, 'f', 3, 64) + "%"
+	}
+	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
+}
+
+func count(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
