@@ -104,7 +104,7 @@ var fillWords = [...]string{
 // by filler words.
 func fill(text string, n int, rng *splitmix) string {
 	if len(text) >= n {
-		for n > 0 && !utf8.RuneStart(text[n]) {
+		for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
 			n--
 		}
 		return text[:n]
