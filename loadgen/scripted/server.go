@@ -38,12 +38,12 @@ type Server struct {
 	done    chan struct{} // closed by Close and Shutdown: stalls end
 	stop    sync.Once
 
-	mu sync.Mutex
+	mu sync.Mutex // guards the fields below
 	// The request bodies kept, a ring of keptRequests: the oldest at head.
 	kept      [keptRequests][]byte
 	head, n   int
 	keptTotal int
-	servers   []*http.Server
+	servers   []*http.Server // serving s, stopped with it
 }
 
 // New returns a server answering as s says; nil is the default script. s
@@ -62,29 +62,39 @@ func Listen(addr string, s *Script) (*Server, net.Addr, error) {
 		return nil, nil, err
 	}
 	srv := New(s)
-	hs := srv.server()
-	go func() { _ = hs.Serve(ln) }()
+	go func() { _ = srv.Serve(ln) }()
 	return srv, ln.Addr(), nil
 }
 
 // Serve serves on ln until Close or Shutdown, when it returns
 // http.ErrServerClosed.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.server().Serve(ln)
+	hs := s.server()
+	if hs == nil {
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	return hs.Serve(ln)
 }
 
+// server returns a new http.Server of s, or nil once s has stopped.
 func (s *Server) server() *http.Server {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, hs)
-	s.mu.Unlock()
 	return hs
 }
 
 // Shutdown ends the stalls, then stops serving once the requests under way
 // are answered, or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stop.Do(func() { close(s.done) })
+	s.end()
 	var errs []error
 	for _, hs := range s.httpServers() {
 		errs = append(errs, hs.Shutdown(ctx))
@@ -94,12 +104,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close stops serving at once, closing every connection.
 func (s *Server) Close() error {
-	s.stop.Do(func() { close(s.done) })
+	s.end()
 	var errs []error
 	for _, hs := range s.httpServers() {
 		errs = append(errs, hs.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// end closes done, under mu so no server is added after.
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stop.Do(func() { close(s.done) })
 }
 
 func (s *Server) httpServers() []*http.Server {
