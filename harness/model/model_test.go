@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -391,5 +392,43 @@ func TestRequestErrors(t *testing.T) {
 		&Request{Messages: []Message{{Role: "assistant", Thinking: []byte(`{"thinking":1}`)}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "thinking") {
 		t.Errorf("thinking not an array: %v", err)
+	}
+}
+
+func TestHeaders(t *testing.T) {
+	srv := scripted.New(nil)
+	got := make(chan http.Header, 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		srv.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	msg := &Request{Model: "m", Messages: []Message{{Role: "user", Text: "hi"}}}
+	for _, tt := range []struct {
+		provider, key string
+		want          map[string]string
+	}{
+		{"anthropic", "k1", map[string]string{"X-Api-Key": "k1", "Anthropic-Version": "2023-06-01", "Authorization": ""}},
+		{"anthropic", "", map[string]string{"X-Api-Key": "", "Anthropic-Version": "2023-06-01"}},
+		{"openai", "k2", map[string]string{"Authorization": "Bearer k2", "X-Api-Key": ""}},
+		{"openrouter", "", map[string]string{"Authorization": ""}},
+	} {
+		env := map[string]string{"LNK_MODEL_PROXY": hs.URL, "LNK_MODEL_PROXY_KEY": tt.key}
+		c, err := New(tt.provider, func(k string) string { return env[k] }, hs.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(context.Background(), msg, nil); err != nil {
+			t.Fatal(err)
+		}
+		h := <-got
+		for k, v := range tt.want {
+			if h.Get(k) != v {
+				t.Errorf("%s with key %q: %s is %q, want %q", tt.provider, tt.key, k, h.Get(k), v)
+			}
+		}
+		if h.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: content type %q", tt.provider, h.Get("Content-Type"))
+		}
 	}
 }
