@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -231,4 +232,25 @@ func FuzzOpenAIStream(f *testing.F) {
 		resp, err := decodeOpenAI(b, func(s string) { frags = append(frags, s) })
 		checkDecoded(t, resp, err, frags)
 	})
+}
+
+// BenchmarkCall is one whole call over HTTP to the scripted model: the
+// client's and the server's work together, a short streamed answer.
+func BenchmarkCall(b *testing.B) {
+	_, base := serve(b, &scripted.Script{Rules: []scripted.Rule{{Match: "any", AnswerBytes: 400, Chunks: 100}}})
+	req := &Request{Model: "m", System: "be brief", Messages: []Message{{Role: "user", Text: "hello"}}}
+	for _, provider := range []string{"anthropic", "openai"} {
+		b.Run(provider, func(b *testing.B) {
+			c := client(b, provider, base)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Call(context.Background(), req, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
