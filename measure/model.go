@@ -34,7 +34,7 @@ func (u modelUse) minus(o modelUse) modelUse {
 	return modelUse{
 		Requests:     u.Requests - o.Requests,
 		RequestBytes: u.RequestBytes - o.RequestBytes,
-		MaxBytes:     u.MaxBytes, // the largest so far, not a difference
+		MaxBytes:     u.MaxBytes, // the largest since begin, not a difference
 		Seconds:      u.Seconds - o.Seconds,
 	}
 }
@@ -70,6 +70,15 @@ func (m *model) count(bytes int64, d time.Duration) {
 		m.use.MaxBytes = max(m.use.MaxBytes, bytes)
 	}
 	m.use.Seconds += d.Seconds()
+}
+
+// begin starts counting the largest request anew, for a case's measured
+// messages, and returns the counts so far.
+func (m *model) begin() modelUse {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.use.MaxBytes = 0
+	return m.use
 }
 
 func (m *model) snapshot() modelUse {

@@ -92,10 +92,13 @@ type AgentCost struct {
 	PerMessage PerMessage `json:"per_message"`
 }
 
-// Memory is a process's memory: resident and proportional bytes.
+// Memory is a process's memory: resident and proportional bytes, and the
+// resident bytes backed by no file (the heap, stacks; not the program's
+// code or a file mapped in).
 type Memory struct {
-	RSS float64 `json:"rss"`
-	PSS float64 `json:"pss"`
+	RSS  float64 `json:"rss"`
+	PSS  float64 `json:"pss"`
+	Anon float64 `json:"anon"`
 }
 
 // Idle is an agent's cost doing nothing.
@@ -183,6 +186,8 @@ var costFields = []func(*AgentCost) *float64{
 	func(c *AgentCost) *float64 { return &c.Start.PSS },
 	func(c *AgentCost) *float64 { return &c.Idle.RSS },
 	func(c *AgentCost) *float64 { return &c.Idle.PSS },
+	func(c *AgentCost) *float64 { return &c.Idle.Anon },
+	func(c *AgentCost) *float64 { return &c.Start.Anon },
 	func(c *AgentCost) *float64 { return &c.Idle.CPU },
 	func(c *AgentCost) *float64 { return &c.Idle.Goroutines },
 	func(c *AgentCost) *float64 { return &c.PerMessage.CPU },

@@ -278,7 +278,7 @@ type unitRun struct {
 
 func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 	cs := r.spec
-	r.pr.Phase("%d agents, conversation of %d events: writing homes", cs.Agents, cs.Length)
+	r.pr.Phase("%s, a conversation of %s: writing homes", plural(cs.Agents, "agent"), plural(cs.Length, "event"))
 	if err := r.makeHomes(); err != nil {
 		return c, err
 	}
@@ -287,7 +287,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			r.killAll()
 		}
 	}()
-	r.pr.Phase("%d agents, conversation of %d events: starting %d processes", cs.Agents, cs.Length, ceilDiv(cs.Agents, r.cfg.AgentsPerProcess))
+	r.pr.Phase("starting %s", plural(ceilDiv(cs.Agents, r.cfg.AgentsPerProcess), "process"))
 	if err := r.startUnits(ctx); err != nil {
 		return c, err
 	}
@@ -297,7 +297,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 		}
 	}
 	if r.cfg.Warmup > 0 {
-		r.pr.Phase("warming up: %d messages per agent, not counted", r.cfg.Warmup)
+		r.pr.Phase("warming up: %s per agent, not counted", plural(r.cfg.Warmup, "message"))
 		if err := r.send(ctx, "w", r.cfg.Warmup, true); err != nil {
 			return c, err
 		}
@@ -305,8 +305,8 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 	if err := r.sampleBefore(ctx); err != nil {
 		return c, err
 	}
-	modelBefore := r.model.snapshot()
-	r.pr.Phase("sending %d messages to each of %d agents", r.cfg.Messages, cs.Agents)
+	modelBefore := r.model.begin()
+	r.pr.Phase("sending %s to each of %s", plural(r.cfg.Messages, "message"), plural(cs.Agents, "agent"))
 	if err := r.send(ctx, "m", r.cfg.Messages, false); err != nil {
 		return c, err
 	}
@@ -318,7 +318,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 	if err := r.sampleIdle(ctx); err != nil {
 		return c, err
 	}
-	r.pr.Phase("stopping %d processes", len(r.units))
+	r.pr.Phase("stopping %s", plural(len(r.units), "process"))
 	if err := r.stopAll(); err != nil {
 		return c, err
 	}
@@ -674,8 +674,8 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	lat := u.latencies[k]
 	msgs := len(lat)
 	ac := AgentCost{Name: name, PID: u.unit.PID()}
-	ac.Start = Memory{RSS: float64(u.fresh.RSS) / shared, PSS: float64(u.fresh.PSS) / shared}
-	ac.Idle.Memory = Memory{RSS: float64(u.idle1.RSS) / shared, PSS: float64(u.idle1.PSS) / shared}
+	ac.Start = memory(u.fresh, shared)
+	ac.Idle.Memory = memory(u.idle1, shared)
 	if s := u.idle1.Time.Sub(u.idle0.Time).Seconds(); s > 0 {
 		ac.Idle.CPU = cpuSeconds(u.idle0, u.idle1) / s / shared
 	}
@@ -724,6 +724,10 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	}
 	pm.Added = spread(added)
 	return ac
+}
+
+func memory(s ProcSample, shared float64) Memory {
+	return Memory{RSS: float64(s.RSS) / shared, PSS: float64(s.PSS) / shared, Anon: float64(s.Anon) / shared}
 }
 
 // d is b-a of a counter, as a float.

@@ -20,8 +20,9 @@ type ProcSample struct {
 	CPUNanos uint64
 	CPUTicks uint64
 
-	RSS uint64 // resident bytes
-	PSS uint64 // proportional bytes, from smaps_rollup
+	RSS  uint64 // resident bytes
+	PSS  uint64 // proportional bytes, from smaps_rollup
+	Anon uint64 // resident bytes backed by no file, from smaps_rollup
 
 	// From /proc/PID/io: bytes passed to read and write calls of any kind
 	// (files, sockets, pipes), and bytes the storage layer fetched and was
@@ -62,7 +63,7 @@ func SampleProc(pid int, memory bool) (ProcSample, error) {
 		if err != nil {
 			return s, fmt.Errorf("measure: smaps_rollup of process %d: %w", pid, err)
 		}
-		s.RSS, s.PSS = r.Rss, r.Pss
+		s.RSS, s.PSS, s.Anon = r.Rss, r.Pss, r.Anonymous
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -17,15 +18,16 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(ew)
 		}
-		fmt.Fprintf(ew, "%s harness (%s): %d agents in %d processes, %d messages each after %d warm-up, conversation of %d events before\n",
-			r.Harness, filepath.Base(r.Program), c.Agents, c.Processes, r.Settings.Messages, r.Settings.Warmup, c.Length)
+		fmt.Fprintf(ew, "%s harness (%s): %s in %s, %s each after %d warm-up, in a conversation of %s\n",
+			r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), plural(c.Processes, "process"),
+			plural(r.Settings.Messages, "message"), r.Settings.Warmup, plural(c.Length, "event"))
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "\tidle\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
-		fmt.Fprintln(tw, "agent\tRSS\tPSS\tCPU\tCPU\tadded\tp50\tp99\tturn\tallocs\talloc\tstore r/w\tio r/w\tdisk w\t")
+		fmt.Fprintln(tw, "\tidle\t\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
+		fmt.Fprintln(tw, "agent\tRSS\tPSS\tanon\tCPU\tCPU\tadded\tp50\tp99\tturn\tallocs\talloc\tstore r/w\tio r/w\tdisk w\t")
 		row := func(name string, a *AgentCost) {
 			p := &a.PerMessage
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-				name, bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), percent(a.Idle.CPU),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+				name, bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), bytesStr(a.Idle.Anon), percent(a.Idle.CPU),
 				secs(p.CPU), secs(p.Added.Mean), secs(p.Added.P50), secs(p.Added.P99), secs(p.Turn),
 				count(p.Allocs), bytesStr(p.AllocBytes),
 				bytesStr(p.StoreRead)+" / "+bytesStr(p.StoreWritten),
@@ -127,6 +129,18 @@ func percent(f float64) string {
 		return strconv.FormatFloat(f*100, 'f', 3, 64) + "%"
 	}
 	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
+}
+
+// plural says n things: "1 agent", "3 agents", "2 processes".
+func plural(n int, thing string) string {
+	s := strconv.Itoa(n) + " " + thing
+	switch {
+	case n == 1:
+		return s
+	case strings.HasSuffix(thing, "s"):
+		return s + "es"
+	}
+	return s + "s"
 }
 
 func count(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }

@@ -1,0 +1,85 @@
+// Package measure is `lnk measure`: what each agent of a harness costs,
+// idle and per message, as Link Harness is judged.
+//
+// Run sets everything up itself on a temporary folder: it finds the
+// harness program (FindHarness: --harness, PATH, beside lnk, or built from
+// the source tree), serves the scripted model (loadgen/scripted) on
+// loopback in its own process, and, for each case, makes each agent a home
+// (its conversation written ahead when the case has a length), a key file,
+// and a process:
+//
+//	lnk-link-harness serve --home <tmp>/<case>/agents/agent-N --listen 127.0.0.1:0 \
+//		--key-file <tmp>/<case>/keys/agent-N.key --cpuprofile <tmp>/<case>/run/agent-N/cpu.pprof
+//
+// with LNK_MODEL_PROXY set to the scripted model (and no other LNK_
+// variable). Each agent gets Warmup messages, not counted, then Messages
+// messages in the thread "measure-1", round after round over the agents,
+// Concurrency at once; then every process is left alone for the Idle
+// window and stopped with SIGTERM, so it writes its CPU profile.
+//
+// What is measured, per agent:
+//
+//   - idle: RSS, PSS and anonymous memory from /proc/PID/smaps_rollup at
+//     the end of the quiet window, and CPU seconds per second over it;
+//   - per message: CPU of the process (its CPU-time clock, to the
+//     nanosecond), the client's latency and the time the harness adds
+//     (latency less the model's share, lnk_model_seconds), mean, p50 and
+//     p99; the harness's own turn time; bytes from /proc/PID/io (rchar and
+//     wchar: read and write calls of any kind; read_bytes and write_bytes:
+//     the disk) and the store's event bytes (lnk_store_bytes_*); heap
+//     objects and bytes allocated (go_heap_allocs_*). Counters are read
+//     around one metrics scrape before the messages, so the one scrape in
+//     the measured span is taken off.
+//
+// The CPU profiles of every process are merged and the top functions by
+// flat and cumulative time named, the scheduler's idle spinning left out
+// (SummarizeProfiles); the largest bottleneck is the top flat function,
+// with the nearest function of Link Harness's own code beneath it. A
+// profile covers a process's whole life, its warm-up message included.
+//
+// Cases: each length with the fewest agents, then each count of agents
+// with the shortest conversation (plan); cost per message is read against
+// the length and idle memory against the count.
+//
+// # JSON
+//
+// `lnk measure --json` writes Result, version 1 (ResultVersion). Times are
+// seconds, sizes bytes, shares 0 to 1:
+//
+//	{"version": 1, "harness": "link", "program": "/…/lnk-link-harness",
+//	 "started": "2026-…Z", "seconds": 5.1,
+//	 "machine": {"cpus": 2, "os": "linux", "arch": "amd64", "kernel": "6.…"},
+//	 "settings": {"messages": 20, "warmup": 1, "concurrency": 1, "idle_seconds": 3,
+//	   "lengths": [0], "agents": [3], "agents_per_process": 1, "thread": "measure-1", "profiled": true},
+//	 "cases": [{"length": 0, "agents": 3, "processes": 3, "messages": 60, "errors": 0,
+//	   "model": {"requests": 1, "request_bytes": 3400, "max_bytes": 5800, "seconds": 0.0001},
+//	   "median": AGENT, "per_agent": [AGENT, …]}],
+//	 "profile": {"profiles": 3, "samples": 7, "seconds": 0.07, "idle": 0.01,
+//	   "flat": [{"name": "…", "seconds": 0.01, "share": 0.14}, …], "cum": […],
+//	   "largest": "…", "via": "lnk.dev/linkharness/…"}}
+//
+// where AGENT is
+//
+//	{"name": "agent-1", "pid": 1234,
+//	 "start": {"rss": 8.3e6, "pss": 3.3e6, "anon": 2.1e6},
+//	 "idle": {"rss": 11.7e6, "pss": 6.2e6, "anon": 5e6, "cpu": 0.00003, "goroutines": 18},
+//	 "per_message": {"cpu": 0.00128,
+//	   "latency": {"mean": 0.0018, "p50": 0.0017, "p99": 0.0031},
+//	   "added": {"mean": 0.0016, "p50": 0.0015, "p99": 0.0030},
+//	   "turn": 0.0013, "model": 0.0002,
+//	   "read_chars": 38900, "written_chars": 4700, "disk_read": 0, "disk_written": 8800,
+//	   "store_read": 13500, "store_written": 798, "allocs": 414, "alloc_bytes": 107100,
+//	   "errors": 0, "messages": 20, "turns": 20, "turn_errors": 0}}
+//
+// Fields may be added within a version; none changes meaning or goes.
+//
+// # Other harnesses
+//
+// A harness is reached through Harness and Unit: Link is Link Harness over
+// HTTP. Another harness measured side by side (one command per message,
+// `claude -p TEXT` with its own HOME, as /work/shared/peers drives them)
+// is another Harness beside Link, whose unit's PID is 0 between messages
+// and whose Send runs the command. Serving many agents in one process is
+// a unit with several agents (Config.AgentsPerProcess), which Link refuses
+// with ErrUnsupported until `serve --agents FILE` exists.
+package measure
