@@ -1,0 +1,155 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store"
+)
+
+// The copy for people (chat.md) holds what was said up to the agent's last
+// answer: the messages and the agent's answers, never a tool's call or its
+// answer, never a message while it is being answered. Each answer adds what
+// was said since the one before to its end, closed by a mark naming the
+// answer's seq; when the copy does not end with the mark of the answer
+// before, it is made again from every event.
+
+// copyMark closes each answer's part of the copy: an HTML comment, which
+// Markdown shows as nothing.
+func copyMark(seq int64) string { return "<!-- lnk:answer " + strconv.FormatInt(seq, 10) + " -->\n" }
+
+// AppendCopy appends to dst the copy's part for events, oldest first: each
+// message and each answer with text, then the mark of the last answer.
+func AppendCopy(dst []byte, agent string, events []store.Event) []byte {
+	var last int64
+	for i := range events {
+		e := &events[i]
+		switch {
+		case e.Type == store.TypeMessage:
+			name := e.From.Name
+			if name == "" {
+				name = e.From.ID
+			}
+			if name == "" {
+				name = "someone"
+			}
+			dst = fmt.Appendf(dst, "**%s** · %s\n\n%s\n\n", name, e.Time.Local().Format("2006-01-02 15:04"), e.Text)
+		case e.Type == store.TypeAnswer && e.Text != "":
+			dst = fmt.Appendf(dst, "**%s** · %s\n\n%s\n\n", agent, e.Time.Local().Format("2006-01-02 15:04"), e.Text)
+			last = e.Seq
+		case e.Type == store.TypeAnswer:
+			last = e.Seq
+		}
+	}
+	if last > 0 {
+		dst = append(dst, copyMark(last)...)
+	}
+	return dst
+}
+
+// addToCopy adds this turn's part to the copy: the events since the answer
+// before this one, which the turn already holds, plus its answer.
+func (t *turn) addToCopy(ctx context.Context, window []store.Event, answer *store.Event) error {
+	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
+	if err != nil {
+		return err
+	}
+	// The answer before this turn's, and what came after it.
+	prev, from := int64(0), 0
+	for i := len(window) - 1; i >= 0; i-- {
+		if e := &window[i]; e.Type == store.TypeAnswer && e.Seq < answer.Seq {
+			prev, from = e.Seq, i+1
+			break
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	endsWell, err := endsWithMark(f, prev)
+	if err != nil {
+		return err
+	}
+	if !endsWell || (prev == 0 && window[0].Seq != 1) {
+		return t.remakeCopy(ctx, path)
+	}
+	part := append([]store.Event(nil), window[from:]...)
+	part = append(part, *answer)
+	b := AppendCopy(nil, t.r.Agent.Name, part)
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	t.written += int64(len(b))
+	return nil
+}
+
+// endsWithMark says whether the copy ends with the mark of answer prev (an
+// empty copy when prev is 0).
+func endsWithMark(f *os.File, prev int64) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if prev == 0 {
+		return fi.Size() == 0, nil
+	}
+	mark := copyMark(prev)
+	if fi.Size() < int64(len(mark)) {
+		return false, nil
+	}
+	tail := make([]byte, len(mark))
+	if _, err := f.ReadAt(tail, fi.Size()-int64(len(mark))); err != nil {
+		return false, err
+	}
+	return bytes.Equal(tail, []byte(mark)), nil
+}
+
+// remakeCopy makes the copy again from every event, when it was cut short
+// or written elsewhere.
+func (t *turn) remakeCopy(ctx context.Context, path string) error {
+	b, err := MakeCopy(ctx, t.r.Agent.Name, t.conv)
+	if err != nil {
+		return err
+	}
+	t.written += int64(len(b))
+	return home.WriteFileAtomic(path, b, 0o600)
+}
+
+// MakeCopy makes a conversation's whole copy for people from its events.
+func MakeCopy(ctx context.Context, agent string, conv store.Conversation) ([]byte, error) {
+	var (
+		dec    store.Decoder
+		out    []byte
+		events []store.Event
+		derr   error
+	)
+	err := conv.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
+		var e store.Event
+		if derr = dec.Decode(ev, &e); derr != nil {
+			return false
+		}
+		events = append(events, e)
+		if e.Type == store.TypeAnswer {
+			out = AppendCopy(out, agent, events)
+			events = events[:0]
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	return out, err
+}

@@ -1,0 +1,221 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store"
+)
+
+func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server) {
+	t.Helper()
+	model, addr, err := scripted.Listen("127.0.0.1:0", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	dir := filepath.Join(t.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: new(Metrics)}, model
+}
+
+func lastRequest(t *testing.T, m *scripted.Server) string {
+	t.Helper()
+	reqs := m.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model was not asked")
+	}
+	return string(reqs[len(reqs)-1])
+}
+
+// Settings and the standing instructions are read at each turn: a change
+// takes effect at the next one, with no restart.
+func TestReadEachTurn(t *testing.T) {
+	r, m := newRunner(t, nil)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{Text: "one"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if req := lastRequest(t, m); !strings.Contains(req, `"model":"claude-opus-5-5"`) || !strings.Contains(req, "You are an agent on Link") {
+		t.Fatalf("first request: %s", req)
+	}
+	os.MkdirAll(filepath.Join(r.Agent.Dir, "instructions"), 0o700)
+	os.WriteFile(filepath.Join(r.Agent.Dir, "instructions", "instruction.md"), []byte("Always answer in French."), 0o600)
+	s := settings.Defaults()
+	s.Model.Name = "openai/gpt-6-luna"
+	s.Instructions = map[string]settings.Section{"base": {Source: "none"}}
+	if err := settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Message(ctx, "t", Message{Text: "two"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := lastRequest(t, m)
+	if !strings.Contains(req, `"model":"gpt-6-luna"`) || !strings.Contains(req, "Always answer in French.") || strings.Contains(req, "You are an agent on Link") {
+		t.Fatalf("second request: %s", req)
+	}
+	// The conversation so far goes with it, in the new provider's format.
+	if !strings.Contains(req, "one") || !strings.Contains(req, "two") {
+		t.Errorf("the window lost a message: %s", req)
+	}
+}
+
+func TestThreadClash(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "telegram:42", Message{Text: "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Message(ctx, "telegram-42", Message{Text: "hi"}, nil); !errors.Is(err, ErrThreadClash) {
+		t.Fatalf("a second thread in one folder: %v", err)
+	}
+}
+
+func TestBadMessageWritesNothing(t *testing.T) {
+	r, m := newRunner(t, nil)
+	for _, msg := range []Message{{Text: ""}, {Text: " \n"}, {Text: strings.Repeat("x", MaxTextBytes+1)}, {Text: "x", ID: strings.Repeat("i", 201)}} {
+		if _, err := r.Message(context.Background(), "t", msg, nil); !errors.Is(err, ErrBadMessage) {
+			t.Errorf("%.20q: %v", msg.Text, err)
+		}
+	}
+	for _, thread := range []string{"", "..", "../x", strings.Repeat("a", 300)} {
+		if _, err := r.Message(context.Background(), thread, Message{Text: "x"}, nil); !errors.Is(err, home.ErrBadName) {
+			t.Errorf("thread %.20q: %v", thread, err)
+		}
+	}
+	if entries, _ := os.ReadDir(r.Agent.Dir); len(entries) != 0 {
+		t.Errorf("wrote %v", entries)
+	}
+	if len(m.Requests()) != 0 {
+		t.Error("the model was asked")
+	}
+}
+
+// writeConversation writes n events, messages and answers in turn, as a
+// long conversation holds them; every answer records its checkpoint.
+func writeConversation(t testing.TB, dir, thread string, n int) {
+	t.Helper()
+	os.MkdirAll(dir, 0o700)
+	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var buf []byte
+	for seq := int64(1); seq <= int64(n); seq++ {
+		e := store.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
+		if seq == 1 {
+			e.Thread = thread
+		}
+		if seq%2 == 1 {
+			e.Type, e.Text, e.Head = store.TypeMessage, fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
+		} else {
+			e.Type, e.Text = store.TypeAnswer, fmt.Sprintf("answer %d: %s", seq, strings.Repeat("reply ", 40))
+			e.Window = &store.Window{Start: max(1, seq-40), TokensBefore: 0}
+		}
+		buf = append(store.AppendEvent(buf[:0], &e), '\n')
+		if _, err := f.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A turn reads only the tail it needs: in a conversation of 20,000 events
+// it reads back to the last checkpoint, not the whole file.
+func TestReadsOnlyTheTail(t *testing.T) {
+	r, m := newRunner(t, nil)
+	dir, _ := r.Agent.Path(home.Chat, "long")
+	writeConversation(t, dir, "long", 20000)
+	fi, _ := os.Stat(filepath.Join(dir, "events.jsonl"))
+	a, err := r.Message(context.Background(), "long", Message{Text: "and now?"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Seq != 20002 {
+		t.Fatalf("answer seq %d", a.Seq)
+	}
+	read := r.Metrics.BytesRead.Load()
+	if read > fi.Size()/50 {
+		t.Errorf("a turn read %d bytes of a %d-byte conversation", read, fi.Size())
+	}
+	req := lastRequest(t, m)
+	if !strings.Contains(req, "message 19999") || strings.Contains(req, "message 19001:") {
+		t.Errorf("the window is not the tail from the checkpoint")
+	}
+}
+
+// The window moves on at drop points once it outgrows its share, and the
+// answer records where it starts.
+func TestWindowDrops(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	s := settings.Defaults()
+	s.Window.Max = 2048
+	settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s)
+	ctx := context.Background()
+	var starts []int64
+	for i := range 30 {
+		if _, err := r.Message(ctx, "t", Message{Text: fmt.Sprintf("message %d %s", i, strings.Repeat("blah ", 60))}, nil); err != nil {
+			t.Fatal(err)
+		}
+		dir, _ := r.Agent.Path(home.Chat, "t")
+		b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		var d store.Decoder
+		var e store.Event
+		if err := d.Decode([]byte(lines[len(lines)-1]), &e); err != nil || e.Window == nil {
+			t.Fatalf("last event %s: %v", lines[len(lines)-1], err)
+		}
+		starts = append(starts, e.Window.Start)
+	}
+	moves := 0
+	for i := 1; i < len(starts); i++ {
+		if starts[i] < starts[i-1] {
+			t.Fatalf("the window went back: %v", starts)
+		}
+		if starts[i] != starts[i-1] {
+			moves++
+		}
+	}
+	if moves == 0 || moves > len(starts)/3 {
+		t.Errorf("the window's start moved %d times in %d turns: %v", moves, len(starts), starts)
+	}
+}
+
+// Turns of one conversation run one at a time; of different ones at once.
+func TestOneTurnAtATime(t *testing.T) {
+	r, _ := newRunner(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "ok", LatencyMS: 20}}})
+	errs := make(chan error, 20)
+	for i := range 20 {
+		go func() {
+			_, err := r.Message(context.Background(), fmt.Sprintf("t%d", i%2), Message{Text: fmt.Sprint(i)}, nil)
+			errs <- err
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, th := range []string{"t0", "t1"} {
+		dir, _ := r.Agent.Path(home.Chat, th)
+		b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+		if n := strings.Count(string(b), "\n"); n != 20 {
+			t.Errorf("%s: %d events, want 20", th, n)
+		}
+	}
+	if len(r.locks.m) != 0 {
+		t.Errorf("locks held after the turns: %d", len(r.locks.m))
+	}
+}
