@@ -1,0 +1,318 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/loadgen/scripted"
+)
+
+const key = "k-0123456789abcdef0123456789abcdef"
+
+// fixture is one agent served over real HTTP, its model the scripted model
+// on its own listener.
+type fixture struct {
+	home  string
+	url   string
+	model *scripted.Server
+}
+
+func newFixture(t *testing.T, script *scripted.Script) *fixture {
+	t.Helper()
+	model, addr, err := scripted.Listen("127.0.0.1:0", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	dir := filepath.Join(t.TempDir(), "ada")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+	srv, err := New(Agent{Runner: r, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Wait() })
+	return &fixture{home: dir, url: hs.URL, model: model}
+}
+
+func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// tree lists every file under dir with its size, to see that nothing was
+// written.
+func tree(t *testing.T, dir string) string {
+	var lines []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		lines = append(lines, fmt.Sprintf("%s %d", p, fi.Size()))
+		return nil
+	})
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func TestMessage(t *testing.T) {
+	f := newFixture(t, nil)
+	code, body := f.post(t, "/v1/agents/ada/chats/telegram:42/messages", key,
+		`{"id":"m1","text":"hello there","from":{"id":"u1","name":"Ada"},"owner":true,"connection":"telegram"}`)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var a answerBody
+	if err := json.Unmarshal([]byte(body), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Thread != "telegram:42" || a.Seq != 2 || a.Text == "" {
+		t.Fatalf("answer %+v", a)
+	}
+	// The same message id again is the same message: answered once.
+	code, body = f.post(t, "/v1/agents/ada/chats/telegram:42/messages", key,
+		`{"id":"m1","text":"hello there","from":{"id":"u1","name":"Ada"},"owner":true,"connection":"telegram"}`)
+	var again answerBody
+	json.Unmarshal([]byte(body), &again)
+	if code != 200 || again.Seq != 2 || again.Text != a.Text || !again.Repeat {
+		t.Fatalf("repeat: %d %s", code, body)
+	}
+	events, err := os.ReadFile(filepath.Join(f.home, "chats", "telegram-42", "events.jsonl"))
+	if err != nil || strings.Count(string(events), "\n") != 2 {
+		t.Fatalf("events: %s %v", events, err)
+	}
+	if !strings.Contains(string(events), `"thread":"telegram:42"`) {
+		t.Errorf("the first event does not keep the whole thread name: %s", events)
+	}
+	copy, err := os.ReadFile(filepath.Join(f.home, "chats", "telegram-42", "chat.md"))
+	if err != nil || !strings.Contains(string(copy), "hello there") || !strings.Contains(string(copy), a.Text) {
+		t.Fatalf("copy: %q %v", copy, err)
+	}
+	// A thread whose folder is taken by another thread is refused.
+	code, body = f.post(t, "/v1/agents/ada/chats/telegram-42/messages", key, `{"text":"hi"}`)
+	if code != http.StatusConflict {
+		t.Errorf("a clashing thread: %d %s", code, body)
+	}
+}
+
+func TestMessageStream(t *testing.T) {
+	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "one two three four", Chunks: 4}}})
+	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t1/messages", strings.NewReader(`{"text":"go"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var deltas []string
+	var done string
+	sc := bufio.NewScanner(resp.Body)
+	var ev string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			ev = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := strings.TrimPrefix(line, "data: ")
+			switch ev {
+			case "delta":
+				var d struct{ Text string }
+				json.Unmarshal([]byte(data), &d)
+				deltas = append(deltas, d.Text)
+			case "done":
+				done = data
+			}
+		}
+	}
+	if strings.Join(deltas, "") != "one two three four" || len(deltas) < 2 {
+		t.Errorf("deltas %q", deltas)
+	}
+	if !strings.Contains(done, `"text":"one two three four"`) {
+		t.Errorf("done %s", done)
+	}
+}
+
+// Bad input gets a clear 4xx JSON error and writes nothing.
+func TestBadInput(t *testing.T) {
+	f := newFixture(t, nil)
+	before := tree(t, f.home)
+	long := strings.Repeat("a", 300)
+	for _, tc := range []struct {
+		name, path, key, body string
+		code                  int
+		says                  string
+	}{
+		{"malformed JSON", "/v1/agents/ada/chats/t/messages", key, `{"text":`, 400, "body"},
+		{"not an object", "/v1/agents/ada/chats/t/messages", key, `["hi"]`, 400, "body"},
+		{"an unknown field", "/v1/agents/ada/chats/t/messages", key, `{"txt":"hi"}`, 400, "txt"},
+		{"a missing text", "/v1/agents/ada/chats/t/messages", key, `{"id":"1"}`, 400, "no text"},
+		{"an empty text", "/v1/agents/ada/chats/t/messages", key, `{"text":"  "}`, 400, "no text"},
+		{"a body over the limit", "/v1/agents/ada/chats/t/messages", key, `{"text":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, 413, "over"},
+		{"a text over the limit", "/v1/agents/ada/chats/t/messages", key, `{"text":"` + strings.Repeat("x", turn.MaxTextBytes+1) + `"}`, 400, "text of"},
+		{"thread ../x", "/v1/agents/ada/chats/..%2Fx/messages", key, `{"text":"hi"}`, 400, "thread"},
+		{"thread ..", "/v1/agents/ada/chats/%2E%2E/messages", key, `{"text":"hi"}`, 400, "thread"},
+		{"an empty thread", "/v1/agents/ada/chats//messages", key, `{"text":"hi"}`, 400, "empty thread"},
+		{"a 300-byte thread", "/v1/agents/ada/chats/" + long + "/messages", key, `{"text":"hi"}`, 400, "300 bytes"},
+		{"a wrong key", "/v1/agents/ada/chats/t/messages", key + "x", `{"text":"hi"}`, 401, "wrong key"},
+		{"no key", "/v1/agents/ada/chats/t/messages", "", `{"text":"hi"}`, 401, "no bearer key"},
+		{"another agent", "/v1/agents/bob/chats/t/messages", key, `{"text":"hi"}`, 403, "not served"},
+		{"no such path", "/v1/agents/ada/chats/t/messages/x", key, `{"text":"hi"}`, 404, "no such path"},
+	} {
+		code, body := f.post(t, tc.path, tc.key, tc.body)
+		var e errorBody
+		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" {
+			t.Errorf("%s: body %q is not a JSON error", tc.name, body)
+		}
+		if code != tc.code || !strings.Contains(e.Error, tc.says) {
+			t.Errorf("%s: %d %q; want %d saying %q", tc.name, code, e.Error, tc.code, tc.says)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.url+"/v1/agents/ada/chats/t/messages", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 {
+		t.Errorf("GET messages: %d", resp.StatusCode)
+	}
+	if after := tree(t, f.home); after != before {
+		t.Errorf("bad input wrote:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if n := len(f.model.Requests()); n != 0 {
+		t.Errorf("bad input reached the model %d times", n)
+	}
+}
+
+func TestChatAndMetrics(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range 3 {
+		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"message %d","from":{"name":"Ada"},"owner":true}`, i)); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	get := func(path, accept string) (int, string, string) {
+		req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	code, ct, body := get("/v1/agents/ada/chats/t", "")
+	if code != 200 || !strings.HasPrefix(ct, "text/markdown") || strings.Count(body, "message ") != 3 {
+		t.Errorf("copy: %d %s %q", code, ct, body)
+	}
+	code, ct, body = get("/v1/agents/ada/chats/t", "application/jsonl")
+	if code != 200 || ct != "application/jsonl" || strings.Count(body, "\n") != 6 {
+		t.Errorf("events: %d %s %q", code, ct, body)
+	}
+	if code, _, _ = get("/v1/agents/ada/chats/nothing", ""); code != 404 {
+		t.Errorf("a missing conversation: %d", code)
+	}
+	_, _, body = get("/metrics", "")
+	for _, want := range []string{`lnk_turns_total{agent="ada"} 3`, `lnk_turn_errors_total{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+}
+
+// A caller that leaves does not stop its turn: the answer is appended and
+// kept for _link/recover, which hands it over once.
+func TestCallerLeaves(t *testing.T) {
+	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "late answer", LatencyMS: 600}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"text":"hi"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the caller was answered before it left")
+	}
+	recover := func() []pendingAnswer {
+		req, _ := http.NewRequest(http.MethodGet, f.url+"/_link/recover", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out []pendingAnswer
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var got []pendingAnswer
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(got) == 0; {
+		time.Sleep(50 * time.Millisecond)
+		got = recover()
+	}
+	if len(got) != 1 || got[0] != (pendingAnswer{Agent: "ada", Thread: "t", Seq: 2, Text: "late answer"}) {
+		t.Fatalf("recover: %+v", got)
+	}
+	if again := recover(); len(again) != 0 {
+		t.Fatalf("handed over twice: %+v", again)
+	}
+	events, _ := os.ReadFile(filepath.Join(f.home, "chats", "t", "events.jsonl"))
+	if !strings.Contains(string(events), "late answer") {
+		t.Fatalf("the answer is not in the conversation: %s", events)
+	}
+	req, _ = http.NewRequest(http.MethodGet, f.url+"/_link/recover", nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("recover with a wrong key: %d", resp.StatusCode)
+	}
+}
