@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/store"
+)
+
+// build builds the programs the test runs, once per test binary.
+var build = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "lnk-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	for _, p := range []string{"lnk", "lnk-link-harness"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p), "lnk.dev/linkharness/cmd/"+p)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %v\n%s", p, err, out)
+		}
+	}
+	return dir, nil
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dir, err := build(); err == nil && strings.Contains(dir, "lnk-e2e-bin-") {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// start starts a program and returns it with the address it printed.
+func start(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s printed no address: %v", name, err)
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		t.Fatalf("%s printed %q", name, line)
+	}
+	go io.Copy(io.Discard, out)
+	return cmd, addr
+}
+
+type harness struct {
+	home, url, key string
+	cmd            *exec.Cmd
+}
+
+func startHarness(t *testing.T, script string) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	var modelArgs []string
+	if script != "" {
+		p := filepath.Join(dir, "script.toml")
+		os.WriteFile(p, []byte(script), 0o600)
+		modelArgs = []string{"--script", p}
+	}
+	_, modelAddr := start(t, nil, "lnk", append([]string{"scripted-model", "--listen", "127.0.0.1:0"}, modelArgs...)...)
+	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789"}
+	os.Mkdir(h.home, 0o700)
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
+	cmd, addr := start(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "lnk-link-harness",
+		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	h.url, h.cmd = "http://"+addr, cmd
+	return h
+}
+
+type sent struct {
+	seq        int64
+	text, said string
+}
+
+func (h *harness) message(thread, id, text string) (sent, error) {
+	body, _ := json.Marshal(map[string]any{"id": id, "text": text, "from": map[string]string{"id": "u1", "name": "Ada"}, "owner": true, "connection": "e2e"})
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/"+thread+"/messages", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return sent{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return sent{}, fmt.Errorf("%s: %d %s", text, resp.StatusCode, b)
+	}
+	var a struct {
+		Seq  int64
+		Text string
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return sent{}, err
+	}
+	return sent{seq: a.Seq, text: text, said: a.Text}, nil
+}
+
+// 100 messages over HTTP on three threads, to real processes: every
+// conversation's seqs run 1..n with no gap, and the copy holds exactly the
+// owner's messages and the answers, in order.
+func TestEndToEnd(t *testing.T) {
+	h := startHarness(t, `
+[[rule]]
+match = "any"
+text = "answer to {text}"
+chunks = 3
+`)
+	threads := []string{"telegram:1", "slack:team-2", "web-3"}
+	got := make([][]sent, len(threads))
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	// Each thread's messages go in order from one client; the threads run
+	// at once.
+	for ti, thread := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := ti; i < 100; i += len(threads) {
+				s, err := h.message(thread, fmt.Sprintf("m%d", i), fmt.Sprintf("message %d on %s", i, thread))
+				if err != nil {
+					errs <- err
+					return
+				}
+				got[ti] = append(got[ti], s)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := 0
+	for ti, thread := range threads {
+		total += len(got[ti])
+		dir := filepath.Join(h.home, "chats", strings.NewReplacer(":", "-").Replace(thread))
+		b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d store.Decoder
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(lines) != 2*len(got[ti]) {
+			t.Errorf("%s: %d events for %d messages", thread, len(lines), len(got[ti]))
+		}
+		for i, line := range lines {
+			var e store.Event
+			if err := d.Decode([]byte(line), &e); err != nil {
+				t.Fatalf("%s line %d: %v", thread, i+1, err)
+			}
+			if e.Seq != int64(i+1) {
+				t.Fatalf("%s: line %d holds seq %d", thread, i+1, e.Seq)
+			}
+			if i == 0 && e.Thread != thread {
+				t.Errorf("%s: the first event names thread %q", thread, e.Thread)
+			}
+		}
+		var want strings.Builder
+		for _, s := range got[ti] {
+			// The scripted model answers the last user text, which is the
+			// message's head and then its text.
+			if !strings.HasPrefix(s.said, "answer to [") || !strings.HasSuffix(s.said, "]\n"+s.text) {
+				t.Errorf("%s: %q answered %q", thread, s.text, s.said)
+			}
+			want.WriteString(s.text + "\n" + s.said + "\n")
+		}
+		copy, err := os.ReadFile(filepath.Join(dir, "chat.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if said := copySaid(string(copy)); said != want.String() {
+			t.Errorf("%s: the copy holds\n%s\nwant\n%s", thread, said, want.String())
+		}
+		// lnk agent chat show prints the same copy, made from the events.
+		bin, _ := build()
+		out, err := exec.Command(filepath.Join(bin, "lnk"), "agent", "chat", "show", thread, "--home", h.home).Output()
+		if err != nil {
+			t.Fatalf("chat show: %v", err)
+		}
+		if string(out) != string(copy) {
+			t.Errorf("%s: chat show differs from chat.md:\n%s\n---\n%s", thread, out, copy)
+		}
+	}
+	if total != 100 {
+		t.Errorf("%d messages answered, want 100", total)
+	}
+}
+
+// copySaid is what a copy says, a line per message or answer, without
+// names, times or marks.
+func copySaid(copy string) string {
+	var b strings.Builder
+	for _, block := range strings.Split(copy, "\n\n") {
+		block = strings.TrimSpace(block)
+		if block == "" || strings.HasPrefix(block, "**") || strings.HasPrefix(block, "<!--") {
+			continue
+		}
+		b.WriteString(block + "\n")
+	}
+	return b.String()
+}
+
+// A graceful stop takes no new connection and answers every message
+// already asked.
+func TestGracefulStop(t *testing.T) {
+	h := startHarness(t, `
+[[rule]]
+match = "slow"
+text = "done slowly"
+latency_ms = 1500
+
+[[rule]]
+match = "any"
+text = "quick"
+`)
+	if _, err := h.message("t", "warm", "warm up"); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() {
+		s, err := h.message("t", "slow", "slow one")
+		if err == nil && s.said != "done slowly" {
+			err = fmt.Errorf("answered %q", s.said)
+		}
+		res <- err
+	}()
+	time.Sleep(400 * time.Millisecond) // the message is with the model now
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-res; err != nil {
+		t.Fatalf("a message asked before the stop: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the harness did not stop")
+	}
+	if _, err := h.message("t", "late", "after the stop"); err == nil {
+		t.Fatal("a message after the stop was taken")
+	}
+}

@@ -1,0 +1,60 @@
+// Command lnk is Link Harness's tool: it configures an agent, shows its
+// conversations, measures what each agent costs, and runs the scripted
+// model that tests and measurements talk to.
+//
+//	lnk agent configure --spec FILE [--home DIR | --agent NAME]
+//	lnk agent chat show THREAD [--home DIR | --agent NAME]
+//	lnk measure [flags]
+//	lnk scripted-model --listen ADDR [--script FILE]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+)
+
+const usage = `usage:
+  lnk agent configure --spec FILE [--home DIR | --agent NAME]
+  lnk agent chat show THREAD [--home DIR | --agent NAME]
+  lnk measure [flags]                      what each agent costs, idle and per message
+  lnk scripted-model --listen ADDR [--script FILE]`
+
+func main() {
+	err := run(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lnk:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintln(os.Stderr, usage)
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError string
+
+func (u usageError) Error() string { return string(u) }
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return usageError("no command")
+	}
+	switch args[0] {
+	case "agent":
+		return cmdAgent(args[1:])
+	case "measure":
+		return cmdMeasure(args[1:])
+	case "scripted-model":
+		return cmdScriptedModel(args[1:])
+	case "help", "-h", "--help":
+		fmt.Println(usage)
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown command %q", args[0]))
+}
