@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store"
+)
+
+// writeConversation writes n events of about 600 bytes, messages and
+// answers in turn, each answer with its window's checkpoint.
+func writeConversation(b *testing.B, dir, thread string, n int) {
+	os.MkdirAll(dir, 0o700)
+	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 10)
+	var buf []byte
+	for seq := int64(1); seq <= int64(n); seq++ {
+		e := store.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second), Text: text}
+		if seq == 1 {
+			e.Thread = thread
+		}
+		if seq%2 == 1 {
+			e.Type, e.Head, e.Owner = store.TypeMessage, "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", true
+		} else {
+			e.Type, e.Model, e.Provider, e.ResponseID = store.TypeAnswer, "anthropic/claude-opus-5-5", "anthropic", "msg_0123456789"
+			e.Usage = store.Usage{Input: 1200, Output: 120, CacheRead: 1100}
+			e.Window = &store.Window{Start: max(1, seq-31), StartTime: at}
+		}
+		buf = append(store.AppendEvent(buf[:0], &e), '\n')
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTurn is one whole turn, in process: the message appended and
+// synced, the settings read, the window read back, the prompt composed, the
+// scripted model called over loopback HTTP, the answer appended and synced,
+// the copy added to. Its cost must not grow with the conversation.
+func BenchmarkTurn(b *testing.B) {
+	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer model.Close()
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	for _, n := range []int{0, 1000, 100000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "ada")
+			os.Mkdir(dir, 0o700)
+			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+			if n > 0 {
+				chat, _ := r.Agent.Path(home.Chat, "bench")
+				writeConversation(b, chat, "bench", n)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := r.Message(ctx, "bench", turn.Message{Text: fmt.Sprintf("message %d", i), Owner: true}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
