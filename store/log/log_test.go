@@ -76,11 +76,16 @@ func fill(t testing.TB, c *Conversation, n int64) {
 
 // writeLog writes events 1..n straight to dir's log, without the lock or
 // fdatasync, so tests can build long logs quickly, and returns the bytes.
+// The events are event(seq, size(seq)), or typicalEvent's with a nil size.
 func writeLog(t testing.TB, dir string, n int64, size func(int64) int) []byte {
 	t.Helper()
 	var b []byte
 	for seq := int64(1); seq <= n; seq++ {
-		b = append(b, event(seq, size(seq))...)
+		if size == nil {
+			b = append(b, typicalEvent(seq)...)
+		} else {
+			b = append(b, event(seq, size(seq))...)
+		}
 		b = append(b, '\n')
 	}
 	if err := os.WriteFile(filepath.Join(dir, FileName), b, 0o600); err != nil {

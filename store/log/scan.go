@@ -86,7 +86,7 @@ func (c *Conversation) readEndOnce(size int64, n int) (end, error) {
 		if err := c.readAt(buf, size-k); err != nil {
 			return end{}, err
 		}
-		i := bytes.LastIndexByte(buf, '\n')
+		i := lastNewline(buf)
 		if i < 0 {
 			if k == size {
 				return e, nil // no complete line: all of it is torn
@@ -147,7 +147,7 @@ func (b *backward) prev() ([]byte, int64, error) {
 			continue
 		}
 		body := b.data[:len(b.data)-1]
-		i := bytes.LastIndexByte(body, '\n')
+		i := lastNewline(body)
 		if i >= 0 || b.off == 0 {
 			b.data = b.data[:i+1]
 			return body[i+1:], b.off + int64(i+1), nil

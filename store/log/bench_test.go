@@ -1,0 +1,162 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/store"
+)
+
+// typicalEvent is an answer of about 600 bytes, as a turn writes one.
+func typicalEvent(seq int64) []byte {
+	t := time.Unix(1767225600+seq, 123456789).UTC()
+	e := store.Event{
+		Seq:        seq,
+		Time:       t,
+		Type:       store.TypeAnswer,
+		Text:       text(seq, 300),
+		Model:      "claude-opus-5-5",
+		Provider:   "anthropic",
+		ResponseID: fmt.Sprintf("msg_01%022d", seq),
+		Usage:      store.Usage{Input: 12000 + seq, Output: 420, CacheRead: 11000, CacheWrite: 900},
+		LatencyMS:  1834,
+		Cost:       0.01834,
+		Window:     &store.Window{Start: max(1, seq-40), StartTime: t.Add(-time.Hour), TokensBefore: 81234},
+	}
+	return store.AppendEvent(nil, &e)
+}
+
+// typicalLog writes n typical events to a new folder's log.
+func typicalLog(tb testing.TB, n int64) string {
+	dir := tb.TempDir()
+	writeLog(tb, dir, n, nil)
+	return dir
+}
+
+// readLast32 reads the last 32 events of c.
+func readLast32(c *Conversation) (int, error) {
+	n := 0
+	err := c.Read(context.Background(), 0, true, func(int64, []byte) bool {
+		n++
+		return n < 32
+	})
+	return n, err
+}
+
+func BenchmarkReadLast32(b *testing.B) {
+	for _, n := range []int64{1000, 100000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			c := open(b, typicalLog(b, n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, err := readLast32(c); err != nil || got != 32 {
+					b.Fatal(got, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReadFromMiddle(b *testing.B) {
+	for _, n := range []int64{1000, 100000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			c := open(b, typicalLog(b, n))
+			b.ReportAllocs()
+			for b.Loop() {
+				got := 0
+				err := c.Read(context.Background(), n/2, false, func(int64, []byte) bool {
+					got++
+					return got < 32
+				})
+				if err != nil || got != 32 {
+					b.Fatal(got, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkLast(b *testing.B) {
+	c := open(b, typicalLog(b, 100000))
+	b.ReportAllocs()
+	for b.Loop() {
+		if last, err := c.Last(context.Background()); err != nil || last != 100000 {
+			b.Fatal(last, err)
+		}
+	}
+}
+
+// BenchmarkAppend appends typical events with fdatasync each: "disk" in the
+// test's temporary folder (on this project's machines, a disk), "tmpfs" in
+// /dev/shm where fdatasync costs nothing, to show the cost of the rest.
+func BenchmarkAppend(b *testing.B) {
+	dirs := map[string]func(*testing.B) string{
+		"disk": func(b *testing.B) string { return b.TempDir() },
+		"tmpfs": func(b *testing.B) string {
+			dir, err := os.MkdirTemp("/dev/shm", "lnk-log-bench-")
+			if err != nil {
+				b.Skip("no /dev/shm:", err)
+			}
+			b.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		},
+	}
+	for _, where := range []string{"disk", "tmpfs"} {
+		b.Run(where, func(b *testing.B) {
+			c := open(b, dirs[where](b))
+			events := make([][]byte, 1000)
+			for i := range events {
+				events[i] = typicalEvent(int64(i + 1))
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			seq := int64(0)
+			for b.Loop() {
+				seq++
+				if seq > int64(len(events)) {
+					b.StopTimer()
+					events = append(events, typicalEvent(seq))
+					b.StartTimer()
+				}
+				if err := c.Append(ctx, seq, events[seq-1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestReadLast32Allocs(t *testing.T) {
+	for _, n := range []int64{1000, 100000} {
+		c := open(t, typicalLog(t, n))
+		if _, err := readLast32(c); err != nil { // warm the buffer
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			if got, err := readLast32(c); err != nil || got != 32 {
+				t.Fatal(got, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("events=%d: reading the last 32 allocates %v times; want 0", n, allocs)
+		}
+		allocs = testing.AllocsPerRun(100, func() {
+			if _, err := c.Last(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("events=%d: Last allocates %v times; want 0", n, allocs)
+		}
+		allocs = testing.AllocsPerRun(20, func() {
+			got := 0
+			c.Read(context.Background(), n/3, false, func(int64, []byte) bool { got++; return got < 32 })
+		})
+		if allocs != 0 {
+			t.Errorf("events=%d: reading 32 from the middle allocates %v times; want 0", n, allocs)
+		}
+	}
+}
