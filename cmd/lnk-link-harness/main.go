@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/turn"
@@ -72,6 +73,7 @@ func serve(args []string) error {
 	}
 	runner := &turn.Runner{
 		Agent: home.Agent{Name: name, Dir: dir},
+		Open:  stores.Open,
 		HTTP:  &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
 	}
 	srv, err := server.New(server.Agent{Runner: runner, Key: key})

@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/turn"
-	eventlog "lnk.dev/linkharness/store/log"
+	"lnk.dev/linkharness/store"
 )
 
 func cmdAgent(args []string) error {
@@ -120,14 +122,11 @@ func cmdChatShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := a.Path(home.Chat, pos[0])
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(dir); err != nil {
+	r := &turn.Runner{Agent: a, Open: stores.Open}
+	conv, err := r.Conversation(pos[0])
+	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no conversation %q in %s", pos[0], a.Dir)
 	}
-	conv, err := eventlog.Open(dir)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/store"
-	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // MaxBodyBytes is the largest request body taken.
@@ -343,13 +342,15 @@ func keepPending(a home.Agent, thread string, ans turn.Answer) {
 // Accept: application/jsonl.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	ag := a.Runner.Agent
-	dir, err := ag.Path(home.Chat, thread)
-	if err != nil {
+	conv, err := a.Runner.Conversation(thread)
+	switch {
+	case errors.Is(err, home.ErrBadName):
 		writeError(w, http.StatusBadRequest, "thread: %v", err)
 		return
-	}
-	conv, err := eventlog.Open(dir)
-	if err != nil {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no conversation %q", thread)
+		return
+	case err != nil:
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
@@ -16,7 +14,6 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
-	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // Errors a turn returns, besides the store's and the model's.
@@ -41,6 +38,7 @@ type Runner struct {
 	HTTP    *http.Client        // for the model proxy
 	Now     func() time.Time    // the clock; nil means time.Now
 	Metrics *Metrics            // may be nil
+	Open    Opener              // how conversations are opened; nil means OpenLog
 
 	locks keyedMutex
 }
@@ -138,17 +136,17 @@ func (r *Runner) now() time.Time {
 
 // run is a turn's steps, in order.
 func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer, error) {
-	if err := t.open(ctx); err != nil {
+	s, err := t.settings()
+	if err != nil {
+		return Answer{}, err
+	}
+	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
 	if a, done, err := t.repeated(ctx, m); err != nil || done {
 		return a, err
 	}
 	if _, err := t.appendMessage(ctx, m); err != nil {
-		return Answer{}, err
-	}
-	s, err := t.settings()
-	if err != nil {
 		return Answer{}, err
 	}
 	sections, err := t.sections(s)
@@ -180,37 +178,6 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 		return Answer{}, fmt.Errorf("the copy for people: %w", err)
 	}
 	return Answer{Thread: t.thread, Seq: answer.Seq, Text: resp.Text, Usage: resp.Usage}, nil
-}
-
-// open opens the conversation and checks its folder holds this thread.
-func (t *turn) open(ctx context.Context) error {
-	if err := os.MkdirAll(t.dir, 0o700); err != nil {
-		return err
-	}
-	conv, err := eventlog.Open(t.dir)
-	if err != nil {
-		return err
-	}
-	t.conv = conv
-	if t.last, err = conv.Last(ctx); err != nil || t.last == 0 {
-		return err
-	}
-	var first string
-	err = conv.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		var e store.Event
-		if err := t.dec.Decode(ev, &e); err == nil {
-			first = e.Thread
-		}
-		return false
-	})
-	if err != nil {
-		return err
-	}
-	if first != t.thread {
-		return fmt.Errorf("%w: %q holds %q, not %q", ErrThreadClash, t.dir, first, t.thread)
-	}
-	return nil
 }
 
 // repeatWindow is how many recent events are searched for a message's id.
@@ -295,104 +262,6 @@ func (t *turn) settings() (settings.Settings, error) {
 	return settings.Read(path)
 }
 
-// maxWindowRead bounds how much of a conversation one turn reads back,
-// whatever the window: a window of tokens is at most about this many bytes.
-const maxWindowRead = 64 << 20
-
-// readWindow reads the tail the window needs, newest first, back to the
-// latest checkpoint's start (or the first event), and returns the window's
-// events oldest first with where it starts. It stops early once what it has
-// read is more than the share, since a window never reaches further back.
-func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window.Checkpoint, error) {
-	var (
-		events []store.Event
-		cp     = window.Checkpoint{Start: 1}
-		found  bool
-		tokens int
-		bytes  int
-		derr   error
-	)
-	err := t.conv.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		bytes += len(ev)
-		events = append(events, store.Event{})
-		e := &events[len(events)-1]
-		if derr = t.dec.Decode(ev, e); derr != nil {
-			return false
-		}
-		if !found && e.Window != nil && (e.Type == store.TypeAnswer || e.Type == store.TypeSummary) {
-			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
-		}
-		tokens += eventTokens(e)
-		if found && seq <= cp.Start {
-			return false
-		}
-		if tokens > 2*share+1 || bytes > maxWindowRead {
-			if !found {
-				cp = window.Checkpoint{Start: seq} // the tokens before it are not known without reading them
-			}
-			return false
-		}
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		return nil, cp, err
-	}
-	// Oldest first, from the checkpoint's start.
-	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
-		events[i], events[j] = events[j], events[i]
-	}
-	for len(events) > 0 && events[0].Seq < cp.Start {
-		events = events[1:]
-	}
-	items := make([]window.Item, len(events))
-	for i := range events {
-		items[i] = window.Item{Seq: events[i].Seq, Tokens: eventTokens(&events[i]), CanStart: events[i].Type == store.TypeMessage}
-	}
-	next := window.Start(cp, items, share)
-	for len(events) > 0 && events[0].Seq < next.Start {
-		events = events[1:]
-	}
-	return events, next, nil
-}
-
-// eventTokens is an event's rough share of the prompt.
-func eventTokens(e *store.Event) int {
-	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
-	for _, c := range e.Calls {
-		n += window.Tokens(c.Name) + len(c.Args)/4
-	}
-	return n + 4
-}
-
-// callModel asks the model through the proxy.
-func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.Request, onText func(string)) (*model.Response, error) {
-	c, err := model.New(s.Provider(), t.r.getenv, t.r.HTTP)
-	if err != nil {
-		return nil, err
-	}
-	start := t.r.now()
-	resp, err := c.Call(ctx, req, onText)
-	t.modelTime += t.r.now().Sub(start)
-	if err != nil {
-		if errors.Is(err, model.ErrTooLong) {
-			return nil, fmt.Errorf("%w: the prompt sent was at most %d tokens of window; set [window] max in the agent's spec to change it", err, modelWindow(s))
-		}
-		return nil, err
-	}
-	return resp, nil
-}
-
-func (r *Runner) getenv(k string) string {
-	if r.Getenv != nil {
-		return r.Getenv(k)
-	}
-	return os.Getenv(k)
-}
-
 // appendAnswer appends the model's answer with what the provider reported
 // and the window's checkpoint.
 func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []store.Event) (*store.Event, error) {
@@ -409,77 +278,4 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		return nil, err
 	}
 	return &e, nil
-}
-
-// modelWindow is the model's window in tokens: the spec's max when set,
-// else what is known of the model (model facts come with the models work),
-// else [window] unknown.
-func modelWindow(s *settings.Settings) int {
-	if s.Window.Max > 0 {
-		return s.Window.Max
-	}
-	return s.Window.Unknown
-}
-
-// answerRoom is the tokens kept for the answer.
-func answerRoom(s *settings.Settings, size int) int {
-	if s.Model.Answer > 0 {
-		return s.Model.Answer
-	}
-	return int(s.Window.Answer * float64(size))
-}
-
-// providerModel is the provider's own name for a model: OpenRouter names
-// every model maker/model; the others know it without the maker.
-func providerModel(provider, name string) string {
-	if provider == "openrouter" {
-		return name
-	}
-	if _, m, ok := strings.Cut(name, "/"); ok {
-		return m
-	}
-	return name
-}
-
-// keyedMutex serializes turns per conversation in the process. An entry
-// lives only while a turn holds or waits for it, so an idle agent holds
-// nothing here. The zero value is ready to use.
-type keyedMutex struct {
-	mu sync.Mutex
-	// guarded by mu
-	m map[string]*keyed
-}
-
-type keyed struct {
-	ch   chan struct{} // holds one token while the conversation is free
-	refs int
-}
-
-func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyed{}
-	}
-	e := k.m[key]
-	if e == nil {
-		e = &keyed{ch: make(chan struct{}, 1)}
-		e.ch <- struct{}{}
-		k.m[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	release := func() {
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
-	select {
-	case <-e.ch:
-		return func() { e.ch <- struct{}{}; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, ctx.Err()
-	}
 }

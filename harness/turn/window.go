@@ -1,0 +1,81 @@
+package turn
+
+import (
+	"context"
+
+	"lnk.dev/linkharness/harness/window"
+	"lnk.dev/linkharness/store"
+)
+
+// maxWindowRead bounds how much of a conversation one turn reads back,
+// whatever the window: a window of tokens is at most about this many bytes.
+const maxWindowRead = 64 << 20
+
+// readWindow reads the tail the window needs, newest first, back to the
+// latest checkpoint's start (or the first event), and returns the window's
+// events oldest first with where it starts. It stops early once what it has
+// read is more than the share, since a window never reaches further back.
+func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window.Checkpoint, error) {
+	var (
+		events []store.Event
+		cp     = window.Checkpoint{Start: 1}
+		found  bool
+		tokens int
+		bytes  int
+		derr   error
+	)
+	err := t.conv.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
+		t.read += int64(len(ev))
+		bytes += len(ev)
+		events = append(events, store.Event{})
+		e := &events[len(events)-1]
+		if derr = t.dec.Decode(ev, e); derr != nil {
+			return false
+		}
+		if !found && e.Window != nil && (e.Type == store.TypeAnswer || e.Type == store.TypeSummary) {
+			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
+		}
+		tokens += eventTokens(e)
+		if found && seq <= cp.Start {
+			return false
+		}
+		if tokens > 2*share+1 || bytes > maxWindowRead {
+			if !found {
+				cp = window.Checkpoint{Start: seq} // the tokens before it are not known without reading them
+			}
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, cp, err
+	}
+	// Oldest first, from the checkpoint's start.
+	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+		events[i], events[j] = events[j], events[i]
+	}
+	for len(events) > 0 && events[0].Seq < cp.Start {
+		events = events[1:]
+	}
+	items := make([]window.Item, len(events))
+	for i := range events {
+		items[i] = window.Item{Seq: events[i].Seq, Tokens: eventTokens(&events[i]), CanStart: events[i].Type == store.TypeMessage}
+	}
+	next := window.Start(cp, items, share)
+	for len(events) > 0 && events[0].Seq < next.Start {
+		events = events[1:]
+	}
+	return events, next, nil
+}
+
+// eventTokens is an event's rough share of the prompt.
+func eventTokens(e *store.Event) int {
+	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
+	for _, c := range e.Calls {
+		n += window.Tokens(c.Name) + len(c.Args)/4
+	}
+	return n + 4
+}
