@@ -77,7 +77,7 @@
 //
 // A harness is reached through Harness and Unit: Link is Link Harness over
 // HTTP. Another harness measured side by side (one command per message,
-// `claude -p TEXT` with its own HOME, as /work/shared/peers drives them)
+// `claude -p TEXT` with its own HOME)
 // is another Harness beside Link, whose unit's PID is 0 between messages
 // and whose Send runs the command. Serving many agents in one process is
 // a unit with several agents (Config.AgentsPerProcess), which Link refuses
