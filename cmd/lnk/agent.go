@@ -21,8 +21,10 @@ func cmdAgent(args []string) error {
 		return cmdConfigure(args[1:])
 	case len(args) >= 2 && args[0] == "chat" && args[1] == "show":
 		return cmdChatShow(args[2:])
+	case len(args) >= 2 && args[0] == "chat" && args[1] == "convert":
+		return cmdChatConvert(args[2:])
 	}
-	return usageError("lnk agent: configure or chat show")
+	return usageError("lnk agent: configure, chat show or chat convert")
 }
 
 // agentFlags adds --home and --agent to fs; the returned function gives the

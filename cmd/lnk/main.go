@@ -4,8 +4,12 @@
 //
 //	lnk agent configure --spec FILE [--home DIR | --agent NAME]
 //	lnk agent chat show THREAD [--home DIR | --agent NAME]
+//	lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
+//	lnk model show NAME
 //	lnk measure [flags]
+//	lnk loadgen [flags]
 //	lnk scripted-model --listen ADDR [--script FILE]
+//	lnk store-bridge [flags]
 package main
 
 import (
@@ -18,8 +22,12 @@ import (
 const usage = `usage:
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--home DIR | --agent NAME]
+  lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
+  lnk model show NAME                      what is known of a model, and where each field came from
   lnk measure [flags]                      what each agent costs, idle and per message
-  lnk scripted-model --listen ADDR [--script FILE]`
+  lnk loadgen [flags]                      many agents and conversations under load
+  lnk scripted-model --listen ADDR [--script FILE]
+  lnk store-bridge [flags]                 a store driver's methods over HTTP`
 
 func main() {
 	err := run(os.Args[1:])
@@ -48,8 +56,14 @@ func run(args []string) error {
 	switch args[0] {
 	case "agent":
 		return cmdAgent(args[1:])
+	case "model":
+		return cmdModel(args[1:])
 	case "measure":
 		return cmdMeasure(args[1:])
+	case "loadgen":
+		return cmdLoadgen(args[1:])
+	case "store-bridge":
+		return cmdStoreBridge(args[1:])
 	case "scripted-model":
 		return cmdScriptedModel(args[1:])
 	case "help", "-h", "--help":

@@ -1,0 +1,7 @@
+package main
+
+import "errors"
+
+func cmdStoreBridge(args []string) error {
+	return errors.New("lnk store-bridge is not in this version")
+}
