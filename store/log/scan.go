@@ -303,6 +303,10 @@ func (c *Conversation) probe(m, end int64) ([]byte, int64, error) {
 // It reads only the lines it hands out, and what it takes to find the
 // first of them. A line that is not the next event is corruption, reported
 // with its offset; an incomplete final line is not read.
+//
+// Read takes no lock, so a writer never waits for a reader: no writer
+// changes a line once its '\n' is written, and Read reads nothing after
+// the last '\n' it found (see readEnd for the one race this needs).
 func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -330,14 +334,14 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 		if !e.near(from) {
 			b = backward{c: c, off: off}
 		}
-		return c.readBackward(ctx, &b, line, off, from, fn)
+		return c.readBackward(ctx, &b, line, from, fn)
 	}
 	return c.readForward(ctx, off, from, &e, fn)
 }
 
-// readBackward hands out line, the line of seq at off, and the lines before
-// it from b.
-func (c *Conversation) readBackward(ctx context.Context, b *backward, line []byte, off, seq int64, fn func(int64, []byte) bool) error {
+// readBackward hands out line, the line of seq, and the lines before it
+// from b.
+func (c *Conversation) readBackward(ctx context.Context, b *backward, line []byte, seq int64, fn func(int64, []byte) bool) error {
 	for {
 		if !fn(seq, line) {
 			return nil
@@ -345,8 +349,7 @@ func (c *Conversation) readBackward(ctx context.Context, b *backward, line []byt
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var err error
-		line, off, err = b.prev()
+		l, off, err := b.prev()
 		if err == io.EOF {
 			if seq != 1 {
 				return c.corrupt(0, "the file starts at seq %d, not 1", seq)
@@ -356,14 +359,14 @@ func (c *Conversation) readBackward(ctx context.Context, b *backward, line []byt
 		if err != nil {
 			return err
 		}
-		s, err := c.seqOf(line, off)
+		s, err := c.seqOf(l, off)
 		if err != nil {
 			return err
 		}
 		if s != seq-1 {
 			return c.corrupt(off, "seq %d where %d was due", s, seq-1)
 		}
-		seq = s
+		line, seq = l, s
 	}
 }
 
