@@ -275,7 +275,11 @@ func (u *linkUnit) Kill() {
 			return
 		default:
 		}
-		u.cmd.Process.Kill()
+		// The whole group: whatever the harness started (a tool's server)
+		// goes with it.
+		if syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL) != nil {
+			u.cmd.Process.Kill()
+		}
 	})
 	<-u.done
 }
