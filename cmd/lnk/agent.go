@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -133,10 +134,9 @@ func cmdChatShow(args []string) error {
 		return err
 	}
 	defer conv.Close()
-	b, err := turn.MakeCopy(context.Background(), a.Name, conv)
-	if err != nil {
+	w := bufio.NewWriter(os.Stdout)
+	if _, err := turn.WriteCopy(context.Background(), w, a.Name, conv); err != nil {
 		return err
 	}
-	_, err = os.Stdout.Write(b)
-	return err
+	return w.Flush()
 }

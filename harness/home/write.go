@@ -1,13 +1,24 @@
 package home
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 )
 
 // WriteFileAtomic writes b to path through a temporary file beside it,
-// synced and renamed into place, then syncs the folder.
+// synced and renamed into place, then syncs the folder: whole or not at all.
 func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
+	return WriteAtomic(path, perm, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// WriteAtomic is WriteFileAtomic for content written as it is made, so a
+// large file never has to be held in memory whole.
+func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -18,19 +29,21 @@ func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
 	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
+	if err == nil {
+		err = f.Chmod(perm)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {

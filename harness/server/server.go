@@ -372,17 +372,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread 
 		})
 		return
 	}
-	path, _ := ag.Path(home.ChatCopy, thread)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		b, err = turn.MakeCopy(r.Context(), ag.Name, conv)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "%v", err)
-			return
-		}
-	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-	w.Write(b)
+	path, _ := ag.Path(home.ChatCopy, thread)
+	if f, err := os.Open(path); err == nil {
+		defer f.Close()
+		io.Copy(w, f)
+		return
+	}
+	turn.WriteCopy(r.Context(), w, ag.Name, conv)
 }
 
 type errorBody struct {

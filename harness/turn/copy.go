@@ -115,33 +115,43 @@ func endsWithMark(f *os.File, prev int64) (bool, error) {
 }
 
 // remakeCopy makes the copy again from every event, when it was cut short
-// or written elsewhere.
+// or written elsewhere. It is written as it is made, so a long
+// conversation's copy is never held in memory whole.
 func (t *turn) remakeCopy(ctx context.Context, path string) error {
-	b, err := MakeCopy(ctx, t.r.Agent.Name, t.conv)
-	if err != nil {
+	return home.WriteAtomic(path, 0o600, func(w io.Writer) error {
+		n, err := WriteCopy(ctx, w, t.r.Agent.Name, t.conv)
+		t.written += n
 		return err
-	}
-	t.written += int64(len(b))
-	return home.WriteFileAtomic(path, b, 0o600)
+	})
 }
 
-// MakeCopy makes a conversation's whole copy for people from its events.
-func MakeCopy(ctx context.Context, agent string, conv store.Conversation) ([]byte, error) {
+// WriteCopy writes a conversation's whole copy for people, made from its
+// events, to w, and returns how many bytes it wrote. It holds at most the
+// messages since the last answer.
+func WriteCopy(ctx context.Context, w io.Writer, agent string, conv store.Conversation) (int64, error) {
 	var (
-		dec    store.Decoder
-		out    []byte
-		events []store.Event
-		derr   error
+		dec     store.Decoder
+		buf     []byte
+		pending []store.Event
+		e       store.Event
+		n       int64
+		derr    error
 	)
 	err := conv.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
-		var e store.Event
 		if derr = dec.Decode(ev, &e); derr != nil {
 			return false
 		}
-		events = append(events, e)
-		if e.Type == store.TypeAnswer {
-			out = AppendCopy(out, agent, events)
-			events = events[:0]
+		switch e.Type {
+		case store.TypeMessage:
+			pending = append(pending, store.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, From: e.From, Text: e.Text})
+		case store.TypeAnswer:
+			pending = append(pending, store.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, Text: e.Text})
+			buf = AppendCopy(buf[:0], agent, pending)
+			pending = pending[:0]
+			var m int
+			m, derr = w.Write(buf)
+			n += int64(m)
+			return derr == nil
 		}
 		return true
 	})
@@ -151,5 +161,5 @@ func MakeCopy(ctx context.Context, agent string, conv store.Conversation) ([]byt
 	if errors.Is(err, store.ErrNotFound) {
 		err = nil
 	}
-	return out, err
+	return n, err
 }

@@ -219,3 +219,37 @@ func TestOneTurnAtATime(t *testing.T) {
 		t.Errorf("locks held after the turns: %d", len(r.locks.m))
 	}
 }
+
+// A copy that does not end with the last answer (none was written, or it
+// was cut short) is made again from every event; otherwise it is added to.
+func TestCopyRemade(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	dir, _ := r.Agent.Path(home.Chat, "c")
+	writeConversation(t, dir, "c", 10)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "c", Message{Text: "eleven"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(dir, "chat.md")
+	b, _ := os.ReadFile(copyPath)
+	for _, want := range []string{"message 1:", "answer 10:", "eleven", "<!-- lnk:answer 12 -->"} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("the remade copy lacks %q:\n%s", want, b)
+		}
+	}
+	// Cut short: remade, whole again.
+	os.WriteFile(copyPath, b[:len(b)/2], 0o600)
+	if _, err := r.Message(ctx, "c", Message{Text: "thirteen"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := os.ReadFile(copyPath)
+	if !strings.HasPrefix(string(c), string(b)) || !strings.Contains(string(c), "thirteen") || strings.Count(string(c), "eleven") != 1 {
+		t.Fatalf("the copy after a cut:\n%s", c)
+	}
+	var whole strings.Builder
+	conv, _ := r.Conversation("c")
+	defer conv.Close()
+	if _, err := WriteCopy(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
+		t.Fatalf("the copy added to differs from one made from the events (%v):\n%s\n---\n%s", err, c, whole.String())
+	}
+}
