@@ -278,3 +278,77 @@ text = "quick"
 		t.Fatal("a message after the stop was taken")
 	}
 }
+
+// One process serves many agents of one owner, each on its own port, as
+// itself; a request naming another agent needs that agent's key.
+func TestManyAgents(t *testing.T) {
+	dir := t.TempDir()
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	var file strings.Builder
+	keys := map[string]string{}
+	for _, name := range []string{"ada", "bob"} {
+		os.Mkdir(filepath.Join(dir, name), 0o700)
+		keys[name] = "key-of-" + name + "-0123456789abcdef"
+		os.WriteFile(filepath.Join(dir, name+".key"), []byte(keys[name]+"\n"), 0o600)
+		fmt.Fprintf(&file, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), filepath.Join(dir, name+".key"))
+	}
+	os.WriteFile(filepath.Join(dir, "agents.toml"), []byte(file.String()), 0o600)
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", filepath.Join(dir, "agents.toml"))
+	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr)
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	addrs := map[string]string{}
+	br := bufio.NewReader(out)
+	for range 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addr, name string
+		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
+			t.Fatalf("printed %q: %v", line, err)
+		}
+		addrs[name] = addr
+	}
+	if addrs["ada"] == "" || addrs["bob"] == "" || addrs["ada"] == addrs["bob"] {
+		t.Fatalf("addresses %v", addrs)
+	}
+	post := func(port, agent, key string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[port]+"/v1/agents/"+agent+"/chats/t/messages", strings.NewReader(`{"text":"hi"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		port, agent, key string
+		want             int
+	}{
+		{"ada", "ada", keys["ada"], 200},
+		{"bob", "bob", keys["bob"], 200},
+		{"ada", "bob", keys["ada"], 401},
+		{"ada", "bob", keys["bob"], 200},
+		{"bob", "carol", keys["bob"], 403},
+	} {
+		if got := post(tc.port, tc.agent, tc.key); got != tc.want {
+			t.Errorf("on %s's port, naming %s with %s's key: %d, want %d", tc.port, tc.agent, tc.key, got, tc.want)
+		}
+	}
+	for name, n := range map[string]int{"ada": 2, "bob": 4} {
+		b, _ := os.ReadFile(filepath.Join(dir, name, "chats", "t", "events.jsonl"))
+		if got := strings.Count(string(b), "\n"); got != n {
+			t.Errorf("%s holds %d events, want %d", name, got, n)
+		}
+	}
+}
