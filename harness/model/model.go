@@ -82,6 +82,18 @@ type Request struct {
 	Tools     []Tool
 	MaxTokens int // 0: the provider's default, DefaultMaxTokens where one is required
 
+	// SystemStable is how many bytes at the start of System change least
+	// (Link's base through who you are). Anthropic is sent them as a block of
+	// their own with a cache breakpoint, and the rest of System, its leading
+	// newlines trimmed, as a second block with another; 0 or len(System)
+	// sends System as one block.
+	SystemStable int
+
+	// CacheKey, when not empty, is sent to OpenAI and OpenRouter as
+	// prompt_cache_key: the same for every request of a conversation, so its
+	// requests reach the machines that hold its prefix.
+	CacheKey string
+
 	// Stall is the longest the stream may go without a byte, from the
 	// request's start; 0 means DefaultStall.
 	Stall time.Duration

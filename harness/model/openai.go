@@ -55,7 +55,8 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 }
 
 // appendOpenAIRequest appends req as a Chat Completions request body, its
-// keys in a fixed order so the same request is the same bytes. The answer's
+// keys in a fixed order so the same request is the same bytes, the
+// conversation's prompt_cache_key before the messages. The answer's
 // limit is max_completion_tokens, OpenAI's name, or max_tokens, the name
 // OpenRouter and the runtimes read.
 func appendOpenAIRequest(dst []byte, req *Request, maxTokensName bool) ([]byte, error) {
@@ -69,7 +70,12 @@ func appendOpenAIRequest(dst []byte, req *Request, maxTokensName bool) ([]byte, 
 		}
 		dst = strconv.AppendInt(dst, int64(req.MaxTokens), 10)
 	}
-	dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true},"messages":[`...)
+	dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	if req.CacheKey != "" {
+		dst = append(dst, `,"prompt_cache_key":`...)
+		dst = store.AppendString(dst, req.CacheKey)
+	}
+	dst = append(dst, `,"messages":[`...)
 	n := 0
 	if req.System != "" {
 		dst = append(dst, `{"role":"system","content":`...)
