@@ -157,3 +157,31 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	a := Agent{Name: "ada", Dir: dir}
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "skills", "b")); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := a.Path(Skills, "")
+	f, err := a.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil || len(names) != 2 {
+		t.Fatalf("the skills folder lists %q, %v", names, err)
+	}
+	if _, err := a.Open(filepath.Join(p, "b")); !errors.Is(err, ErrBadName) {
+		t.Errorf("a symlinked folder opened: %v", err)
+	}
+	if _, err := a.Open(filepath.Join(dir, "..")); !errors.Is(err, ErrBadName) {
+		t.Errorf("outside the home opened: %v", err)
+	}
+}
