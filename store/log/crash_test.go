@@ -167,6 +167,8 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("kill %d: the torn file's last record is %d bytes from offset %d; want %d from %d",
 				kill, len(rec.bytes), rec.off, len(tail), checkedOff)
 		}
+		checked++
+		checkedOff += int64(len(next) + 1)
 	}
 	t.Logf("%d kills, %d events, %d torn tails: %d inside an ordinary Append, %d inside a staged one",
 		kills, checked, natural+tornStaged, natural, tornStaged)

@@ -160,16 +160,16 @@ func (c *Conversation) trim() {
 	}
 }
 
-// size returns the file's size.
-func (c *Conversation) size() (int64, error) {
+// stat returns the file's size and times.
+func (c *Conversation) stat() (unix.Stat_t, error) {
 	var st unix.Stat_t
 	for {
 		err := unix.Fstat(c.fd, &st)
 		if err == nil {
-			return st.Size, nil
+			return st, nil
 		}
 		if err != unix.EINTR {
-			return 0, fmt.Errorf("log: stat %s: %w", c.path, err)
+			return st, fmt.Errorf("log: stat %s: %w", c.path, err)
 		}
 	}
 }

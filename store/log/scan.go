@@ -18,10 +18,10 @@ import (
 // One case needs care: a reader reading the end while a writer cuts a torn
 // tail and writes a new line in its place might see some of the old bytes
 // and some of the new, with the new line's '\n' after them. Such a read
-// overlaps a change of size, so readEnd reads the size again after reading
-// the end, reads again if it changed, and after a few tries takes the
-// writers' lock, shared, for one read. Everything further back is read
-// without a second look.
+// overlaps a cut and a write, which change the file's size and its change
+// time, so readEnd reads both again after reading the end, reads again if
+// either changed, and after a few tries takes the writers' lock, shared,
+// for one read. Everything further back is read without a second look.
 
 // stableTries is how many reads of the end readEnd makes while writers keep
 // changing it, before it waits for them.
@@ -54,10 +54,11 @@ func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, er
 			unlockFile(c.fd)
 			return e, err
 		}
-		size, err := c.size()
+		before, err := c.stat()
 		if err != nil {
 			return end{}, err
 		}
+		size := before.Size
 		e, err := c.readEndOnce(size, n)
 		if locked {
 			if err == errShrunk {
@@ -68,11 +69,11 @@ func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, er
 		if err == errShrunk {
 			continue
 		}
-		after, serr := c.size()
+		after, serr := c.stat()
 		if serr != nil {
 			return end{}, serr
 		}
-		if after == size {
+		if after.Size == size && after.Ctim == before.Ctim {
 			return e, err
 		}
 	}
