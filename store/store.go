@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Errors every store returns, wrapped with %w and where it happened.
@@ -21,6 +22,14 @@ var (
 	ErrBadEvent = errors.New("store: bad event")
 	// ErrUnsupported comes from a store asked for something it cannot do.
 	ErrUnsupported = errors.New("store: unsupported")
+	// ErrStaleLease comes from an append carrying a lease token that is no
+	// longer the conversation's lease (another holder took it, or it was
+	// let go), or carrying none while another holds the lease; and from a
+	// holder whose own clock says its lease may have run out.
+	ErrStaleLease = errors.New("store: stale lease")
+	// ErrLeaseHeld comes from Lease while another holder has the lease and
+	// it has not run out.
+	ErrLeaseHeld = errors.New("store: lease held")
 )
 
 // Conversation is one conversation's events in one store. A Conversation
@@ -49,3 +58,82 @@ type Conversation interface {
 	// Close lets go of what the conversation opened.
 	Close() error
 }
+
+// Driver keeps every conversation of one agent, each under its thread key:
+// the name of the conversation's folder under chats/ (the whole thread name
+// is kept in the conversation's first event). A Driver is safe for
+// concurrent use, and so are the Conversations it opens. Listing threads is
+// the ability Lister.
+type Driver interface {
+	// Open returns thread's conversation. Opening reads and writes
+	// nothing: a thread with no events is an empty conversation.
+	Open(thread string) (Conversation, error)
+
+	// Close lets go of what the driver holds; its conversations are then
+	// unusable.
+	Close() error
+}
+
+// Lister is a Driver that lists its conversations.
+type Lister interface {
+	// Threads returns the thread keys of the conversations with at least
+	// one event, in byte order.
+	Threads(ctx context.Context) ([]string, error)
+}
+
+// Leaser is a conversation that keeps a lease saying which turn runs, with
+// fencing: each holder that takes the lease gets a token greater than any
+// before it, and the store refuses an append carrying a token that is not
+// the current one. Its methods may be called while another of the
+// conversation's methods runs (a holder renews while its turn appends).
+//
+// A lease runs out by the clocks of those who watch it, never by a time
+// written in the store: Lease by another holder succeeds only once the
+// lease has stayed unrenewed for its time to live on the asking process's
+// monotonic clock, and the holder counts its own time to live from when it
+// last asked (see HoldLease).
+type Leaser interface {
+	// Lease takes the lease for holder with time to live ttl, or renews it
+	// when holder has it, and returns its token. It fails with ErrLeaseHeld
+	// while another holder's lease has not run out.
+	Lease(ctx context.Context, holder string, ttl time.Duration) (token int64, err error)
+
+	// Release lets the lease of token go, so the next holder need not
+	// wait for it to run out. A token that is not the lease's current one
+	// changes nothing and is ErrStaleLease.
+	Release(ctx context.Context, token int64) error
+
+	// AppendLeased is Append carrying token: it fails with ErrStaleLease
+	// unless token is the lease's current one, checked in the same step as
+	// the write. Token 0 says the writer holds no lease, which is refused
+	// while another holds it.
+	AppendLeased(ctx context.Context, seq int64, event []byte, token int64) error
+}
+
+// Meta is a conversation that keeps side data beside its events: small
+// named values that are not events (the tools it was narrowed to, an answer
+// still to hand over). Names are 1 to 100 bytes of [A-Za-z0-9._-]; a value
+// is at most MaxMetaBytes.
+type Meta interface {
+	// MetaGet returns the value of name, or ErrNotFound.
+	MetaGet(ctx context.Context, name string) ([]byte, error)
+	// MetaPut sets name to data, durably.
+	MetaPut(ctx context.Context, name string, data []byte) error
+	// MetaDelete removes name; removing a name not there is success.
+	MetaDelete(ctx context.Context, name string) error
+}
+
+// Narrower is a conversation that narrows the tools it may call in one step.
+type Narrower interface {
+	// NarrowTools keeps only the tools both in the conversation's list and
+	// in tools, and returns what is kept; the first narrowing keeps tools.
+	// A list only ever narrows. It is kept as the side datum ToolsMeta, a
+	// JSON array of names.
+	NarrowTools(ctx context.Context, tools []string) ([]string, error)
+}
+
+// ToolsMeta is the side datum NarrowTools keeps its list in.
+const ToolsMeta = "tools"
+
+// MaxMetaBytes is the largest side datum a store keeps.
+const MaxMetaBytes = 1 << 20

@@ -1,0 +1,98 @@
+// Package rules holds what every driver checks the same way: thread keys,
+// side data names, events handed to append, and how a tool list narrows.
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"lnk.dev/linkharness/store"
+)
+
+// MaxThreadBytes is the longest thread key a driver keeps.
+const MaxThreadBytes = 200
+
+// Thread says what is wrong with a thread key, if anything: empty, over
+// MaxThreadBytes, or holding a control byte (NUL ends a key in some stores).
+func Thread(thread string) error {
+	if thread == "" || len(thread) > MaxThreadBytes {
+		return fmt.Errorf("thread key of %d bytes, not 1 to %d", len(thread), MaxThreadBytes)
+	}
+	for i := 0; i < len(thread); i++ {
+		if c := thread[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("thread key %q holds a control byte", thread)
+		}
+	}
+	return nil
+}
+
+// Name says what is wrong with a side datum's name, if anything.
+func Name(name string) error {
+	if name == "" || len(name) > 100 {
+		return fmt.Errorf("side datum name of %d bytes, not 1 to 100", len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("side datum name %q holds %q", name, c)
+		}
+	}
+	return nil
+}
+
+// Data says what is wrong with a side datum's value, if anything.
+func Data(data []byte) error {
+	if len(data) > store.MaxMetaBytes {
+		return fmt.Errorf("side datum of %d bytes, over %d", len(data), store.MaxMetaBytes)
+	}
+	return nil
+}
+
+// Event says why event cannot be the event of seq, wrapping
+// store.ErrBadEvent: over store.MaxEventBytes, holding a newline, not one
+// JSON object, or its seq another.
+func Event(seq int64, event []byte) error {
+	if seq <= 0 {
+		return fmt.Errorf("%w: seq %d: a seq starts at 1", store.ErrBadEvent, seq)
+	}
+	if len(event) > store.MaxEventBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
+	}
+	if i := bytes.IndexByte(event, '\n'); i >= 0 {
+		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
+	}
+	s, err := store.SeqOf(event)
+	if err != nil {
+		return err
+	}
+	if s != seq {
+		return fmt.Errorf("%w: the event's seq is %d, not %d", store.ErrBadEvent, s, seq)
+	}
+	if !json.Valid(event) {
+		return fmt.Errorf("%w: not valid JSON", store.ErrBadEvent)
+	}
+	return nil
+}
+
+// Narrow returns the tool list after narrowing: kept, the side datum as it
+// is (nil when the conversation was never narrowed), narrowed to tools. It
+// returns the new list and the side datum to write.
+func Narrow(kept []byte, tools []string) ([]string, []byte, error) {
+	next := slices.Clone(tools)
+	if kept != nil {
+		var had []string
+		if err := json.Unmarshal(kept, &had); err != nil {
+			return nil, nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
+		}
+		next = slices.DeleteFunc(next, func(t string) bool { return !slices.Contains(had, t) })
+	}
+	slices.Sort(next)
+	next = slices.Compact(next)
+	if next == nil {
+		next = []string{}
+	}
+	b, err := json.Marshal(next)
+	return next, b, err
+}
