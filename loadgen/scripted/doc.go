@@ -1,9 +1,10 @@
 // Package scripted is the scripted model: a real HTTP server speaking the
-// providers' wire formats (Anthropic's Messages API and the Chat Completions
-// API of OpenAI and OpenRouter), streamed or not, answering as a script
-// says, deterministically. It stands where LNK_MODEL_PROXY points (paths
-// under /anthropic, /openai, /openrouter) or where a provider's override
-// points (paths at /v1/…), for tests and load.
+// providers' wire formats (Anthropic's Messages API, the Chat Completions
+// API of OpenAI and OpenRouter, OpenAI's Responses API, and Ollama's
+// /api/chat and /api/show), streamed or not, answering as a script says,
+// deterministically. It stands where LNK_MODEL_PROXY points (paths under
+// /anthropic, /openai, /openrouter, /ollama) or where a provider's override
+// points (paths at /v1/… or /api/…), for tests and load.
 //
 // A script is an ordered list of rules; the first whose match is in the
 // last user text (and whose results filter fits) answers:
@@ -46,6 +47,11 @@
 //	match = "any"
 //	answer_bytes = 200
 //	answer_bytes_max = 2000
+//
+//	[[model]]               # what /api/show says of a model; others are not found
+//	name = "qwen3:8b"
+//	context_length = 40960  # the window it was trained for
+//	num_ctx = 8192          # the one it is set to run with, in its parameters
 //
 // With no script, or where no rule matches, the answer is "ok: " and a short
 // digest of the last user text, at once. Usage reports the request's bytes

@@ -25,6 +25,8 @@ const (
 	anthropic format = iota
 	openAI
 	openRouter
+	ollama    // Ollama's /api/chat: NDJSON, streamed unless told not to
+	responses // OpenAI's Responses API
 )
 
 // parseRequest reads body in f's format.
@@ -36,10 +38,6 @@ func parseRequest(p *fastjson.Parser, f format, body []byte) (*request, error) {
 	if v.Type() != fastjson.TypeObject {
 		return nil, errors.New("the body is not a JSON object")
 	}
-	msgs := v.GetArray("messages")
-	if len(msgs) == 0 {
-		return nil, errors.New("messages: none")
-	}
 	r := &request{
 		format: f,
 		model:  string(v.GetStringBytes("model")),
@@ -47,12 +45,60 @@ func parseRequest(p *fastjson.Parser, f format, body []byte) (*request, error) {
 		usage:  v.GetBool("stream_options", "include_usage"),
 		size:   len(body),
 	}
+	if f == ollama && v.Get("stream") == nil {
+		r.stream = true // Ollama streams unless told not to
+	}
+	if f == responses {
+		if in := v.GetStringBytes("input"); len(in) > 0 {
+			r.text = string(in)
+			return r, nil
+		}
+		items := v.GetArray("input")
+		if len(items) == 0 {
+			return nil, errors.New("input: none")
+		}
+		r.text, r.results = responsesLast(items)
+		return r, nil
+	}
+	msgs := v.GetArray("messages")
+	if len(msgs) == 0 {
+		return nil, errors.New("messages: none")
+	}
 	if f == anthropic {
 		r.text, r.results = anthropicLast(msgs)
 	} else {
 		r.text, r.results = openAILast(msgs)
 	}
 	return r, nil
+}
+
+// responsesLast finds, in a Responses API input, the last user text and
+// whether the last item is a tool's output.
+func responsesLast(items []*fastjson.Value) (string, bool) {
+	results := string(items[len(items)-1].GetStringBytes("type")) == "function_call_output"
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		if string(it.GetStringBytes("role")) != "user" {
+			continue
+		}
+		if t := it.GetStringBytes("content"); len(t) > 0 {
+			return string(t), results
+		}
+		var b strings.Builder
+		for _, p := range it.GetArray("content") {
+			if string(p.GetStringBytes("type")) != "input_text" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.Write(p.GetStringBytes("text"))
+		}
+		if b.Len() > 0 {
+			return b.String(), results
+		}
+	}
+	return "", results
 }
 
 // anthropicLast finds the last user text and whether the last message
@@ -80,7 +126,7 @@ func anthropicLast(msgs []*fastjson.Value) (string, bool) {
 }
 
 // openAILast finds the last user text and whether the last message is a
-// tool result.
+// tool result: Chat Completions' format, and Ollama's, which is like it.
 func openAILast(msgs []*fastjson.Value) (string, bool) {
 	results := string(msgs[len(msgs)-1].GetStringBytes("role")) == "tool"
 	for i := len(msgs) - 1; i >= 0; i-- {

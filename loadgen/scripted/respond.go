@@ -20,6 +20,7 @@ type stream struct {
 	a       *answer
 	buf     []byte
 	sent    int // pieces sent
+	seq     int // the Responses API's sequence_number of the next event
 }
 
 // flush writes what buf holds and pushes it to the client.
@@ -255,6 +256,14 @@ func appendOpenAIUsage(b []byte, u Usage) []byte {
 // writeWhole writes the answer in one response, not streamed. A cut or a
 // stall has no meaning here; the answer is whole.
 func writeWhole(w http.ResponseWriter, req *request, a *answer) {
+	switch req.format {
+	case ollama:
+		writeOllamaWhole(w, req, a)
+		return
+	case responses:
+		writeResponsesWhole(w, req, a)
+		return
+	}
 	var b []byte
 	if req.format == anthropic {
 		b = append(b, `{"id":"msg_`...)
@@ -355,6 +364,10 @@ func writeTooLong(w http.ResponseWriter, f format, tokens int) {
 	case openRouter:
 		msg = "This endpoint's maximum context length is " + strconv.Itoa(window) + " tokens. However, you requested about " +
 			strconv.Itoa(tokens) + " tokens. Please reduce the length of either one."
+	case responses:
+		msg = "Your input exceeds the context window of this model. Please adjust your input and try again."
+	case ollama:
+		msg = "the prompt of " + strconv.Itoa(tokens) + " tokens does not fit the context window of " + strconv.Itoa(window) + " tokens"
 	}
 	writeError(w, f, http.StatusBadRequest, msg, "context_length_exceeded", 0)
 }
@@ -377,7 +390,7 @@ func writeError(w http.ResponseWriter, f format, code int, msg, errCode string, 
 		b = append(b, `","message":`...)
 		b = store.AppendString(b, msg)
 		b = append(b, "}}\n"...)
-	case openAI:
+	case openAI, responses:
 		b = append(b, `{"error":{"message":`...)
 		b = store.AppendString(b, msg)
 		b = append(b, `,"type":"`...)
@@ -395,6 +408,10 @@ func writeError(w http.ResponseWriter, f format, code int, msg, errCode string, 
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(code), 10)
 		b = append(b, "}}\n"...)
+	case ollama:
+		b = append(b, `{"error":`...)
+		b = store.AppendString(b, msg)
+		b = append(b, "}\n"...)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -20,6 +20,17 @@ type Script struct {
 	// Rules are tried in order; the first that matches answers. A request
 	// no rule matches gets the default answer.
 	Rules []Rule `toml:"rule"`
+
+	// Models are the models a runtime on the machine has, as Ollama's
+	// /api/show describes them; another model is not found.
+	Models []Model `toml:"model"`
+}
+
+// Model is a model as Ollama's /api/show describes it.
+type Model struct {
+	Name          string `toml:"name"`           // as Ollama names it: qwen3:8b
+	ContextLength int    `toml:"context_length"` // the window it was trained for; 0 leaves it out
+	NumCtx        int    `toml:"num_ctx"`        // the window it is set to run with; 0: none set, Ollama's default
 }
 
 // Rule is one way of answering: what it matches, what it answers, how.
@@ -36,8 +47,9 @@ type Rule struct {
 	// A rule with no text, no calls and no thinking gives the default answer.
 	Text string `toml:"text"`
 
-	// Thinking is a thinking block streamed before the text, with a
-	// signature (Anthropic's format only).
+	// Thinking is a thinking block streamed before the text: with a
+	// signature in Anthropic's format, as reasoning in Ollama's and the
+	// Responses API's; Chat Completions has no place for it.
 	Thinking string `toml:"thinking"`
 
 	// Calls are tool calls the answer makes, after its text.
@@ -120,6 +132,11 @@ func (s *Script) Validate() error {
 	for i := range s.Rules {
 		if err := s.Rules[i].validate(); err != nil {
 			return fmt.Errorf("scripted: rule %d (match %q): %w", i+1, s.Rules[i].Match, err)
+		}
+	}
+	for i, m := range s.Models {
+		if m.Name == "" || m.ContextLength < 0 || m.NumCtx < 0 {
+			return fmt.Errorf("scripted: model %d (%q): a name and windows of 0 or more tokens", i+1, m.Name)
 		}
 	}
 	return nil

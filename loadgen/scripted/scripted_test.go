@@ -414,17 +414,22 @@ func FuzzServeHTTP(f *testing.F) {
 	f.Add(1, []byte(openAIBody("tool", false)))
 	f.Add(2, []byte(`{"messages":[{"role":"user","content":[{"type":"text"}]}]}`))
 	f.Add(0, []byte(`{"messages":[{"role":"tool"}],"stream":true}`))
-	srv := New(&Script{Rules: []Rule{
+	f.Add(3, []byte(ollamaBody("tool", "")))
+	f.Add(4, []byte(responsesBody("hello", true)))
+	f.Add(4, []byte(`{"input":"huge"}`))
+	f.Add(5, []byte(`{"model":"qwen3:8b"}`))
+	srv := New(&Script{Models: []Model{{Name: "qwen3:8b", ContextLength: 40960, NumCtx: 4096}}, Rules: []Rule{
 		{Match: "tool", Results: "yes", Text: "{text}", Thinking: "t", Chunks: 3, Calls: []Call{{Name: "a", Args: `{"b":1}`}}},
 		{Match: "huge", Refuse: true},
 		{Match: "fail", Status: 503, RetryAfter: 1},
 		{Match: "cut", Text: "abc", Cut: true, AfterChunks: 1},
 		{Match: "any", AnswerBytes: 10, AnswerBytesMax: 300, Chunks: 4},
 	}})
-	paths := []string{"/v1/messages", "/openai/v1/chat/completions", "/openrouter/v1/chat/completions"}
+	paths := []string{"/v1/messages", "/openai/v1/chat/completions", "/openrouter/v1/chat/completions",
+		"/ollama/api/chat", "/v1/responses", "/api/show"}
 	f.Fuzz(func(t *testing.T, path int, body []byte) {
 		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequest("POST", paths[uint(path)%3], bytes.NewReader(body)))
+		srv.ServeHTTP(w, httptest.NewRequest("POST", paths[uint(path)%uint(len(paths))], bytes.NewReader(body)))
 		if w.Code == 200 && w.Header().Get("Content-Type") == "application/json" && !json.Valid(w.Body.Bytes()) {
 			t.Fatalf("an answer that is not JSON: %s", w.Body)
 		}
@@ -432,6 +437,13 @@ func FuzzServeHTTP(f *testing.F) {
 			for _, e := range events(w.Body.Bytes()) {
 				if e != "[DONE]" && !json.Valid([]byte(e)) {
 					t.Fatalf("an event that is not JSON: %s", e)
+				}
+			}
+		}
+		if w.Code == 200 && w.Header().Get("Content-Type") == "application/x-ndjson" {
+			for _, l := range bytes.Split(bytes.TrimSuffix(w.Body.Bytes(), []byte("\n")), []byte("\n")) {
+				if !json.Valid(l) {
+					t.Fatalf("a line that is not JSON: %s", l)
 				}
 			}
 		}

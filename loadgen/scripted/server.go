@@ -24,10 +24,11 @@ const (
 )
 
 // Server is the scripted model: an http.Handler speaking Anthropic's
-// Messages API (/v1/messages, /anthropic/v1/messages) and the Chat
+// Messages API (/v1/messages, /anthropic/v1/messages), the Chat
 // Completions API (/v1/chat/completions, /openai/v1/chat/completions,
-// /openrouter/v1/chat/completions), streamed or not, answering as its
-// script says. GET /_scripted/requests gives the bodies it kept, one a
+// /openrouter/v1/chat/completions), OpenAI's Responses API (/v1/responses,
+// /openai/v1/responses) and Ollama's (/api/chat and /api/show, also under
+// /ollama), streamed or not, answering as its script says. GET /_scripted/requests gives the bodies it kept, one a
 // line.
 //
 // A Server is safe for concurrent use. Its script must not change once it
@@ -170,6 +171,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f = openAI
 	case "/openrouter/v1/chat/completions":
 		f = openRouter
+	case "/v1/responses", "/openai/v1/responses":
+		f = responses
+	case "/api/chat", "/ollama/api/chat":
+		f = ollama
+	case "/api/show", "/ollama/api/show":
+		s.serveShow(w, r)
+		return
 	case "/_scripted/requests":
 		s.serveRequests(w, r)
 		return
@@ -219,11 +227,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st.flusher, _ = w.(http.Flusher)
 	h2 := w.Header()
 	h2.Set("Content-Type", "text/event-stream")
+	if f == ollama {
+		h2.Set("Content-Type", "application/x-ndjson")
+	}
 	h2.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	if f == anthropic {
+	switch f {
+	case anthropic:
 		st.anthropic(req)
-	} else {
+	case ollama:
+		st.ollama(req)
+	case responses:
+		st.responses(req)
+	default:
 		st.openAI(req)
 	}
 }
