@@ -79,7 +79,15 @@
 // HTTP. Another harness measured side by side (one command per message,
 // `claude -p TEXT` with its own HOME)
 // is another Harness beside Link, whose unit's PID is 0 between messages
-// and whose Send runs the command. Serving many agents in one process is
-// a unit with several agents (Config.AgentsPerProcess), which Link refuses
-// with ErrUnsupported until `serve --agents FILE` exists.
+// and whose Send runs the command.
+//
+// # Layouts
+//
+// Each count of agents runs as one process per agent (Each) and, with
+// --layout each,shared, as one process serving every agent of the case
+// (Shared, `serve --agents FILE`, each agent on its own port). Marginal
+// reads, per layout, what one more idle agent adds (the slope of the
+// processes' summed idle memory against the count of agents) and what one
+// more message costs (all the processes' CPU over all the messages): the
+// figures to compare with a harness that runs a process per agent.
 package measure

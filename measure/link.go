@@ -13,15 +13,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// Link is Link Harness as measure drives it: one `lnk-link-harness serve`
-// process per agent, messages over its HTTP API, its /metrics page, and the
-// CPU profile it writes when stopped.
+// Link is Link Harness as measure drives it: `lnk-link-harness serve`
+// serving one agent (--home) or several (--agents FILE) in one process,
+// messages over its HTTP API, its /metrics page, and the CPU profile it
+// writes when stopped.
 type Link struct {
 	Program string // the lnk-link-harness program
 	Profile bool   // have each process write a CPU profile
@@ -33,16 +35,29 @@ func (l *Link) Name() string { return "link" }
 // startTimeout bounds how long a process may take to say where it listens.
 const startTimeout = 30 * time.Second
 
-// Start implements Harness: it starts one process serving the one agent.
-// Several agents in one process (`serve --agents FILE`) come later; until
-// then it returns ErrUnsupported for more than one.
+// Start implements Harness: it starts one process serving the agents, one
+// agent with `serve --home`, several with `serve --agents FILE` (each on
+// its own port, as itself), the file written in the first agent's scratch
+// folder.
 func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
-	if len(agents) != 1 {
-		return nil, fmt.Errorf("%w: link harness serves one agent per process in this version, asked for %d", ErrUnsupported, len(agents))
+	if len(agents) == 0 {
+		return nil, fmt.Errorf("%w: a unit of no agents", ErrUnsupported)
 	}
 	a := agents[0]
-	args := []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
-	u := &linkUnit{agent: a, done: make(chan struct{})}
+	var args []string
+	if len(agents) == 1 {
+		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
+	} else {
+		file := filepath.Join(a.Scratch, "agents.toml")
+		if err := os.WriteFile(file, agentsFile(agents), 0o600); err != nil {
+			return nil, fmt.Errorf("measure: agents file: %w", err)
+		}
+		args = []string{"serve", "--agents", file}
+	}
+	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{})}
+	for _, ag := range agents {
+		u.agents[ag.Name] = &linkAgent{key: ag.Key}
+	}
 	if l.Profile {
 		u.profile = filepath.Join(a.Scratch, "cpu.pprof")
 		args = append(args, "--cpuprofile", u.profile)
@@ -73,18 +88,26 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 		u.waitErr = cmd.Wait()
 		close(u.done)
 	}()
-	addr, err := u.readListening(ctx, stdout)
-	if err != nil {
+	if err := u.readListening(ctx, stdout, agents); err != nil {
 		u.Kill()
 		return nil, err
 	}
-	u.base = "http://" + addr
 	u.client = &http.Client{
 		// One connection per message, as Link's bridge opens them; the
 		// connection's cost is part of a message's.
 		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 	}
 	return u, nil
+}
+
+// agentsFile is serve --agents' TOML file naming agents.
+func agentsFile(agents []Agent) []byte {
+	var b bytes.Buffer
+	for _, a := range agents {
+		fmt.Fprintf(&b, "[[agent]]\nname = %s\nhome = %s\nlisten = \"127.0.0.1:0\"\nkey_file = %s\n\n",
+			strconv.Quote(a.Name), strconv.Quote(a.Home), strconv.Quote(a.KeyFile))
+	}
+	return b.Bytes()
 }
 
 // harnessEnv is measure's environment less every LNK_ variable (a tool or
@@ -100,11 +123,12 @@ func harnessEnv(env []string, model string) []string {
 	return append(out, "LNK_MODEL_PROXY="+model)
 }
 
-// linkUnit is one lnk-link-harness process serving one agent.
+// linkUnit is one lnk-link-harness process serving one agent or several.
+// agents is written by Start alone, before the unit is handed out.
 type linkUnit struct {
-	agent   Agent
+	agent   Agent // the first agent, whose scratch folder the unit uses
+	agents  map[string]*linkAgent
 	cmd     *exec.Cmd
-	base    string // http://127.0.0.1:PORT
 	client  *http.Client
 	profile string
 	log     string
@@ -114,45 +138,85 @@ type linkUnit struct {
 	stop    sync.Once
 }
 
-// readListening reads the first line, `listening on 127.0.0.1:PORT`, and
-// then lets the rest of the output go.
-func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader) (string, error) {
+// linkAgent is one agent of a unit: its address and its key.
+type linkAgent struct {
+	base string // http://127.0.0.1:PORT
+	key  string
+}
+
+// readListening reads the lines saying where each agent listens:
+// `listening on 127.0.0.1:PORT` for one agent, `listening on
+// 127.0.0.1:PORT for NAME` for each of several; then it lets the rest of
+// the output go.
+func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader, agents []Agent) error {
 	type line struct {
 		s   string
 		err error
 	}
-	got := make(chan line, 1)
+	got := make(chan line, len(agents))
 	br := bufio.NewReaderSize(stdout, 512)
 	go func() {
-		s, err := br.ReadString('\n')
-		got <- line{s, err}
-		if err == nil {
-			io.Copy(io.Discard, br)
+		for range agents {
+			s, err := br.ReadString('\n')
+			got <- line{s, err}
+			if err != nil {
+				return
+			}
 		}
+		io.Copy(io.Discard, br)
 	}()
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
-	var l line
-	select {
-	case l = <-got:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case <-timer.C:
-		return "", fmt.Errorf("measure: agent %s: no `listening on` line in %v%s", u.agent.Name, startTimeout, u.logTail())
+	for range agents {
+		var l line
+		select {
+		case l = <-got:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("measure: agent %s: no `listening on` line in %v%s", u.agent.Name, startTimeout, u.logTail())
+		}
+		if l.err != nil {
+			<-u.done
+			return fmt.Errorf("measure: agent %s: the harness ended before listening (%v)%s", u.agent.Name, u.waitErr, u.logTail())
+		}
+		name, addr, err := parseListening(l.s, len(agents) > 1)
+		if err != nil {
+			return fmt.Errorf("measure: agent %s: %w", u.agent.Name, err)
+		}
+		if name == "" {
+			name = u.agent.Name
+		}
+		a, ok := u.agents[name]
+		if !ok || a.base != "" {
+			return fmt.Errorf("measure: agent %s: line %q names an agent not asked for, or twice", u.agent.Name, l.s)
+		}
+		a.base = "http://" + addr
 	}
-	if l.err != nil {
-		<-u.done
-		return "", fmt.Errorf("measure: agent %s: the harness ended before listening (%v)%s", u.agent.Name, u.waitErr, u.logTail())
+	return nil
+}
+
+// parseListening reads one `listening on ADDR` line, with ` for NAME` when
+// named, and checks the address is on loopback.
+func parseListening(s string, named bool) (name, addr string, err error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "listening on ")
+	if ok && named {
+		addr, name, ok = strings.Cut(rest, " for ")
+	} else {
+		addr = rest
 	}
-	addr, ok := strings.CutPrefix(strings.TrimSpace(l.s), "listening on ")
-	host, _, err := net.SplitHostPort(addr)
-	if !ok || err != nil {
-		return "", fmt.Errorf("measure: agent %s: first line %q, want `listening on 127.0.0.1:PORT`", u.agent.Name, l.s)
+	want := "`listening on 127.0.0.1:PORT`"
+	if named {
+		want = "`listening on 127.0.0.1:PORT for NAME`"
+	}
+	host, _, perr := net.SplitHostPort(addr)
+	if !ok || perr != nil || named && name == "" {
+		return "", "", fmt.Errorf("line %q, want %s", s, want)
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return "", fmt.Errorf("measure: agent %s: listens on %s, not on loopback", u.agent.Name, addr)
+		return "", "", fmt.Errorf("listens on %s, not on loopback", addr)
 	}
-	return addr, nil
+	return name, addr, nil
 }
 
 // logTail returns the end of the process's stderr, for an error.
@@ -195,12 +259,16 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 	if err != nil {
 		return Reply{}, err
 	}
+	a, ok := u.agents[agent]
+	if !ok {
+		return Reply{}, fmt.Errorf("measure: message %s: agent %s is not this unit's", m.ID, agent)
+	}
 	path := "/v1/agents/" + url.PathEscape(agent) + "/chats/" + url.PathEscape(thread) + "/messages"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.base+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+path, bytes.NewReader(body))
 	if err != nil {
 		return Reply{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+u.agent.Key)
+	req.Header.Set("Authorization", "Bearer "+a.key)
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := u.client.Do(req)
@@ -232,7 +300,7 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 
 // Metrics implements MetricsReader.
 func (u *linkUnit) Metrics(ctx context.Context) (Metrics, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.base+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.agents[u.agent.Name].base+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}

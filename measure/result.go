@@ -24,6 +24,10 @@ type Result struct {
 	Settings Settings  `json:"settings"`
 	Cases    []Case    `json:"cases"`
 
+	// Marginal is, for each layout, what one more idle agent and one more
+	// message cost: the figures to compare between harnesses.
+	Marginal []Marginal `json:"marginal,omitempty"`
+
 	// Profile is where the harness processes spent their CPU over every
 	// case, nil when no profile was written.
 	Profile *ProfileSummary `json:"profile,omitempty"`
@@ -39,24 +43,26 @@ type Machine struct {
 
 // Settings are the measurement's settings, as run.
 type Settings struct {
-	Messages         int     `json:"messages"` // measured per agent and case
-	Warmup           int     `json:"warmup"`   // sent per agent before measuring, not counted
-	Concurrency      int     `json:"concurrency"`
-	IdleSeconds      float64 `json:"idle_seconds"` // the quiet window
-	Lengths          []int   `json:"lengths"`
-	Agents           []int   `json:"agents"`
-	AgentsPerProcess int     `json:"agents_per_process"`
-	Thread           string  `json:"thread"`
-	Profiled         bool    `json:"profiled"` // the processes ran with --cpuprofile
+	Messages         int      `json:"messages"` // measured per agent and case
+	Warmup           int      `json:"warmup"`   // sent per agent before measuring, not counted
+	Concurrency      int      `json:"concurrency"`
+	IdleSeconds      float64  `json:"idle_seconds"` // the quiet window
+	Lengths          []int    `json:"lengths"`
+	Agents           []int    `json:"agents"`
+	AgentsPerProcess int      `json:"agents_per_process"`
+	Layouts          []Layout `json:"layouts"`
+	Thread           string   `json:"thread"`
+	Profiled         bool     `json:"profiled"` // the processes ran with --cpuprofile
 }
 
 // Case is one conversation length and one count of agents.
 type Case struct {
-	Length    int `json:"length"` // events in each agent's conversation before the first message
-	Agents    int `json:"agents"`
-	Processes int `json:"processes"`
-	Messages  int `json:"messages"` // measured messages answered, over every agent
-	Errors    int `json:"errors"`   // measured messages not answered
+	Length    int    `json:"length"` // events in each agent's conversation before the first message
+	Agents    int    `json:"agents"`
+	Processes int    `json:"processes"`
+	Layout    Layout `json:"layout"`   // each, or shared: every agent in one process
+	Messages  int    `json:"messages"` // measured messages answered, over every agent
+	Errors    int    `json:"errors"`   // measured messages not answered
 	// FirstError is the first message's error, if any.
 	FirstError string `json:"first_error,omitempty"`
 
@@ -68,6 +74,18 @@ type Case struct {
 	// agent's own.
 	Median   AgentCost   `json:"median"`
 	PerAgent []AgentCost `json:"per_agent"`
+
+	// Total is the case's processes together.
+	Total Total `json:"total"`
+}
+
+// Total is what all of a case's processes cost together.
+type Total struct {
+	// IdleMemory is the idle memory of every process, summed.
+	IdleMemory Memory `json:"idle_memory"`
+	// CPUPerMessage is every process's CPU over the measured messages,
+	// divided by the messages answered.
+	CPUPerMessage float64 `json:"cpu_per_message"`
 }
 
 // ModelCost is the model's side of a message.

@@ -31,10 +31,14 @@ type Config struct {
 	Messages int   // measured messages per agent and case (default 20)
 	Warmup   int   // messages per agent before measuring, not counted (default 1; -1 for none)
 
-	// AgentsPerProcess is how many agents one unit serves: 1 (the
-	// default) is one process each; more needs a harness that serves many
-	// (Link Harness's `serve --agents FILE`, to come).
+	// AgentsPerProcess is how many agents one unit serves in the layout
+	// Each: 1 (the default) is one process each.
 	AgentsPerProcess int
+
+	// Layouts are how each count of agents is put in processes, each
+	// layout its own cases (default Each alone). The conversation lengths
+	// are swept in the first layout only.
+	Layouts []Layout
 
 	Concurrency int           // messages in flight at once, over all agents (default 1)
 	Idle        time.Duration // the quiet window after the messages (default 3 s)
@@ -59,6 +63,19 @@ const (
 	startAtOnce = 4 // processes started at the same time
 )
 
+// Layout is how a case's agents are put in processes.
+type Layout string
+
+// The layouts.
+const (
+	// Each is a process for every agent (or for every AgentsPerProcess
+	// agents), as one agent alone is served.
+	Each Layout = "each"
+	// Shared is one process serving every agent of the case, as a
+	// shared_harness machine runs them (serve --agents FILE).
+	Shared Layout = "shared"
+)
+
 // ErrConfig comes from Run when the Config asks for something out of
 // bounds; the error says what.
 var ErrConfig = errors.New("measure: bad config")
@@ -81,6 +98,14 @@ func (c *Config) setDefaults() error {
 	}
 	if c.AgentsPerProcess == 0 {
 		c.AgentsPerProcess = 1
+	}
+	if len(c.Layouts) == 0 {
+		c.Layouts = []Layout{Each}
+	}
+	for _, l := range c.Layouts {
+		if l != Each && l != Shared {
+			return fmt.Errorf("%w: layout %q, want each or shared", ErrConfig, l)
+		}
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 1
@@ -115,21 +140,26 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("%w: warmup %d, concurrency %d, agents per process %d, idle %v, timeout %v, max time %v, top %d",
 			ErrConfig, c.Warmup, c.Concurrency, c.AgentsPerProcess, c.Idle, c.Timeout, c.MaxTime, c.Top)
 	}
-	if len(plan(c.Lengths, c.Agents)) > maxCases {
+	if len(plan(c.Lengths, c.Agents, c.Layouts, c.AgentsPerProcess)) > maxCases {
 		return fmt.Errorf("%w: more than %d cases", ErrConfig, maxCases)
 	}
 	return nil
 }
 
-// caseSpec is one case of a run.
-type caseSpec struct{ Length, Agents int }
+// caseSpec is one case of a run: Agents agents, PerProcess to a process,
+// each with a conversation of Length events.
+type caseSpec struct {
+	Length, Agents, PerProcess int
+	Layout                     Layout
+}
 
-// plan returns the cases of a run: every length with the fewest agents,
-// then every count of agents with the shortest conversation, each once.
-// Cost per message is read against the length and idle memory against the
-// count, so the cross product (a hundred agents with 100,000 events each)
-// is never needed.
-func plan(lengths, agents []int) []caseSpec {
+// plan returns the cases of a run: every length with the fewest agents
+// (in the first layout), then, in each layout, every count of agents with
+// the shortest conversation, each case once (one agent is the same case
+// in every layout). Cost per message is read against the length and idle
+// memory against the count, so the cross product (a hundred agents with
+// 100,000 events each) is never needed.
+func plan(lengths, agents []int, layouts []Layout, perProcess int) []caseSpec {
 	minLen, minAgents := lengths[0], agents[0]
 	for _, l := range lengths {
 		minLen = min(minLen, l)
@@ -138,18 +168,29 @@ func plan(lengths, agents []int) []caseSpec {
 		minAgents = min(minAgents, a)
 	}
 	var out []caseSpec
-	seen := map[caseSpec]bool{}
-	add := func(c caseSpec) {
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
+	type key struct{ length, agents, per int }
+	seen := map[key]bool{}
+	add := func(length, agents int, layout Layout) {
+		per := min(perProcess, agents)
+		if layout == Shared {
+			per = agents
+		}
+		if agents == 1 || per == 1 {
+			layout = Each
+		}
+		k := key{length, agents, per}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, caseSpec{Length: length, Agents: agents, PerProcess: per, Layout: layout})
 		}
 	}
 	for _, l := range lengths {
-		add(caseSpec{l, minAgents})
+		add(l, minAgents, layouts[0])
 	}
-	for _, a := range agents {
-		add(caseSpec{minLen, a})
+	for _, lay := range layouts {
+		for _, a := range agents {
+			add(minLen, a, lay)
+		}
 	}
 	return out
 }
@@ -207,13 +248,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Settings: Settings{
 			Messages: cfg.Messages, Warmup: cfg.Warmup, Concurrency: cfg.Concurrency,
 			IdleSeconds: cfg.Idle.Seconds(), Lengths: cfg.Lengths, Agents: cfg.Agents,
-			AgentsPerProcess: cfg.AgentsPerProcess, Thread: Thread, Profiled: !cfg.NoProfile,
+			AgentsPerProcess: cfg.AgentsPerProcess, Layouts: cfg.Layouts, Thread: Thread, Profiled: !cfg.NoProfile,
 		},
 	}
 	var profiles []string
-	for i, cs := range plan(cfg.Lengths, cfg.Agents) {
+	for i, cs := range plan(cfg.Lengths, cfg.Agents, cfg.Layouts, cfg.AgentsPerProcess) {
 		r := &caseRun{cfg: &cfg, spec: cs, h: h, model: m, pr: pr,
-			dir: filepath.Join(tmp, fmt.Sprintf("case%d-len%d-agents%d", i+1, cs.Length, cs.Agents))}
+			dir: filepath.Join(tmp, fmt.Sprintf("case%d-len%d-agents%d-%s", i+1, cs.Length, cs.Agents, cs.Layout))}
 		c, err := r.run(ctx)
 		if err != nil {
 			return nil, err
@@ -234,6 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Profile = s
 	}
+	res.Marginal = marginals(res.Cases, cfg.Layouts)
 	res.Seconds = time.Since(started).Seconds()
 	return res, nil
 }
@@ -287,7 +329,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			r.killAll()
 		}
 	}()
-	r.pr.Phase("starting %s", plural(ceilDiv(cs.Agents, r.cfg.AgentsPerProcess), "process"))
+	r.pr.Phase("starting %s", plural(ceilDiv(cs.Agents, cs.PerProcess), "process"))
 	if err := r.startUnits(ctx); err != nil {
 		return c, err
 	}
@@ -375,7 +417,7 @@ func newKey() string {
 
 // startUnits starts the units, a few at a time.
 func (r *caseRun) startUnits(ctx context.Context) error {
-	per := r.cfg.AgentsPerProcess
+	per := r.spec.PerProcess
 	for i := 0; i < len(r.agents); i += per {
 		u := &unitRun{}
 		for j := i; j < min(i+per, len(r.agents)); j++ {
@@ -625,7 +667,7 @@ func (r *caseRun) killAll() {
 
 // result computes the case's figures from what was sampled.
 func (r *caseRun) result(use modelUse) Case {
-	c := Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units)}
+	c := Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units), Layout: r.spec.Layout}
 	answered := 0
 	for _, u := range r.units {
 		for _, l := range u.latencies {
@@ -646,6 +688,7 @@ func (r *caseRun) result(use modelUse) Case {
 	}
 	sort.SliceStable(c.PerAgent, func(i, j int) bool { return agentLess(c.PerAgent[i].Name, c.PerAgent[j].Name) })
 	c.Median = median(c.PerAgent)
+	c.Total = total(c.PerAgent)
 	if c.Messages > 0 {
 		c.Model = ModelCost{
 			Requests: float64(use.Requests) / float64(c.Messages),

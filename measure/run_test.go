@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -204,19 +205,90 @@ func TestConfigBounds(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	got := fmt.Sprint(plan([]int{0, 1000, 100000}, []int{1, 10, 100}))
-	if want := "[{0 1} {1000 1} {100000 1} {0 10} {0 100}]"; got != want {
+	got := fmt.Sprint(plan([]int{0, 1000, 100000}, []int{1, 10, 100}, []Layout{Each}, 1))
+	if want := "[{0 1 1 each} {1000 1 1 each} {100000 1 1 each} {0 10 1 each} {0 100 1 each}]"; got != want {
 		t.Errorf("plan %s, want %s", got, want)
 	}
-	if got := fmt.Sprint(plan([]int{0}, []int{3})); got != "[{0 3}]" {
+	if got := fmt.Sprint(plan([]int{0}, []int{3}, []Layout{Each}, 1)); got != "[{0 3 1 each}]" {
 		t.Errorf("quick plan %s", got)
+	}
+	// Both layouts: one agent is one case; the lengths in the first layout.
+	got = fmt.Sprint(plan([]int{0, 1000}, []int{1, 10, 100}, []Layout{Each, Shared}, 1))
+	if want := "[{0 1 1 each} {1000 1 1 each} {0 10 1 each} {0 100 1 each} {0 10 10 shared} {0 100 100 shared}]"; got != want {
+		t.Errorf("plan %s, want %s", got, want)
 	}
 }
 
-func TestLinkOneAgentPerProcess(t *testing.T) {
-	l := &Link{Program: "/bin/true"}
-	if _, err := l.Start(context.Background(), make([]Agent, 2)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("two agents in one process: %v, want ErrUnsupported", err)
+func TestParseListening(t *testing.T) {
+	for _, c := range []struct {
+		line        string
+		named       bool
+		name, addr  string
+		errContains string
+	}{
+		{"listening on 127.0.0.1:4000\n", false, "", "127.0.0.1:4000", ""},
+		{"listening on 127.0.0.1:4000 for agent-2\n", true, "agent-2", "127.0.0.1:4000", ""},
+		{"listening on [::1]:80 for a", true, "a", "[::1]:80", ""},
+		{"listening on 127.0.0.1:4000\n", true, "", "", "for NAME"},
+		{"listening on 10.0.0.1:4000", false, "", "", "not on loopback"},
+		{"hello", false, "", "", "want"},
+	} {
+		name, addr, err := parseListening(c.line, c.named)
+		if c.errContains != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errContains) {
+				t.Errorf("%q: err %v, want one saying %q", c.line, err, c.errContains)
+			}
+			continue
+		}
+		if err != nil || name != c.name || addr != c.addr {
+			t.Errorf("%q: %q %q %v, want %q %q", c.line, name, addr, err, c.name, c.addr)
+		}
+	}
+}
+
+func TestAgentsFile(t *testing.T) {
+	got := string(agentsFile([]Agent{{Name: "agent-1", Home: "/h/a\"b", KeyFile: "/k/1"}, {Name: "agent-2", Home: "/h/2", KeyFile: "/k/2"}}))
+	want := "[[agent]]\nname = \"agent-1\"\nhome = \"/h/a\\\"b\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/1\"\n\n" +
+		"[[agent]]\nname = \"agent-2\"\nhome = \"/h/2\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/2\"\n\n"
+	if got != want {
+		t.Errorf("agents file:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestLine(t *testing.T) {
+	slope, base := line([]float64{1, 10, 100}, []float64{10.5, 15, 60})
+	if math.Abs(slope-0.5) > 1e-9 || math.Abs(base-10) > 1e-9 {
+		t.Errorf("slope %v base %v, want 0.5 10", slope, base)
+	}
+	if slope, base := line([]float64{4}, []float64{8}); slope != 2 || base != 0 {
+		t.Errorf("one point: slope %v base %v, want 2 0", slope, base)
+	}
+}
+
+func TestMarginals(t *testing.T) {
+	c := func(agents int, layout Layout, rss, cpu float64, msgs int) Case {
+		return Case{Agents: agents, Layout: layout, Messages: msgs, Total: Total{IdleMemory: Memory{RSS: rss}, CPUPerMessage: cpu}}
+	}
+	cases := []Case{
+		c(1, Each, 10e6, 0.002, 10),
+		c(10, Each, 100e6, 0.002, 100),
+		c(10, Shared, 11e6, 0.001, 100),
+		c(100, Shared, 20e6, 0.001, 1000),
+		{Length: 1000, Agents: 1, Layout: Each, Messages: 10},
+	}
+	ms := marginals(cases, []Layout{Each, Shared})
+	if len(ms) != 2 {
+		t.Fatalf("marginals %+v", ms)
+	}
+	if e := ms[0]; fmt.Sprint(e.Agents) != "[1 10]" || math.Abs(e.IdleMemoryPerAgent.RSS-10e6) > 1 || e.Messages != 110 {
+		t.Errorf("each: %+v", e)
+	}
+	s := ms[1]
+	if fmt.Sprint(s.Agents) != "[1 10 100]" || s.Messages != 1110 || s.IdleMemoryPerAgent.RSS <= 0 || s.IdleMemoryPerAgent.RSS > 0.2e6 {
+		t.Errorf("shared: %+v", s)
+	}
+	if want := (0.002*10 + 0.001*1100) / 1110; math.Abs(s.CPUPerMessage-want) > 1e-12 {
+		t.Errorf("shared CPU per message %v, want %v", s.CPUPerMessage, want)
 	}
 }
 

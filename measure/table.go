@@ -19,7 +19,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			fmt.Fprintln(ew)
 		}
 		fmt.Fprintf(ew, "%s harness (%s): %s in %s, %s each after %d warm-up, in a conversation of %s\n",
-			r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), plural(c.Processes, "process"),
+			r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), processes(c),
 			plural(r.Settings.Messages, "message"), r.Settings.Warmup, plural(c.Length, "event"))
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\tidle\t\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
@@ -50,6 +50,22 @@ func (r *Result) WriteTable(w io.Writer) error {
 			fmt.Fprintf(ew, "%d of %d messages not answered; the first: %s\n", c.Errors, c.Errors+c.Messages, c.FirstError)
 		}
 	}
+	if len(r.Marginal) > 0 {
+		fmt.Fprintf(ew, "\nwhat one more agent and one more message cost (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "layout\tagents\tidle RSS per agent\tPSS\tanon\tprocess RSS\tCPU per message\tmessages\t")
+		for _, m := range r.Marginal {
+			counts := make([]string, len(m.Agents))
+			for i, n := range m.Agents {
+				counts[i] = strconv.Itoa(n)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", m.Layout, strings.Join(counts, ","),
+				bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), bytesStr(m.IdleMemoryPerAgent.Anon),
+				bytesStr(m.IdleMemoryBase.RSS), secs(m.CPUPerMessage), m.Messages)
+		}
+		tw.Flush()
+		fmt.Fprintln(ew, "(per agent: the slope of the processes' idle memory against the agents; process: the line at no agent)")
+	}
 	if p := r.Profile; p != nil && len(p.Flat) > 0 {
 		fmt.Fprintf(ew, "\nlargest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
 		if p.Via != "" {
@@ -76,6 +92,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 		tw.Flush()
 	}
 	return ew.err
+}
+
+// processes says how a case's agents were served.
+func processes(c Case) string {
+	if c.Layout == Shared {
+		return "one process (serve --agents)"
+	}
+	return plural(c.Processes, "process")
 }
 
 // fewSamples is how many profile samples make a bottleneck worth naming
@@ -113,6 +137,9 @@ func secs(s float64) string {
 
 // bytesStr formats a size in decimal units.
 func bytesStr(b float64) string {
+	if b < 0 {
+		return "-" + bytesStr(-b)
+	}
 	switch {
 	case b < 1e3:
 		return strconv.FormatFloat(b, 'f', 0, 64) + " B"

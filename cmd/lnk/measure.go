@@ -26,7 +26,8 @@ func cmdMeasure(args []string) error {
 		fs.PrintDefaults()
 	}
 	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
-	agents := fs.String("agents", "3", "agents, one process each: a count, or counts separated by commas")
+	agents := fs.String("agents", "3", "agents: a count, or counts separated by commas")
+	layouts := fs.String("layout", "each", "how agents are put in processes: each (a process per agent), shared (all of a case's agents in one, serve --agents), or each,shared")
 	lengths := fs.String("lengths", "0", "events already in each conversation: a length, or lengths separated by commas")
 	messages := fs.Int("messages", 20, "messages measured per agent")
 	warmup := fs.Int("warmup", 1, "messages per agent before measuring, not counted")
@@ -34,7 +35,7 @@ func cmdMeasure(args []string) error {
 	concurrency := fs.Int("concurrency", 1, "messages in flight at once, over all agents")
 	timeout := fs.Duration("timeout", 60*time.Second, "one message's limit")
 	maxTime := fs.Duration("max-time", 30*time.Minute, "the whole run's limit")
-	full := fs.Bool("full", false, "the full run: lengths 0,1000,100000 and agents 1,10,100")
+	full := fs.Bool("full", false, "the full run: lengths 0,1000,100000 and agents 1,10,100, in both layouts")
 	script := fs.String("script", "", "a script for the scripted model (TOML; default: answer every message at once)")
 	noProfile := fs.Bool("no-profile", false, "don't have the harness write CPU profiles (no bottleneck is named)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON instead of a table")
@@ -65,8 +66,12 @@ func cmdMeasure(args []string) error {
 	if cfg.Lengths, err = intList("lengths", *lengths); err != nil {
 		return err
 	}
+	for _, l := range strings.Split(*layouts, ",") {
+		cfg.Layouts = append(cfg.Layouts, measure.Layout(strings.TrimSpace(l)))
+	}
 	if *full {
 		cfg.Agents, cfg.Lengths = []int{1, 10, 100}, []int{0, 1000, 100000}
+		cfg.Layouts = []measure.Layout{measure.Each, measure.Shared}
 	}
 	if *script != "" {
 		b, err := os.ReadFile(*script)
