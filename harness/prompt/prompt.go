@@ -22,20 +22,11 @@ type Section struct {
 }
 
 // System joins the sections that have text, in the order given, each
-// trimmed of the blank lines around it and separated by one blank line.
+// trimmed of the blank lines around it and separated by one blank line: the
+// system prompt of Compose, without its stable part's length.
 func System(sections []Section) string {
-	var b strings.Builder
-	for _, s := range sections {
-		t := strings.Trim(s.Text, "\n")
-		if strings.TrimSpace(t) == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(t)
-	}
-	return b.String()
+	s, _ := Compose(sections)
+	return s
 }
 
 // Speaker is who sent a message, as the head names them.

@@ -42,7 +42,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		t.read += int64(len(ev))
 		var e store.Event
 		if err := t.dec.Decode(ev, &e); err == nil {
-			first = e.Thread
+			first, t.startConn = e.Thread, e.Connection
 		}
 		return false
 	})

@@ -40,7 +40,8 @@ type Runner struct {
 	Metrics *Metrics            // may be nil
 	Open    Opener              // how conversations are opened; nil means OpenLog
 
-	locks keyedMutex
+	locks   keyedMutex
+	prompts promptCache // what the prompt read of the agent's files, until they change
 }
 
 // Message is a message to the agent.
@@ -115,6 +116,9 @@ type turn struct {
 	dec    store.Decoder
 	buf    []byte
 
+	startConn string            // the connection of the conversation's first message, as open read it
+	tools     []prompt.ToolText // what the tools the turn offers say of themselves, set before the prompt is composed
+
 	last      int64 // the conversation's last seq, as this turn has written it
 	modelTime time.Duration
 	read      int64
@@ -149,11 +153,7 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if _, err := t.appendMessage(ctx, m); err != nil {
 		return Answer{}, err
 	}
-	sections, err := t.sections(s)
-	if err != nil {
-		return Answer{}, err
-	}
-	system := prompt.System(sections)
+	system, stable := prompt.Compose(t.sections(&s, &m))
 	size := modelWindow(&s)
 	share := window.Share(size, answerRoom(&s, size), window.Tokens(system), s.Window.Margin)
 	events, cp, err := t.readWindow(ctx, share)
@@ -165,6 +165,9 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 		System:    system,
 		Messages:  prompt.Messages(events),
 		MaxTokens: answerRoom(&s, size),
+
+		SystemStable: stable,
+		CacheKey:     prompt.CacheKey(t.r.Agent.Name, t.thread),
 	}
 	resp, err := t.callModel(ctx, &s, req, onText)
 	if err != nil {

@@ -1,0 +1,218 @@
+package turn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"lnk.dev/linkharness/harness/prompt"
+)
+
+// What the prompt cache holds at most. Past either, it is emptied whole
+// and filled again from the files: a bound, never an eviction policy to
+// tune, since an agent's prompt reads a few dozen files.
+const (
+	maxCachedFiles = 512
+	maxCachedBytes = 1 << 20
+)
+
+// racyAge is how recent a file's change may be for its contents to be
+// kept: a file changed less than this before it was read is read again at
+// the next turn, since a second change within the file system's clock tick
+// could keep its size, inode and time (git's "racy" files).
+const racyAge = 2 * time.Second
+
+// promptCache keeps what the prompt read of the agent's files (a file's
+// text, a skill's parsed front matter, a folder's names), each under the
+// file's identity and change (device, inode, size, modification and change
+// times), so a turn with nothing changed opens and stats each file but
+// reads and parses none. It holds at most maxCachedFiles entries and
+// maxCachedBytes of text. Nothing in it is more than a copy of the files:
+// a new process builds it again. The zero value is empty and ready; it is
+// safe for concurrent use.
+type promptCache struct {
+	mu    sync.Mutex // guards the fields below
+	files map[string]*cached
+	bytes int
+}
+
+// cached is one file's entry. It is never changed once in the cache.
+type cached struct {
+	key   fileKey
+	text  string   // a file's text
+	names []string // a folder's names
+	err   error    // what was wrong with the file, said once in the log
+	skill skillMeta
+}
+
+// fileKey tells a file's version: any change to it changes one of these.
+type fileKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // nanoseconds
+}
+
+func keyOf(fi os.FileInfo) (fileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, false
+	}
+	return fileKey{
+		dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+	}, true
+}
+
+func (c *promptCache) get(path string, k fileKey) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.files[path]; e != nil && e.key == k {
+		return e
+	}
+	return nil
+}
+
+// put keeps e for path unless the file changed too recently to tell a
+// next change by its key.
+func (c *promptCache) put(path string, e *cached, now time.Time) {
+	if now.UnixNano()-e.key.mtime < int64(racyAge) || now.UnixNano()-e.key.ctime < int64(racyAge) {
+		return
+	}
+	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description)
+	for _, s := range e.names {
+		n += len(s)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.files[path]; old != nil {
+		c.bytes -= old.size()
+	}
+	if c.files == nil || len(c.files) >= maxCachedFiles || c.bytes+n > maxCachedBytes {
+		c.files, c.bytes = make(map[string]*cached), 0
+	}
+	if n > maxCachedBytes {
+		return
+	}
+	c.files[path] = e
+	c.bytes += n
+}
+
+func (e *cached) size() int {
+	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description)
+	for _, s := range e.names {
+		n += len(s)
+	}
+	return n
+}
+
+// len is how many entries the cache holds, and their bytes.
+func (c *promptCache) len() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.files), c.bytes
+}
+
+// errTooLarge says a file is over its section's most.
+var errTooLarge = errors.New("over its most")
+
+// readFile returns the text of the file at path, beneath the agent's home
+// and never through a symlink, at most most bytes, from the cache when the
+// file is unchanged; fresh says it was read now. parse, when not nil, makes
+// the entry from the bytes read, at most most of them (a skill's front
+// matter); otherwise the file must be UTF-8 text, its error kept in the
+// entry. A missing file is os.ErrNotExist.
+func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *cached, fresh bool, err error) {
+	f, err := t.r.Agent.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s is not a file", path)
+	}
+	if parse == nil && fi.Size() > int64(most) {
+		return nil, false, fmt.Errorf("%s: %d bytes, %w of %d", path, fi.Size(), errTooLarge, most)
+	}
+	k, ok := keyOf(fi)
+	if ok {
+		if e := t.r.prompts.get(path, k); e != nil {
+			return e, false, nil
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(most)+1))
+	if err != nil {
+		return nil, false, err
+	}
+	t.read += int64(len(b))
+	switch {
+	case parse != nil:
+		e = parse(b)
+	case len(b) > most: // it grew since its stat
+		return nil, false, fmt.Errorf("%s: %w of %d bytes", path, errTooLarge, most)
+	default:
+		e = &cached{}
+		e.text, e.err = prompt.Text(b)
+	}
+	e.key = k
+	if ok {
+		t.r.prompts.put(path, e, t.r.now())
+	}
+	return e, true, nil
+}
+
+// list returns the names in the folder at path, beneath the home and never
+// through a symlink, sorted, from the cache when the folder is unchanged: a
+// folder's name ends in "/", a symlink's in "@", a file's in neither, and
+// nothing else is listed. The slice is shared: never change it.
+func (t *turn) list(path string) ([]string, error) {
+	f, err := t.r.Agent.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder", path)
+	}
+	k, ok := keyOf(fi)
+	if ok {
+		if e := t.r.prompts.get(path, k); e != nil {
+			return e.names, nil
+		}
+	}
+	entries, err := f.ReadDir(maxNames)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, d := range entries {
+		switch {
+		case d.IsDir():
+			names = append(names, d.Name()+"/")
+		case d.Type()&os.ModeSymlink != 0:
+			names = append(names, d.Name()+"@")
+		case d.Type().IsRegular():
+			names = append(names, d.Name())
+		}
+	}
+	slices.Sort(names)
+	if ok {
+		t.r.prompts.put(path, &cached{key: k, names: names}, t.r.now())
+	}
+	return names, nil
+}
+
+// maxNames is the most names a folder is listed with.
+const maxNames = 4096
