@@ -219,11 +219,17 @@ func appendThinking(dst []byte, thinking []byte) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, errors.New("model: anthropic: thinking is not a JSON array")
 	}
-	for i, b := range blocks {
-		if i > 0 {
+	n := 0
+	for _, b := range blocks {
+		data := b.Get("data")
+		if data == nil && len(b.GetStringBytes("signature")) == 0 {
+			continue // another provider's thinking, which Anthropic cannot check
+		}
+		if n > 0 {
 			dst = append(dst, ',')
 		}
-		if data := b.Get("data"); data != nil {
+		n++
+		if data != nil {
 			dst = append(dst, `{"type":"redacted_thinking","data":`...)
 			dst = store.AppendString(dst, string(data.GetStringBytes()))
 		} else {
@@ -234,7 +240,7 @@ func appendThinking(dst []byte, thinking []byte) ([]byte, int, error) {
 		}
 		dst = append(dst, '}')
 	}
-	return dst, len(blocks), nil
+	return dst, n, nil
 }
 
 // appendSchema appends a tool's schema, or an object schema that takes

@@ -1,6 +1,9 @@
 // Package model calls a model through Link's model proxy, in the provider's
-// own wire format, always streamed: Anthropic's Messages API and the Chat
-// Completions API of OpenAI, OpenRouter and the runtimes that speak it.
+// own wire format, always streamed: Anthropic's Messages API, the Chat
+// Completions API of OpenAI, OpenRouter and the runtimes that speak it, and
+// Ollama's own /api/chat (one JSON object a line), which is told the window
+// to run the model with. A runtime's client is also a Describer: Ollama's
+// /api/show says the window a model was trained for and the one it runs.
 //
 // A Client sends a Request (the system prompt, the conversation with its
 // tool calls, results and thinking, the tools) and returns the whole
@@ -11,7 +14,8 @@
 //
 // Where a call went wrong is told by its error: a *StatusError for the
 // provider's refusal (a non-2xx status or an error event), wrapping
-// ErrTooLong when the prompt was too long; ErrCut when the stream ended
+// ErrTooLong when the prompt was too long and ErrUnavailable when the model
+// is overloaded (worth another model); ErrCut when the stream ended
 // before the answer; ErrStalled when no byte came for the Request's Stall
 // time; ErrMalformed when the stream holds what no provider sends.
 //

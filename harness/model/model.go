@@ -36,6 +36,11 @@ var (
 	// time, before the headers or mid-stream.
 	ErrStalled = errors.New("model: stream stalled")
 
+	// ErrUnavailable comes when the provider said the model is overloaded
+	// or unavailable for now (503, 529, overloaded_error): another model
+	// may answer where this one cannot.
+	ErrUnavailable = errors.New("model: model unavailable")
+
 	// ErrMalformed comes when the stream holds what no provider sends: an
 	// event that is not JSON, a line over maxLine, tool arguments that are not
 	// a JSON object.
@@ -82,6 +87,11 @@ type Request struct {
 	Tools     []Tool
 	MaxTokens int // 0: the provider's default, DefaultMaxTokens where one is required
 
+	// Window is the window in tokens the prompt was sized for. A runtime
+	// that runs a model with the window it is told (Ollama: num_ctx) is
+	// sent it; 0 sends none.
+	Window int
+
 	// SystemStable is how many bytes at the start of System change least
 	// (Link's base through who you are). Anthropic is sent them as a block of
 	// their own with a cache breakpoint, and the rest of System, its leading
@@ -124,8 +134,21 @@ type Client interface {
 	Call(ctx context.Context, req *Request, onText func(fragment string)) (*Response, error)
 }
 
-// New returns the client of provider ("anthropic", "openai" or
-// "openrouter"). Its base URL is LNK_MODEL_PROXY_<PROVIDER> if set, else
+// Describer is a Client of a runtime on the machine, which can say what it
+// runs a model with: found by type assertion.
+type Describer interface {
+	// Describe asks the runtime about the model it names name.
+	Describe(ctx context.Context, name string) (Runtime, error)
+}
+
+// Runtime is what a runtime says of a model.
+type Runtime struct {
+	Trained int // the window the model was trained for; 0 when not said
+	Runs    int // the window it runs the model with unless told otherwise
+}
+
+// New returns the client of provider ("anthropic", "openai", "openrouter"
+// or "ollama"). Its base URL is LNK_MODEL_PROXY_<PROVIDER> if set, else
 // LNK_MODEL_PROXY + "/" + provider; LNK_MODEL_PROXY_KEY, if set, is sent as
 // the provider's key. A nil hc means http.DefaultClient; it should have no
 // overall Timeout, since an answer streams for as long as it takes.
@@ -143,8 +166,10 @@ func New(provider string, getenv func(string) string, hc *http.Client) (Client, 
 		return &Anthropic{Base: base, Key: key, HTTP: hc}, nil
 	case "openai", "openrouter":
 		return &OpenAI{Provider: provider, Base: base, Key: key, HTTP: hc}, nil
+	case "ollama":
+		return &Ollama{Base: base, Key: key, HTTP: hc}, nil
 	}
-	return nil, fmt.Errorf("model: unknown provider %q (anthropic, openai or openrouter)", provider)
+	return nil, fmt.Errorf("model: unknown provider %q (anthropic, openai, openrouter or ollama)", provider)
 }
 
 // baseURL is where provider's API sits: its own override, or its folder

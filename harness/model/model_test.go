@@ -81,7 +81,7 @@ var weatherTool = Tool{
 	Schema:      []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
 }
 
-var providers = []string{"anthropic", "openai", "openrouter"}
+var providers = []string{"anthropic", "openai", "openrouter", "ollama"}
 
 func TestText(t *testing.T) {
 	srv, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{
@@ -95,6 +95,7 @@ func TestText(t *testing.T) {
 				Messages:  []Message{{Role: "user", Text: "hello there, ünïcode ✓"}},
 				Tools:     []Tool{weatherTool},
 				MaxTokens: 1000,
+				Window:    8192,
 			}
 			var frags []string
 			resp, err := client(t, provider, base).Call(context.Background(), req, func(s string) { frags = append(frags, s) })
@@ -108,7 +109,7 @@ func TestText(t *testing.T) {
 			if len(frags) != 5 || strings.Join(frags, "") != want {
 				t.Errorf("fragments %q, want 5 making %q", frags, want)
 			}
-			if resp.ResponseID == "" || resp.Model != "m-1" || resp.Latency <= 0 {
+			if (resp.ResponseID == "") != (provider == "ollama") || resp.Model != "m-1" || resp.Latency <= 0 {
 				t.Errorf("id %q, model %q, latency %v", resp.ResponseID, resp.Model, resp.Latency)
 			}
 			if resp.StopReason != "end_turn" && resp.StopReason != "stop" {
@@ -232,6 +233,7 @@ func TestUsage(t *testing.T) {
 		"anthropic":  {Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
 		"openai":     {Input: 12, Output: 7, CacheRead: 3000}, // no count of cache writes
 		"openrouter": {Input: 12, Output: 7, CacheRead: 3000},
+		"ollama":     {Input: 12, Output: 7}, // no count of the cache at all
 	}
 	for _, provider := range providers {
 		resp, err := client(t, provider, base).Call(context.Background(),
@@ -412,6 +414,7 @@ func TestHeaders(t *testing.T) {
 		{"anthropic", "", map[string]string{"X-Api-Key": "", "Anthropic-Version": "2023-06-01"}},
 		{"openai", "k2", map[string]string{"Authorization": "Bearer k2", "X-Api-Key": ""}},
 		{"openrouter", "", map[string]string{"Authorization": ""}},
+		{"ollama", "k3", map[string]string{"Authorization": "Bearer k3", "X-Api-Key": ""}},
 	} {
 		env := map[string]string{"LNK_MODEL_PROXY": hs.URL, "LNK_MODEL_PROXY_KEY": tt.key}
 		c, err := New(tt.provider, func(k string) string { return env[k] }, hs.Client())
@@ -429,6 +432,46 @@ func TestHeaders(t *testing.T) {
 		}
 		if h.Get("Content-Type") != "application/json" {
 			t.Errorf("%s: content type %q", tt.provider, h.Get("Content-Type"))
+		}
+	}
+}
+
+// Ollama's thinking is kept without a signature and sent back as text;
+// Anthropic, which cannot check it, is not sent it.
+func TestOllamaThinking(t *testing.T) {
+	srv, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{Match: "sum", Thinking: "2+2 is 4.", Text: "4", Chunks: 3}}})
+	req := &Request{Model: "qwen3:8b", Messages: []Message{{Role: "user", Text: "the sum of 2 and 2"}}}
+	resp, err := client(t, "ollama", base).Call(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Thinking) != `[{"thinking":"2+2 is 4."}]` || resp.Text != "4" || resp.StopReason != "stop" {
+		t.Fatalf("thinking %s, text %q, stop %q", resp.Thinking, resp.Text, resp.StopReason)
+	}
+	req.Messages = append(req.Messages, Message{Role: "assistant", Text: resp.Text, Thinking: resp.Thinking}, Message{Role: "user", Text: "sum again"})
+	for _, provider := range []string{"ollama", "anthropic"} {
+		if _, err := client(t, provider, base).Call(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		body := string(lastRequest(t, srv))
+		if sent := strings.Contains(body, `2+2 is 4.`); sent != (provider == "ollama") {
+			t.Errorf("%s: thinking sent %v: %s", provider, sent, body)
+		}
+	}
+}
+
+// An overloaded model is told apart from a refusal: another model may
+// answer.
+func TestUnavailable(t *testing.T) {
+	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "overloaded", Status: 529}, {Match: "down", Status: 503}, {Match: "busy", Status: 429}, {Match: "fail", Status: 500},
+	}})
+	for _, provider := range providers {
+		for text, want := range map[string]bool{"overloaded": true, "down": true, "busy": false, "fail": false} {
+			_, err := client(t, provider, base).Call(context.Background(), &Request{Model: "m", Messages: []Message{{Role: "user", Text: text}}}, nil)
+			if errors.Is(err, ErrUnavailable) != want || errors.Is(err, ErrTooLong) {
+				t.Errorf("%s %s: %v, unavailable %v", provider, text, err, errors.Is(err, ErrUnavailable))
+			}
 		}
 	}
 }

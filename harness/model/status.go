@@ -46,12 +46,24 @@ func (e *StatusError) Error() string {
 }
 
 // Unwrap returns ErrTooLong when the provider refused the prompt as too
-// long, else nil.
+// long, ErrUnavailable when it said the model is overloaded or
+// unavailable, else nil.
 func (e *StatusError) Unwrap() error {
-	if tooLong(e.Message) || tooLong(e.Type) {
+	switch {
+	case tooLong(e.Message) || tooLong(e.Type):
 		return ErrTooLong
+	case unavailable(e):
+		return ErrUnavailable
 	}
 	return nil
+}
+
+// unavailable tells an answer that the model cannot answer for now, where
+// another might: 503 and Anthropic's 529, or an error type or message
+// saying overloaded. A rate limit (429) is not: it is the caller's.
+func unavailable(e *StatusError) bool {
+	return e.Code == http.StatusServiceUnavailable || e.Code == 529 ||
+		e.Type == "overloaded_error" || strings.Contains(strings.ToLower(e.Message), "overloaded")
 }
 
 // tooLong tells a refusal of the prompt as too long by its words, the only

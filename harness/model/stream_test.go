@@ -31,6 +31,13 @@ func decodeOpenAI(b []byte, onText func(string)) (*Response, error) {
 	return &d.resp, err
 }
 
+// decodeOllama decodes a whole /api/chat stream held in b.
+func decodeOllama(b []byte, onText func(string)) (*Response, error) {
+	var d ollamaStream
+	err := readStream(bytes.NewReader(b), func(s *sseReader) error { return d.decode(s, onText) })
+	return &d.resp, err
+}
+
 // capture returns the raw stream the scripted model at base answers req
 // with, in provider's format.
 func capture(t testing.TB, base, provider string, req *Request) []byte {
@@ -38,9 +45,13 @@ func capture(t testing.TB, base, provider string, req *Request) []byte {
 	var body []byte
 	var err error
 	path := "/anthropic/v1/messages"
-	if provider == "anthropic" {
+	switch provider {
+	case "anthropic":
 		body, err = appendAnthropicRequest(nil, req)
-	} else {
+	case "ollama":
+		body, err = appendOllamaRequest(nil, req)
+		path = "/ollama/api/chat"
+	default:
 		body, err = appendOpenAIRequest(nil, req, false)
 		path = "/openai/v1/chat/completions"
 	}
@@ -69,7 +80,7 @@ func TestDecodeAllocs(t *testing.T) {
 	for _, tt := range []struct {
 		provider string
 		decode   func([]byte, func(string)) (*Response, error)
-	}{{"anthropic", decodeAnthropic}, {"openai", decodeOpenAI}} {
+	}{{"anthropic", decodeAnthropic}, {"openai", decodeOpenAI}, {"ollama", decodeOllama}} {
 		stream := capture(t, base, tt.provider, req)
 		n := 0
 		onText := func(string) { n++ }
@@ -105,6 +116,9 @@ func BenchmarkAnthropicStream(b *testing.B) { benchmarkDecode(b, "anthropic", de
 // BenchmarkOpenAIStream decodes a streamed answer of 2,000 tokens.
 func BenchmarkOpenAIStream(b *testing.B) { benchmarkDecode(b, "openai", decodeOpenAI) }
 
+// BenchmarkOllamaStream decodes a streamed answer of 2,000 tokens.
+func BenchmarkOllamaStream(b *testing.B) { benchmarkDecode(b, "ollama", decodeOllama) }
+
 func TestAnthropicErrorEvent(t *testing.T) {
 	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\",\"usage\":{\"input_tokens\":3}}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
@@ -122,6 +136,66 @@ func TestOpenAIErrorChunk(t *testing.T) {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != 502 || se.Message != "Provider returned error" {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestOllamaLines(t *testing.T) {
+	tests := []struct {
+		name, in string
+		text     string
+		thinking string
+		calls    string
+		err      error
+	}{
+		{name: "error line mid-answer", in: `{"message":{"content":"par"},"done":false}` + "\n" + `{"error":"an unexpected error: overloaded"}` + "\n", err: ErrUnavailable},
+		{name: "no done", in: `{"message":{"content":"par"},"done":false}` + "\n", err: io.EOF},
+		{name: "the done line torn", in: `{"message":{"content":"par"},"done":true}`, err: io.ErrUnexpectedEOF},
+		{name: "arguments as a string, an id given", in: `{"message":{"content":"","tool_calls":[{"id":"c9","function":{"name":"n","arguments":"{\"a\":[1]}"}}]},"done":false}` + "\n" +
+			`{"message":{"content":""},"done":true,"done_reason":"stop"}` + "\n", calls: `c9 n {"a":[1]}`},
+		{name: "arguments a number", in: `{"message":{"tool_calls":[{"function":{"name":"n","arguments":3}}]}}` + "\n", err: ErrMalformed},
+		{name: "thinking kept without a signature", in: "\n" + `{"message":{"thinking":"a \"b\""},"done":false}` + "\r\n" +
+			`{"message":{"content":"x","thinking":"c"},"done":true}` + "\n", text: "x", thinking: `[{"thinking":"a \"b\"c"}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := decodeOllama([]byte(tt.in), nil)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Errorf("error %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls []string
+			for _, c := range resp.Calls {
+				calls = append(calls, c.ID+" "+c.Name+" "+string(c.Args))
+			}
+			if resp.Text != tt.text || string(resp.Thinking) != tt.thinking || strings.Join(calls, "|") != tt.calls {
+				t.Errorf("text %q, thinking %s, calls %q", resp.Text, resp.Thinking, calls)
+			}
+		})
+	}
+}
+
+func TestParseShow(t *testing.T) {
+	tests := []struct {
+		body string
+		want Runtime
+	}{
+		{`{"parameters":"temperature 0.7\nnum_ctx 2048","model_info":{"general.architecture":"gemma3","gemma3.context_length":131072}}`, Runtime{Trained: 131072, Runs: 2048}},
+		{`{"parameters":"stop \"<|im_end|>\"","model_info":{"qwen3.context_length":40960}}`, Runtime{Trained: 40960, Runs: OllamaDefaultWindow}},
+		{`{"model_info":{"general.architecture":"x"}}`, Runtime{Runs: OllamaDefaultWindow}},
+	}
+	for _, tt := range tests {
+		got, err := parseShow([]byte(tt.body))
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %+v, %v; want %+v", tt.body, got, err, tt.want)
+		}
+	}
+	if _, err := parseShow([]byte("<html>")); !errors.Is(err, ErrMalformed) {
+		t.Errorf("not JSON: %v", err)
 	}
 }
 
@@ -174,8 +248,8 @@ func TestFuzzSeeds(t *testing.T) {
 			Usage: scripted.Usage{Input: 5, Output: 6, CacheRead: 700, CacheWrite: 8}},
 		{Match: "cut", Text: "cut short here", Chunks: 4, Cut: true, AfterChunks: 2},
 	}})
-	for _, provider := range []string{"anthropic", "openai"} {
-		dir := filepath.Join("testdata", "fuzz", "Fuzz"+map[string]string{"anthropic": "Anthropic", "openai": "OpenAI"}[provider]+"Stream")
+	for _, provider := range []string{"anthropic", "openai", "ollama"} {
+		dir := filepath.Join("testdata", "fuzz", "Fuzz"+map[string]string{"anthropic": "Anthropic", "openai": "OpenAI", "ollama": "Ollama"}[provider]+"Stream")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -234,12 +308,23 @@ func FuzzOpenAIStream(f *testing.F) {
 	})
 }
 
+func FuzzOllamaStream(f *testing.F) {
+	f.Add([]byte(`{"message":{"content":"a","tool_calls":[{"function":{"name":"n","arguments":"{\"x\":1}"}}]},"done":false}` + "\n" +
+		`{"message":{"thinking":"t"},"done":true,"done_reason":"stop","eval_count":3}` + "\n"))
+	f.Add([]byte(`{"error":"model 'x' not found"}` + "\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var frags []string
+		resp, err := decodeOllama(b, func(s string) { frags = append(frags, s) })
+		checkDecoded(t, resp, err, frags)
+	})
+}
+
 // BenchmarkCall is one whole call over HTTP to the scripted model: the
 // client's and the server's work together, a short streamed answer.
 func BenchmarkCall(b *testing.B) {
 	_, base := serve(b, &scripted.Script{Rules: []scripted.Rule{{Match: "any", AnswerBytes: 400, Chunks: 100}}})
 	req := &Request{Model: "m", System: "be brief", Messages: []Message{{Role: "user", Text: "hello"}}}
-	for _, provider := range []string{"anthropic", "openai"} {
+	for _, provider := range []string{"anthropic", "openai", "ollama"} {
 		b.Run(provider, func(b *testing.B) {
 			c := client(b, provider, base)
 			b.ReportAllocs()
