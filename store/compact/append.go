@@ -1,0 +1,289 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fastjson"
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store"
+)
+
+// Append writes event as the tail's line of seq, durably, under the
+// writers' lock, and folds the tail into the next frame once it holds
+// FoldEvents events or FoldBytes bytes. Before writing it cuts off an
+// incomplete final line (kept in events.jsonl.torn), empties a tail a fold
+// stopped before emptying, and folds a tail whose fold is due from a
+// failed fold before. It refuses a seq past the next (store.ErrGap) and a
+// taken seq holding other bytes (store.ErrSeqTaken), and accepts the same
+// bytes again. An event that is not one line of one JSON object whose seq
+// is seq, or over store.MaxEventBytes, is store.ErrBadEvent.
+//
+// Append returns nil once the event is durable, even if the fold after it
+// failed: the event is kept in the tail, and the next Append folds first
+// and returns that fold's error if it fails again, appending nothing.
+func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
+	if err := checkEvent(seq, event); err != nil {
+		return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := c.openTail(true); err != nil {
+		return err
+	}
+	defer c.trim()
+	if err := lockFile(ctx, c.tfd, unix.LOCK_EX); err != nil {
+		return c.lockError(err)
+	}
+	defer func() {
+		unlockFile(c.tfd)
+		if c.stale {
+			c.drop()
+			c.stale = false
+		}
+	}()
+
+	var s snap
+	if _, err := c.snapshot(ctx, &s, true); err != nil {
+		return err
+	}
+	last := s.last()
+	switch {
+	case seq > last+1:
+		return fmt.Errorf("compact: append seq %d to %s: %w: the last is %d", seq, c.dir, store.ErrGap, last)
+	case seq <= last:
+		old, err := c.find(&s, seq)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(old, event) {
+			return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, store.ErrSeqTaken)
+		}
+		// The same bytes: a retry whose answer was lost. The writer that
+		// wrote them may have died before its fdatasync.
+		if err := c.sync(c.zf); err != nil {
+			return err
+		}
+		return c.sync(c.tf)
+	}
+
+	if s.tend < s.tsize {
+		if err := c.cutTail(&s); err != nil {
+			return err
+		}
+	}
+	if s.skip > 0 && s.count == 0 {
+		// A fold stopped after its frame was on the disk: empty the tail.
+		if err := c.emptyTail(&s); err != nil {
+			return err
+		}
+	}
+	if c.due(&s) {
+		if err := c.fold(&s); err != nil {
+			return err
+		}
+	}
+	if s.threadEnd == 0 {
+		if seq != 1 {
+			return &CorruptError{Path: c.frames, Offset: 0, Problem: fmt.Sprintf("no thread frame, and the tail holds seq %d", last)}
+		}
+		if err := c.writeThread(&s, event); err != nil {
+			return err
+		}
+	}
+	if err := c.writeLine(&s, seq, event); err != nil {
+		return err
+	}
+	if c.due(&s) {
+		err := c.fold(&s)
+		if err != nil && c.opts.Folded != nil {
+			c.opts.Folded(FoldStats{Err: err})
+		}
+	}
+	return nil
+}
+
+// FoldStats is what one fold did, for Options.Folded.
+type FoldStats struct {
+	Events int           // events framed
+	Raw    int           // their bytes, as lines
+	Framed int           // the unit's bytes, seal included
+	Took   time.Duration // from reading the tail to emptying it, syncs included
+	Err    error         // why it failed; the events stay in the tail
+}
+
+// due says whether the tail's unframed events are to be folded.
+func (c *Conversation) due(s *snap) bool {
+	return s.count >= int64(c.foldEvents) || int64(len(s.tail)-s.skip) >= FoldBytes
+}
+
+// writeLine appends event's line to the tail and makes it durable.
+func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
+	line := make([]byte, 0, len(event)+1)
+	line = append(append(line, event...), '\n')
+	if _, err := c.disk.writeAt(c.tf, line, s.tend); err != nil {
+		// Part of it may be there: cut it, or the next Append will.
+		c.disk.truncate(c.tf, s.tend)
+		return fmt.Errorf("compact: append to %s at offset %d: %w", c.tail, s.tend, err)
+	}
+	if err := c.sync(c.tf); err != nil {
+		return err
+	}
+	s.tail = append(s.tail[:s.tend:s.tend], line...) // a copy: tbuf may be shorter
+	s.tend += int64(len(line))
+	s.tsize = s.tend
+	s.count++
+	s.tlast = seq
+	return nil
+}
+
+// writeThread starts events.zst with the thread frame, naming the thread
+// event 1 names, cutting off a thread frame cut short first.
+func (c *Conversation) writeThread(s *snap, event []byte) error {
+	var e store.Event
+	var dec store.Decoder
+	if err := dec.Decode(event, &e); err != nil {
+		return fmt.Errorf("compact: append seq 1 to %s: %w", c.dir, err)
+	}
+	if s.zsize > 0 {
+		if err := c.cutFrames(s, 0); err != nil {
+			return err
+		}
+	}
+	b := appendThreadFrame(nil, e.Thread)
+	if len(b)-8 > MaxThreadFrame {
+		return fmt.Errorf("compact: append seq 1 to %s: %w: a thread name of %d bytes", c.dir, store.ErrBadEvent, len(e.Thread))
+	}
+	if _, err := c.disk.writeAt(c.zf, b, 0); err != nil {
+		c.disk.truncate(c.zf, 0)
+		return fmt.Errorf("compact: write the thread frame of %s: %w", c.frames, err)
+	}
+	if err := c.sync(c.zf); err != nil {
+		return err
+	}
+	if !c.opts.Unsynced {
+		if err := syncDir(c.dir); err != nil {
+			return err
+		}
+	}
+	s.zsize, s.threadEnd, s.end = int64(len(b)), int64(len(b)), int64(len(b))
+	return nil
+}
+
+// fold writes the tail's unframed events as the next unit of events.zst,
+// makes it durable, then empties the tail.
+func (c *Conversation) fold(s *snap) (err error) {
+	start := time.Now()
+	lines := s.tail[s.skip:]
+	st := FoldStats{Events: int(s.count), Raw: len(lines)}
+	defer func() {
+		if c.opts.Folded != nil && err == nil {
+			st.Took = time.Since(start)
+			c.opts.Folded(st)
+		}
+	}()
+	if s.threadEnd == 0 {
+		return &CorruptError{Path: c.frames, Offset: 0, Problem: "no thread frame to fold after"}
+	}
+	if s.end < s.zsize {
+		if err := c.cutFrames(s, s.end); err != nil {
+			return err
+		}
+	}
+	enc, err := encoders.get()
+	if err != nil {
+		return fmt.Errorf("compact: fold: %w", err)
+	}
+	u := enc.EncodeAll(lines, grow(&c.cbuf, len(lines)/2+SealSize)[:0])
+	encoders.put()
+	n := len(u)
+	u = appendSeal(u, n, int(s.count), s.tlast)
+	c.cbuf = u[:0]
+	if _, err := c.disk.writeAt(c.zf, u, s.end); err != nil {
+		c.disk.truncate(c.zf, s.end)
+		return fmt.Errorf("compact: fold into %s at offset %d: %w", c.frames, s.end, err)
+	}
+	if err := c.sync(c.zf); err != nil {
+		return err
+	}
+	s.lastUnit = unit{off: s.end, n: int64(n), count: s.count, last: s.tlast}
+	s.end += int64(len(u))
+	s.zsize, s.framed = s.end, s.tlast
+	st.Framed = len(u)
+	return c.emptyTail(s)
+}
+
+// emptyTail empties the tail once every event in it is framed.
+func (c *Conversation) emptyTail(s *snap) error {
+	if err := c.disk.truncate(c.tf, 0); err != nil {
+		return fmt.Errorf("compact: empty %s: %w", c.tail, err)
+	}
+	if err := c.sync(c.tf); err != nil {
+		return err
+	}
+	s.tail, s.tsize, s.tend, s.skip, s.count, s.tlast = s.tail[:0], 0, 0, 0, 0, 0
+	return nil
+}
+
+// cutTail cuts an incomplete final line off the tail, once it is kept in
+// events.jsonl.torn.
+func (c *Conversation) cutTail(s *snap) error {
+	torn := make([]byte, s.tsize-s.tend)
+	if err := readAt(c.tf, torn, s.tend); err != nil {
+		return err
+	}
+	if err := c.keepTorn(TornTailName, TailName, s.tend, torn); err != nil {
+		return err
+	}
+	if err := c.disk.truncate(c.tf, s.tend); err != nil {
+		return fmt.Errorf("compact: cut the torn tail of %s at offset %d: %w", c.tail, s.tend, err)
+	}
+	s.tsize = s.tend
+	return nil
+}
+
+// cutFrames cuts what follows end off events.zst, a unit or a thread
+// frame cut short, once it is kept in events.zst.torn.
+func (c *Conversation) cutFrames(s *snap, end int64) error {
+	n := s.zsize - end
+	if n > 2*MaxFrameContent {
+		return &CorruptError{Path: c.frames, Offset: end, Problem: fmt.Sprintf("%d bytes after the last whole frame, more than one fold writes", n)}
+	}
+	cut := make([]byte, n)
+	if err := readAt(c.zf, cut, end); err != nil {
+		return err
+	}
+	if err := c.keepTorn(TornFramesName, FramesName, end, cut); err != nil {
+		return err
+	}
+	if err := c.disk.truncate(c.zf, end); err != nil {
+		return fmt.Errorf("compact: cut %s at offset %d: %w", c.frames, end, err)
+	}
+	s.zsize = end
+	return nil
+}
+
+// checkEvent says why event cannot be the line of seq, if it cannot.
+func checkEvent(seq int64, event []byte) error {
+	if len(event) > store.MaxEventBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
+	}
+	if i := bytes.IndexByte(event, '\n'); i >= 0 {
+		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
+	}
+	s, err := store.SeqOf(event)
+	if err != nil {
+		return err
+	}
+	if s != seq {
+		return fmt.Errorf("%w: the event's seq is %d", store.ErrBadEvent, s)
+	}
+	if err := fastjson.ValidateBytes(event); err != nil {
+		return fmt.Errorf("%w: %v", store.ErrBadEvent, err)
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+package compact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store"
+)
+
+var _ store.Conversation = (*Conversation)(nil)
+
+// Tuning, not part of the format.
+const (
+	probeSize = 4 << 10  // one read of events.zst while walking it by headers
+	keepBuf   = 64 << 10 // a buffer bigger than this is dropped after the call
+)
+
+// Options are a conversation's optional settings. The zero value is the
+// default.
+type Options struct {
+	// Synced, if set, is called after each fdatasync with how long it
+	// took, to feed a histogram. It runs under the writers' lock.
+	Synced func(time.Duration)
+
+	// Folded, if set, is called after each fold, or each fold that failed
+	// after its event was appended, with what it did.
+	Folded func(FoldStats)
+
+	// Unsynced, if set, makes Append return without fdatasync: what it
+	// wrote is durable only once Sync returns. For writing a conversation
+	// in a folder nobody reads yet (lnk agent chat convert), never for a
+	// live one.
+	Unsynced bool
+}
+
+// Conversation is one conversation kept compact: events.zst and the tail
+// events.jsonl in its folder (see the package documentation).
+//
+// A Conversation is for one goroutine at a time, as store.Conversation
+// says; the fn given to Read must not call the same Conversation. Any
+// number of Conversations on one folder, in this process or others, may be
+// used at once: they share the tail's flock. Use Open; the zero value is not
+// usable.
+//
+// Between calls it holds at most its two open files and buffers of up to
+// 64 KiB each; Close lets go of them, after which the Conversation may be
+// used again. Encoders and decoders are the process's, never its own.
+type Conversation struct {
+	dir    string
+	tail   string // the folder's events.jsonl
+	frames string // the folder's events.zst
+	opts   Options
+	disk   disk // what writes and syncs go through; a test may make it fail
+
+	// tf is the open tail, zf the open frames, or nil; each writable says
+	// it was opened for writing.
+	tf, zf       *os.File
+	tfd          int
+	tw, zw       bool
+	dirty        bool // Unsynced: written since the last Sync
+	stale        bool // an fdatasync failed: drop the files after the lock
+	foldEvents   int  // FoldEvents, but for tests
+	sawDuplicate bool // the last snapshot found framed events in the tail, for tests
+
+	// Buffers reused by every call; what a call hands out points into them.
+	tbuf []byte // the tail
+	zbuf []byte // bytes of events.zst read by headers
+	cbuf []byte // one data frame
+	dbuf []byte // one data frame, decompressed
+}
+
+// Open returns the conversation kept in dir, which the caller has created.
+// Opening creates nothing and opens nothing: the first Append creates the
+// files.
+func Open(dir string) (*Conversation, error) { return OpenOptions(dir, Options{}) }
+
+// OpenOptions is Open with options.
+func OpenOptions(dir string, opts Options) (*Conversation, error) {
+	if dir == "" {
+		return nil, errors.New("compact: open: no folder given")
+	}
+	return &Conversation{
+		dir:        dir,
+		tail:       filepath.Join(dir, TailName),
+		frames:     filepath.Join(dir, FramesName),
+		opts:       opts,
+		disk:       osDisk{},
+		foldEvents: FoldEvents,
+	}, nil
+}
+
+// KeepsNoCopy says a compact conversation keeps no copy for people
+// (chat.md) beside it: the copy would take most of what compression saves.
+func (c *Conversation) KeepsNoCopy() bool { return true }
+
+// Close closes the files and drops the buffers. An Unsynced conversation
+// is synced first.
+func (c *Conversation) Close() error {
+	var err error
+	if c.dirty {
+		err = c.Sync()
+	}
+	c.tbuf, c.zbuf, c.cbuf, c.dbuf = nil, nil, nil, nil
+	for _, f := range []*os.File{c.tf, c.zf} {
+		if f != nil {
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("compact: close %s: %w", f.Name(), cerr)
+			}
+		}
+	}
+	c.tf, c.zf, c.tw, c.zw = nil, nil, false, false
+	return err
+}
+
+// Sync makes everything appended durable: for an Unsynced conversation,
+// whose appends are not.
+func (c *Conversation) Sync() error {
+	if !c.dirty {
+		return nil
+	}
+	for _, f := range []*os.File{c.tf, c.zf} {
+		if f != nil {
+			if err := c.disk.sync(f); err != nil {
+				return fmt.Errorf("compact: fdatasync %s: %w", f.Name(), err)
+			}
+		}
+	}
+	if err := syncDir(c.dir); err != nil {
+		return err
+	}
+	c.dirty = false
+	return nil
+}
+
+// openTail opens the tail if it is not open already, for writing if write
+// is set, creating it then. It reports false when there is no tail: no
+// file (err nil), or an error.
+func (c *Conversation) openTail(write bool) (bool, error) {
+	if c.tf != nil && (c.tw || !write) {
+		return true, nil
+	}
+	f, err := openFile(c.tail, write)
+	if f == nil {
+		return false, err
+	}
+	if c.tf != nil {
+		c.tf.Close()
+	}
+	c.tf, c.tfd, c.tw = f, int(f.Fd()), write
+	return true, nil
+}
+
+// openFrames opens events.zst like openTail opens the tail.
+func (c *Conversation) openFrames(write bool) (bool, error) {
+	if c.zf != nil && (c.zw || !write) {
+		return true, nil
+	}
+	f, err := openFile(c.frames, write)
+	if f == nil {
+		return false, err
+	}
+	if c.zf != nil {
+		c.zf.Close()
+	}
+	c.zf, c.zw = f, write
+	return true, nil
+}
+
+func openFile(path string, write bool) (*os.File, error) {
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_RDWR | os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flag, FileMode)
+	if err != nil {
+		if !write && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("compact: %w", err)
+	}
+	return f, nil
+}
+
+// drop closes both files after an error that leaves their state unknown
+// (a failed fdatasync), so the next call starts from fresh descriptors.
+func (c *Conversation) drop() {
+	for _, f := range []*os.File{c.tf, c.zf} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	c.tf, c.zf, c.tw, c.zw = nil, nil, false, false
+}
+
+// trim drops buffers grown for long events or large frames.
+func (c *Conversation) trim() {
+	for _, b := range []*[]byte{&c.tbuf, &c.zbuf, &c.cbuf, &c.dbuf} {
+		if cap(*b) > keepBuf {
+			*b = nil
+		}
+	}
+}
+
+func grow(b *[]byte, n int) []byte {
+	if cap(*b) < n {
+		*b = make([]byte, n, max(n, 4<<10))
+	}
+	return (*b)[:n]
+}
+
+// size returns f's size.
+func size(f *os.File) (int64, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(int(f.Fd()), &st)
+		if err == nil {
+			return st.Size, nil
+		}
+		if err != unix.EINTR {
+			return 0, fmt.Errorf("compact: stat %s: %w", f.Name(), err)
+		}
+	}
+}
+
+// readAt fills b from f at off; io.ErrUnexpectedEOF if f ends first.
+func readAt(f *os.File, b []byte, off int64) error {
+	n, err := f.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == io.EOF {
+		return fmt.Errorf("compact: read %s at offset %d: %w", f.Name(), off, io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("compact: read %s at offset %d: %w", f.Name(), off, err)
+}
+
+// CorruptError says where a compact conversation is damaged other than by
+// a torn final line or a unit cut short. It wraps store.ErrCorrupt.
+type CorruptError struct {
+	Path    string
+	Offset  int64
+	Problem string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("compact: %s at offset %d: %v: %s", e.Path, e.Offset, store.ErrCorrupt, e.Problem)
+}
+
+func (e *CorruptError) Unwrap() error { return store.ErrCorrupt }
+
+// corrupt turns a formatError from reading events.zst into a CorruptError.
+func (c *Conversation) corrupt(err error) error {
+	var fe *formatError
+	if errors.As(err, &fe) {
+		return &CorruptError{Path: c.frames, Offset: fe.off, Problem: fe.problem}
+	}
+	return err
+}
+
+func (c *Conversation) corruptTail(off int64, format string, args ...any) error {
+	return &CorruptError{Path: c.tail, Offset: off, Problem: fmt.Sprintf(format, args...)}
+}
+
+// threadJSON is the thread frame's payload.
+type threadJSON struct {
+	Thread string `json:"thread"`
+}
+
+func appendThreadJSON(dst []byte, thread string) []byte {
+	b, _ := json.Marshal(threadJSON{Thread: thread}) // a string always marshals
+	return append(dst, b...)
+}
+
+// Thread returns the whole thread name the conversation's thread frame
+// keeps, or "" when it has none yet.
+func (c *Conversation) Thread() (string, error) {
+	if ok, err := c.openFrames(false); !ok {
+		return "", err
+	}
+	s := fileSource{c: c}
+	if err := s.init(); err != nil {
+		return "", err
+	}
+	_, payload, err := readThreadFrame(&s)
+	if err == errCut {
+		return "", nil
+	}
+	if err != nil {
+		return "", c.corrupt(err)
+	}
+	var t threadJSON
+	if err := json.Unmarshal(payload, &t); err != nil {
+		return "", &CorruptError{Path: c.frames, Offset: 8, Problem: "the thread frame is not {\"thread\":…}: " + err.Error()}
+	}
+	return t.Thread, nil
+}
+
+// lockError says what went wrong taking the lock.
+func (c *Conversation) lockError(err error) error {
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return fmt.Errorf("compact: waiting for the lock on %s: %w", c.tail, err)
+	}
+	return fmt.Errorf("compact: lock %s: %w", c.tail, err)
+}
