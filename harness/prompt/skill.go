@@ -81,10 +81,10 @@ func ParseSkill(dir string, src []byte) (Skill, error) {
 	switch {
 	case s.Name == "":
 		return bad("no name")
-	case s.Name != dir:
-		return bad("name %q is not its folder's name", s.Name)
 	case len(s.Name) > MaxSkillName || !skillName(s.Name):
 		return bad("name %q is not 1 to %d lowercase letters, digits and hyphens", s.Name, MaxSkillName)
+	case s.Name != dir:
+		return bad("name %q is not its folder's name", s.Name)
 	case s.Description == "":
 		return bad("no description")
 	case utf8.RuneCountInString(s.Description) > MaxSkillDescription:

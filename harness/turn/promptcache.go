@@ -68,6 +68,29 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 	}, true
 }
 
+// unchanged returns path's entry when the file at path is the one the
+// entry was made from, found with one lstat and no open. The lstat may
+// pass through a symlinked folder, but an entry is only ever made from a
+// file opened beneath the home with no symlink on the way, and a file is
+// found unchanged only when it is that same file (device and inode) at the
+// same version: what is returned is what was read safely. Anything else
+// goes the safe way, opening the file again. A missing file is
+// os.ErrNotExist.
+func (t *turn) unchanged(path string) (*cached, error) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		if err == syscall.ENOENT {
+			return nil, os.ErrNotExist
+		}
+		return nil, nil
+	}
+	k := fileKey{
+		dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+	}
+	return t.r.prompts.get(path, k), nil
+}
+
 func (c *promptCache) get(path string, k fileKey) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -127,6 +150,9 @@ var errTooLarge = errors.New("over its most")
 // matter); otherwise the file must be UTF-8 text, its error kept in the
 // entry. A missing file is os.ErrNotExist.
 func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *cached, fresh bool, err error) {
+	if e, err := t.unchanged(path); err != nil || (e != nil && (parse != nil || len(e.text) <= most)) {
+		return e, false, err
+	}
 	f, err := t.r.Agent.Open(path)
 	if err != nil {
 		return nil, false, err
@@ -174,6 +200,12 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 // folder's name ends in "/", a symlink's in "@", a file's in neither, and
 // nothing else is listed. The slice is shared: never change it.
 func (t *turn) list(path string) ([]string, error) {
+	if e, err := t.unchanged(path); err != nil || e != nil {
+		if err != nil {
+			return nil, err
+		}
+		return e.names, nil
+	}
 	f, err := t.r.Agent.Open(path)
 	if err != nil {
 		return nil, err
