@@ -1,0 +1,128 @@
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"lnk.dev/linkharness/harness/home"
+)
+
+// Only is a conversation's narrowing: the tools it may be offered, each
+// entry a whole tool (memory) or one call (memory__search). The zero value
+// offers nothing; a nil *Only is no narrowing.
+type Only struct {
+	Entries []string
+}
+
+// offers tells whether the model name tool__call is within the narrowing.
+func (o *Only) offers(name string) bool {
+	tool, _, _ := strings.Cut(name, "__")
+	return slices.Contains(o.Entries, name) || slices.Contains(o.Entries, tool)
+}
+
+// mayOffer tells whether any call of tool can be within the narrowing.
+func (o *Only) mayOffer(tool string) bool {
+	for _, e := range o.Entries {
+		if e == tool || strings.HasPrefix(e, tool+"__") {
+			return true
+		}
+	}
+	return false
+}
+
+// Narrow is a narrowing narrowed again by a later list: the entries in
+// both, never more than either, sorted and without repeats; a nil old is no
+// narrowing yet. It is the rule a store's NarrowTools keeps, so a
+// conversation narrows the same wherever it is kept. Entries are compared
+// whole: give a tool's calls by name (Set.Expand) to narrow within it.
+func Narrow(old *Only, later []string) *Only {
+	later = clean(later)
+	if old == nil {
+		return &Only{Entries: later}
+	}
+	out := []string{}
+	for _, e := range later {
+		if slices.Contains(old.Entries, e) {
+			out = append(out, e)
+		}
+	}
+	return &Only{Entries: out}
+}
+
+// clean trims, sorts and dedupes entries, dropping empty ones.
+func clean(entries []string) []string {
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ParseHeader reads a Link-Tools header's value: names separated by commas
+// or spaces.
+func ParseHeader(v string) []string {
+	return clean(strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }))
+}
+
+// tools.json's shape.
+type onlyFile struct {
+	Tools []string `json:"tools"`
+}
+
+// maxOnlyBytes bounds tools.json as read.
+const maxOnlyBytes = 1 << 20
+
+// ReadOnly reads a conversation's narrowing from tools.json; no file is no
+// narrowing (nil).
+func ReadOnly(a home.Agent, thread string) (*Only, error) {
+	path, err := a.Path(home.ChatTools, thread)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := readAtMost(f, maxOnlyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %s: %w", path, err)
+	}
+	var of onlyFile
+	if err := json.Unmarshal(b, &of); err != nil {
+		return nil, fmt.Errorf("tools: %s: %w", path, err)
+	}
+	return &Only{Entries: clean(of.Tools)}, nil
+}
+
+// NarrowFile narrows a conversation's tools.json by a later list and
+// returns the narrowing now, written durably before it returns.
+func NarrowFile(a home.Agent, thread string, later []string) (*Only, error) {
+	old, err := ReadOnly(a, thread)
+	if err != nil {
+		return nil, err
+	}
+	o := Narrow(old, later)
+	if old != nil && slices.Equal(old.Entries, o.Entries) {
+		return o, nil
+	}
+	path, err := a.Path(home.ChatTools, thread)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(onlyFile{Tools: o.Entries})
+	if err := home.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+		return nil, fmt.Errorf("tools: writing %s: %w", path, err)
+	}
+	return o, nil
+}
