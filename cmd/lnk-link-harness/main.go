@@ -28,6 +28,7 @@ import (
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 )
 
@@ -173,7 +174,9 @@ func (u unit) agent(hc *http.Client) (server.Agent, error) {
 	if err := home.Plain(name); err != nil {
 		return server.Agent{}, fmt.Errorf("agent name %q: %w", name, err)
 	}
-	return server.Agent{Key: key, Runner: &turn.Runner{Agent: home.Agent{Name: name, Dir: dir}, Open: stores.Open, HTTP: hc}}, nil
+	agent := home.Agent{Name: name, Dir: dir}
+	servers, _ := tools.FromEnviron(os.Environ()) // a variable that names no usable tool offers none
+	return server.Agent{Key: key, Runner: &turn.Runner{Agent: agent, Open: stores.Open, HTTP: hc, Tools: tools.New(agent, servers, tools.Options{})}}, nil
 }
 
 // readAgents reads serve --agents' file, strictly.

@@ -9,6 +9,7 @@
 //	lnk measure [flags]
 //	lnk loadgen [flags]
 //	lnk scripted-model --listen ADDR [--script FILE]
+//	lnk tool-server memory|file --listen ADDR --home DIR
 //	lnk store-bridge [flags]
 package main
 
@@ -27,6 +28,7 @@ const usage = `usage:
   lnk measure [flags]                      what each agent costs, idle and per message
   lnk loadgen [flags]                      many agents and conversations under load
   lnk scripted-model --listen ADDR [--script FILE]
+  lnk tool-server memory|file --listen ADDR --home DIR   a built-in tool server
   lnk store-bridge [flags]                 a store driver's methods over HTTP`
 
 func main() {
@@ -66,6 +68,8 @@ func run(args []string) error {
 		return cmdStoreBridge(args[1:])
 	case "scripted-model":
 		return cmdScriptedModel(args[1:])
+	case "tool-server":
+		return cmdToolServer(args[1:])
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 		return nil

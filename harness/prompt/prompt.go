@@ -33,12 +33,15 @@ func System(sections []Section) string {
 type Speaker struct {
 	Name  string
 	Owner bool
+	ID    string // the sender's id: run:<id> is a background command's end
 }
 
 // Head is a message's head: the date and time in the machine's zone (where a
 // personal agent's owner is), the connection, and the speaker only when it is
-// the owner, since a message from others already says who, quoted. It is
-// kept with the message, so the message reads the same at every later turn.
+// the owner, since a message from others already says who, quoted, or when
+// it is Link itself: a background command's end comes from run:<id>, a
+// schedule from schedule:<id>. It is kept with the message, so the message
+// reads the same at every later turn.
 func Head(t time.Time, connection string, from Speaker) string {
 	var b strings.Builder
 	b.WriteByte('[')
@@ -54,9 +57,25 @@ func Head(t time.Time, connection string, from Speaker) string {
 			b.WriteString(", ")
 		}
 		b.WriteString("your owner")
+	} else if what := linkSpeaker(from.ID); what != "" {
+		b.WriteString(" · ")
+		b.WriteString(from.ID)
+		b.WriteString(", ")
+		b.WriteString(what)
 	}
 	b.WriteByte(']')
 	return b.String()
+}
+
+// linkSpeaker says what a sender id of Link's own stands for, or "".
+func linkSpeaker(id string) string {
+	switch {
+	case strings.HasPrefix(id, "run:") && len(id) > len("run:"):
+		return "the end of a command you started in the background"
+	case strings.HasPrefix(id, "schedule:") && len(id) > len("schedule:"):
+		return "a schedule of yours"
+	}
+	return ""
 }
 
 // Messages turns a window's events, oldest first, into the model's

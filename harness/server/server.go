@@ -17,6 +17,7 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/store"
 )
@@ -231,6 +232,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		return
 	}
 	m := turn.Message{ID: mb.ID, Text: *mb.Text, From: mb.From, Owner: mb.Owner, Connection: mb.Connection}
+	if v, ok := r.Header["Link-Tools"]; ok { // a subagent's task narrowed to these tools
+		m.Tools = tools.ParseHeader(strings.Join(v, ","))
+	}
 	if err := m.Check(); err != nil {
 		writeError(w, http.StatusBadRequest, "body: %v", err)
 		return

@@ -12,6 +12,7 @@ import (
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
 )
@@ -39,6 +40,7 @@ type Runner struct {
 	Now     func() time.Time    // the clock; nil means time.Now
 	Metrics *Metrics            // may be nil
 	Open    Opener              // how conversations are opened; nil means OpenLog
+	Tools   *tools.Set          // the agent's tools; nil offers none
 
 	locks   keyedMutex
 	prompts promptCache // what the prompt read of the agent's files, until they change
@@ -51,6 +53,7 @@ type Message struct {
 	From       store.Sender
 	Owner      bool
 	Connection string
+	Tools      []string // Link-Tools: narrows the conversation's tools, never widens them; nil leaves them
 }
 
 // Answer is a turn's answer.
@@ -118,6 +121,7 @@ type turn struct {
 
 	startConn string            // the connection of the conversation's first message, as open read it
 	tools     []prompt.ToolText // what the tools the turn offers say of themselves, set before the prompt is composed
+	offer     *tools.Turn       // the tools the turn offers, and the sessions it opened
 
 	last      int64 // the conversation's last seq, as this turn has written it
 	modelTime time.Duration
@@ -126,6 +130,7 @@ type turn struct {
 }
 
 func (t *turn) close() {
+	t.offer.End()
 	if t.conv != nil {
 		t.conv.Close()
 	}
@@ -153,9 +158,15 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if _, err := t.appendMessage(ctx, m); err != nil {
 		return Answer{}, err
 	}
+	if err := t.beginTools(ctx, &m); err != nil {
+		return Answer{}, err
+	}
 	system, stable := prompt.Compose(t.sections(&s, &m))
-	size := modelWindow(&s)
-	share := window.Share(size, answerRoom(&s, size), window.Tokens(system), s.Window.Margin)
+	size, room, err := t.windowSize(ctx, &s)
+	if err != nil {
+		return Answer{}, err
+	}
+	share := window.Share(size, room, window.Tokens(system), s.Window.Margin)
 	events, cp, err := t.readWindow(ctx, share)
 	if err != nil {
 		return Answer{}, err
@@ -164,16 +175,13 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 		Model:     providerModel(s.Provider(), s.Model.Name),
 		System:    system,
 		Messages:  prompt.Messages(events),
-		MaxTokens: answerRoom(&s, size),
+		MaxTokens: room,
+		Window:    size,
 
 		SystemStable: stable,
 		CacheKey:     prompt.CacheKey(t.r.Agent.Name, t.thread),
 	}
-	resp, err := t.callModel(ctx, &s, req, onText)
-	if err != nil {
-		return Answer{}, err
-	}
-	answer, err := t.appendAnswer(ctx, &s, resp, cp, events)
+	resp, answer, err := t.rounds(ctx, &s, req, cp, events, onText)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -251,7 +259,7 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (int64, error) {
 	e := store.Event{
 		Time: now, Type: store.TypeMessage, ID: m.ID, From: m.From, Owner: m.Owner,
 		Connection: m.Connection, Text: m.Text,
-		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner}),
+		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
 	err := t.appendEvent(ctx, &e)
 	return e.Seq, err
@@ -272,6 +280,7 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		Time: t.r.now(), Type: store.TypeAnswer, Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls,
 		Model: s.Model.Name, Provider: s.Provider(), ResponseID: resp.ResponseID, Usage: resp.Usage,
 		LatencyMS: resp.Latency.Milliseconds(),
+		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &store.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
 	}
 	if len(events) > 0 && events[0].Seq == cp.Start {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/loadgen/files"
+	"lnk.dev/linkharness/loadgen/memory"
+)
+
+// cmdToolServer is `lnk tool-server memory|file --listen ADDR --home DIR`:
+// one of the built-in tool servers over an agent's home, for running Link
+// Harness alone and for load. It speaks streamable HTTP at /mcp and HTTP+SSE
+// at /sse, serving until SIGINT or SIGTERM.
+func cmdToolServer(args []string) error {
+	fs := flag.NewFlagSet("tool-server", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lnk tool-server memory|file [--listen ADDR] --home DIR\n\nServes a built-in tool server over the agent's home: streamable HTTP at /mcp,\nHTTP+SSE at /sse. Point LNK_MEMORY or LNK_FILE at it.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 || (args[0] != "memory" && args[0] != "file") {
+		fs.Usage()
+		return usageError("tool-server: name memory or file")
+	}
+	which := args[0]
+	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+	homeDir := fs.String("home", "", "the agent's home folder")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *homeDir == "" || fs.NArg() > 0 {
+		return usageError("tool-server: --home DIR is needed, and nothing more")
+	}
+	var mcp *server.MCPServer
+	if which == "memory" {
+		mcp = memory.New(*homeDir)
+	} else {
+		var err error
+		if mcp, err = files.New(*homeDir); err != nil {
+			return fmt.Errorf("tool-server: %w", err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("tool-server: %w", err)
+	}
+	sse := server.NewSSEServer(mcp)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(mcp))
+	mux.Handle("/sse", sse)
+	mux.Handle("/message", sse)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Printf("listening on %s: http://%[1]s/mcp (streamable HTTP), http://%[1]s/sse (SSE)\n", ln.Addr())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("tool-server: %w", err)
+	case <-ctx.Done():
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sse.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("tool-server: stopping: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("tool-server: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"lnk.dev/linkharness/harness/model"
+	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/window"
+	"lnk.dev/linkharness/store"
+)
+
+// MaxRounds is the most rounds of tool calls a turn makes. The model is then
+// asked once more, told to call nothing, so a model stuck in a loop still
+// answers.
+const MaxRounds = 8
+
+// LastRoundNote is added to the last request of a turn that used every
+// round: the model's answer to it is the turn's, and a call it makes anyway
+// is not run.
+const LastRoundNote = "[You have used every round of tool calls this turn may make. Answer now with what you have, and call no tool.]"
+
+// rounds asks the model and runs the calls it makes, a round at a time: the
+// answer that makes calls is appended holding them, each tool's answer is
+// appended as it comes, the calls of a round run at once. It ends with an
+// answer that makes no call, at most MaxRounds rounds on.
+func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp window.Checkpoint, events []store.Event, onText func(string)) (*model.Response, *store.Event, error) {
+	if t.offer != nil {
+		req.Tools = t.offer.Tools()
+	}
+	for round := 0; ; round++ {
+		req.Messages = prompt.Messages(events)
+		if len(req.Tools) == 0 {
+			req.Messages = prompt.CallsAsText(req.Messages)
+		}
+		last := round == MaxRounds
+		if last {
+			req.Messages = withNote(req.Messages, LastRoundNote)
+		}
+		resp, err := t.callModel(ctx, s, req, onText)
+		if err != nil {
+			return nil, nil, err
+		}
+		if last {
+			resp.Calls = nil // told to call nothing: a call made anyway is not run, nor kept
+		}
+		answer, err := t.appendAnswer(ctx, s, resp, cp, events)
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, *answer)
+		if len(resp.Calls) == 0 {
+			return resp, answer, nil
+		}
+		results, err := t.runCalls(ctx, resp.Calls)
+		events = append(events, results...)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// withNote is msgs with note added to the last user message, or as a user
+// message of its own after an assistant's.
+func withNote(msgs []model.Message, note string) []model.Message {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != "user" {
+		return append(msgs, model.Message{Role: "user", Text: note})
+	}
+	out := append([]model.Message(nil), msgs...)
+	if out[n-1].Text != "" {
+		out[n-1].Text += "\n\n" + note
+	} else {
+		out[n-1].Text = note
+	}
+	return out
+}
+
+// runCalls runs one round's calls at once and appends each tool's answer as
+// it comes, the first to answer first. A call is always answered: by the
+// tool, or with why it was not.
+func (t *turn) runCalls(ctx context.Context, calls []store.Call) ([]store.Event, error) {
+	type answered struct {
+		c store.Call
+		r tools.Result
+	}
+	ch := make(chan answered, len(calls))
+	for _, c := range calls {
+		go func() { ch <- answered{c, t.call(ctx, c)} }()
+	}
+	out := make([]store.Event, 0, len(calls))
+	var werr error
+	for range calls {
+		a := <-ch
+		e := resultEvent(t.r.now(), a.c, a.r)
+		if werr == nil {
+			werr = t.appendEvent(ctx, &e)
+		}
+		out = append(out, e)
+	}
+	return out, werr
+}
+
+// resultEvent is the event of a tool's answer to one call, its text kept to
+// tools.MaxResultBytes.
+func resultEvent(now time.Time, c store.Call, r tools.Result) store.Event {
+	text, cut := tools.Cut(r.Text)
+	errText, _ := tools.Cut(r.Error)
+	return store.Event{Time: now, Type: store.TypeResult, CallID: c.ID, Name: c.Name, Text: text, Error: errText, Truncated: cut || r.Truncated}
+}
+
+// call runs one call on the tools the conversation was offered.
+func (t *turn) call(ctx context.Context, c store.Call) tools.Result {
+	if t.offer == nil || !t.offer.Offered(c.Name) {
+		return tools.Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", c.Name)}
+	}
+	return t.offer.Call(ctx, c.Name, c.Args)
+}
+
+// beginTools narrows the conversation's tools when the message says so
+// (Link-Tools), and begins the turn's use of the agent's tools: what it
+// offers, and what the tools say of themselves for the prompt.
+func (t *turn) beginTools(ctx context.Context, m *Message) error {
+	only, err := t.narrowing(ctx, m.Tools)
+	if err != nil {
+		return fmt.Errorf("the conversation's tools: %w", err)
+	}
+	if t.r.Tools == nil {
+		return nil
+	}
+	off, err := t.r.Tools.Begin(ctx, only)
+	if off == nil {
+		return err
+	}
+	t.offer = off
+	for _, in := range off.Instructions() {
+		t.tools = append(t.tools, prompt.ToolText{Tool: in.Tool, Text: in.Text})
+	}
+	return err
+}
+
+// narrowing is the conversation's narrowing, narrowed first by later when
+// the message brings a list: in one step by a store that can
+// (store.Narrower), else in tools.json beside the events.
+func (t *turn) narrowing(ctx context.Context, later []string) (*tools.Only, error) {
+	n, isNarrower := t.conv.(store.Narrower)
+	if later != nil {
+		later = t.r.Tools.Expand(later)
+		if isNarrower {
+			kept, err := n.NarrowTools(ctx, later)
+			if err != nil {
+				return nil, err
+			}
+			return &tools.Only{Entries: kept}, nil
+		}
+		return tools.NarrowFile(t.r.Agent, t.thread, later)
+	}
+	if meta, ok := t.conv.(store.Meta); ok && isNarrower {
+		b, err := meta.MetaGet(ctx, store.ToolsMeta)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var kept []string
+		if err := json.Unmarshal(b, &kept); err != nil {
+			return nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
+		}
+		return &tools.Only{Entries: kept}, nil
+	}
+	return tools.ReadOnly(t.r.Agent, t.thread)
+}
