@@ -76,10 +76,15 @@
 // # Other harnesses
 //
 // A harness is reached through Harness and Unit: Link is Link Harness over
-// HTTP. Another harness measured side by side (one command per message,
-// `claude -p TEXT` with its own HOME)
-// is another Harness beside Link, whose unit's PID is 0 between messages
-// and whose Send runs the command.
+// HTTP; Command drives another harness by one command per message
+// (`claude -p TEXT`, then `claude -p --continue TEXT`), each agent with its
+// own HOME holding the harness's settings pointed at the scripted model.
+// Peer knows Claude Code, Codex, opencode and pi as
+// /work/shared/peers/README.md runs them. Config.Peers are measured in the
+// same run as Link Harness, against the same scripted model: per message
+// the command's CPU (wait4's, descendants included) and peak resident
+// memory; idle, the interactive program started in a terminal of its own,
+// its process tree sampled after it settles.
 //
 // # Layouts
 //

@@ -67,6 +67,21 @@ type (
 	Profiler interface {
 		CPUProfile() string
 	}
+
+	// UsageCounter is a unit with no process between messages, which
+	// counts what its messages' commands cost itself: CPU and block I/O
+	// summed in a ProcSample, and the largest command's resident bytes.
+	UsageCounter interface {
+		Usage() ProcSample
+		PeakRSS() uint64
+	}
+
+	// IdleStarter is a unit whose idle cost is a program started for the
+	// quiet window alone (an interactive harness in a terminal); its PID
+	// is that program's from then on, its whole process tree sampled.
+	IdleStarter interface {
+		StartIdle(ctx context.Context) error
+	}
 )
 
 // Message is one message to an agent, as DESIGN.md's POST body has it.

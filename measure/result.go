@@ -28,9 +28,24 @@ type Result struct {
 	// message cost: the figures to compare between harnesses.
 	Marginal []Marginal `json:"marginal,omitempty"`
 
+	// Peers are the other harnesses measured in the same run, each one
+	// agent, against the same scripted model.
+	Peers []PeerResult `json:"peers,omitempty"`
+
 	// Profile is where the harness processes spent their CPU over every
 	// case, nil when no profile was written.
 	Profile *ProfileSummary `json:"profile,omitempty"`
+}
+
+// PeerResult is one other harness measured beside Link Harness: one
+// agent, a command per message, its idle program in a terminal.
+type PeerResult struct {
+	Harness     string  `json:"harness"`
+	Version     string  `json:"version,omitempty"`
+	Program     string  `json:"program,omitempty"`
+	Messages    int     `json:"messages"`     // measured, after one warm-up (the conversation's first)
+	IdleSeconds float64 `json:"idle_seconds"` // the idle program's settling time, and the quiet window after it
+	Case        Case    `json:"case"`
 }
 
 // Machine is where the measurement ran.
@@ -141,12 +156,15 @@ type PerMessage struct {
 	// /proc/PID/io rchar and wchar), fetched from and sent to storage
 	// (read_bytes and write_bytes), and event bytes the store read and
 	// wrote (lnk_store_bytes_*).
-	ReadChars         float64 `json:"read_chars"`
-	WrittenChars      float64 `json:"written_chars"`
-	DiskRead          float64 `json:"disk_read"`
-	DiskWritten       float64 `json:"disk_written"`
-	StoreRead         float64 `json:"store_read"`
-	StoreWritten      float64 `json:"store_written"`
+	ReadChars    float64 `json:"read_chars"`
+	WrittenChars float64 `json:"written_chars"`
+	DiskRead     float64 `json:"disk_read"`
+	DiskWritten  float64 `json:"disk_written"`
+	StoreRead    float64 `json:"store_read"`
+	StoreWritten float64 `json:"store_written"`
+	// PeakRSS is, for a harness run as a command per message, the largest
+	// resident memory of one message's command.
+	PeakRSS           float64 `json:"peak_rss,omitempty"`
 	Allocs            float64 `json:"allocs"`      // heap objects allocated
 	AllocBytes        float64 `json:"alloc_bytes"` // heap bytes allocated
 	Errors            int     `json:"errors"`
@@ -224,6 +242,7 @@ var costFields = []func(*AgentCost) *float64{
 	func(c *AgentCost) *float64 { return &c.PerMessage.StoreRead },
 	func(c *AgentCost) *float64 { return &c.PerMessage.StoreWritten },
 	func(c *AgentCost) *float64 { return &c.PerMessage.Allocs },
+	func(c *AgentCost) *float64 { return &c.PerMessage.PeakRSS },
 	func(c *AgentCost) *float64 { return &c.PerMessage.AllocBytes },
 	func(c *AgentCost) *float64 { return &c.PerMessage.TurnsCounted },
 	func(c *AgentCost) *float64 { return &c.PerMessage.TurnErrorsCounted },

@@ -40,6 +40,14 @@ type Config struct {
 	// are swept in the first layout only.
 	Layouts []Layout
 
+	// Peers are other harnesses measured in the same run, against the same
+	// scripted model, after Link Harness's cases: one agent each,
+	// PeerMessages messages (default 3) after one warm-up, and a quiet
+	// window of PeerIdle (default 10 s) after their idle program starts.
+	Peers        []Harness
+	PeerMessages int
+	PeerIdle     time.Duration
+
 	Concurrency int           // messages in flight at once, over all agents (default 1)
 	Idle        time.Duration // the quiet window after the messages (default 3 s)
 	Timeout     time.Duration // one message's limit (default 60 s)
@@ -121,6 +129,15 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Top == 0 {
 		c.Top = 5
+	}
+	if c.PeerMessages == 0 {
+		c.PeerMessages = 3
+	}
+	if c.PeerIdle == 0 {
+		c.PeerIdle = 10 * time.Second
+	}
+	if c.PeerMessages < 1 || c.PeerMessages > 1000 || c.PeerIdle < 0 || len(c.Peers) > 16 {
+		return fmt.Errorf("%w: %d peers, %d messages each, idle %v", ErrConfig, len(c.Peers), c.PeerMessages, c.PeerIdle)
 	}
 	for _, n := range c.Agents {
 		if n < 1 || n > maxAgents {
@@ -267,6 +284,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			os.RemoveAll(filepath.Join(r.dir, "agents"))
 		}
 	}
+	for i, ph := range cfg.Peers {
+		pcfg := cfg
+		pcfg.Messages, pcfg.Warmup, pcfg.Idle, pcfg.Concurrency = cfg.PeerMessages, 1, cfg.PeerIdle, 1
+		pr.Phase("peer %s", ph.Name())
+		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: Each}, h: ph, model: m, pr: pr,
+			dir: filepath.Join(tmp, fmt.Sprintf("peer%d-%s", i+1, ph.Name()))}
+		c, err := r.run(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("measure: peer %s: %w", ph.Name(), err)
+		}
+		pres := PeerResult{Harness: ph.Name(), Messages: pcfg.Messages, IdleSeconds: pcfg.Idle.Seconds(), Case: c}
+		if cmd, ok := ph.(*Command); ok {
+			pres.Version = cmd.Version
+			pres.Program = cmd.First[0]
+		}
+		res.Peers = append(res.Peers, pres)
+	}
 	if len(profiles) > 0 {
 		pr.Phase("reading %d CPU profiles", len(profiles))
 		s, err := SummarizeProfiles(profiles, cfg.Top)
@@ -334,7 +368,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 		return c, err
 	}
 	for _, u := range r.units {
-		if u.fresh, err = SampleProc(u.unit.PID(), true); err != nil {
+		if u.fresh, err = u.sampleIdle(true); err != nil {
 			return c, err
 		}
 	}
@@ -569,14 +603,13 @@ func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool)
 // scrape's own cost is known and taken off the messages'.
 func (r *caseRun) sampleBefore(ctx context.Context) error {
 	return r.eachUnit(ctx, len(r.units), func(ctx context.Context, _ int, u *unitRun) (err error) {
-		pid := u.unit.PID()
-		if u.a, err = SampleProc(pid, false); err != nil {
+		if u.a, err = u.sampleWork(); err != nil {
 			return err
 		}
 		if u.ma, err = scrape(ctx, u); err != nil {
 			return err
 		}
-		if u.b, err = SampleProc(pid, false); err != nil {
+		if u.b, err = u.sampleWork(); err != nil {
 			return err
 		}
 		u.mb, err = scrape(ctx, u)
@@ -586,7 +619,7 @@ func (r *caseRun) sampleBefore(ctx context.Context) error {
 
 func (r *caseRun) sampleAfter(ctx context.Context) error {
 	return r.eachUnit(ctx, len(r.units), func(ctx context.Context, _ int, u *unitRun) (err error) {
-		if u.c, err = SampleProc(u.unit.PID(), false); err != nil {
+		if u.c, err = u.sampleWork(); err != nil {
 			return err
 		}
 		u.mc, err = scrape(ctx, u)
@@ -605,26 +638,72 @@ func scrape(ctx context.Context, u *unitRun) (Metrics, error) {
 }
 
 // sampleIdle samples every unit at the start and end of one quiet window.
+// A unit whose idle cost is a program started for the window (IdleStarter)
+// has it started first, and the window waited once more before sampling,
+// for the program to settle.
 func (r *caseRun) sampleIdle(ctx context.Context) error {
 	var err error
+	wait := func() error {
+		t := time.NewTimer(r.cfg.Idle)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	started := false
 	for _, u := range r.units {
-		if u.idle0, err = SampleProc(u.unit.PID(), false); err != nil {
+		if is, ok := u.unit.(IdleStarter); ok {
+			if err := is.StartIdle(ctx); err != nil {
+				return err
+			}
+			started = true
+		}
+	}
+	if started {
+		if err := wait(); err != nil {
 			return err
 		}
 	}
-	t := time.NewTimer(r.cfg.Idle)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, u := range r.units {
+		if u.idle0, err = u.sampleIdle(false); err != nil {
+			return err
+		}
+	}
+	if err := wait(); err != nil {
+		return err
 	}
 	for _, u := range r.units {
-		if u.idle1, err = SampleProc(u.unit.PID(), true); err != nil {
+		if u.idle1, err = u.sampleIdle(true); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sampleWork samples what a unit's messages cost so far: its process, or
+// what a UsageCounter counted.
+func (u *unitRun) sampleWork() (ProcSample, error) {
+	if uc, ok := u.unit.(UsageCounter); ok {
+		return uc.Usage(), nil
+	}
+	return SampleProc(u.unit.PID(), false)
+}
+
+// sampleIdle samples a unit's process for its memory and idle CPU: for a
+// unit running a command per message, the whole tree of the program it
+// runs idle; nothing (a zero sample) while no process lives.
+func (u *unitRun) sampleIdle(memory bool) (ProcSample, error) {
+	pid := u.unit.PID()
+	if pid == 0 {
+		return ProcSample{Time: time.Now()}, nil
+	}
+	if _, ok := u.unit.(UsageCounter); ok {
+		return SampleTree(pid, memory)
+	}
+	return SampleProc(pid, memory)
 }
 
 // stopAll stops every unit gracefully, together, and keeps their profiles.
@@ -740,6 +819,9 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	pm.WrittenChars = per(d(u.b.WChar, u.c.WChar) - d(u.a.WChar, u.b.WChar))
 	pm.DiskRead = per(d(u.b.ReadBytes, u.c.ReadBytes) - d(u.a.ReadBytes, u.b.ReadBytes))
 	pm.DiskWritten = per(d(u.b.WriteBytes, u.c.WriteBytes) - d(u.a.WriteBytes, u.b.WriteBytes))
+	if uc, ok := u.unit.(UsageCounter); ok {
+		pm.PeakRSS = float64(uc.PeakRSS())
+	}
 
 	// The model's share of a message: as the harness counted its calls,
 	// else the model server's own time.

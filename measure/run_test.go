@@ -299,3 +299,40 @@ func TestHarnessEnv(t *testing.T) {
 		t.Errorf("env %q, want %q", got, want)
 	}
 }
+
+// TestCommandHarness runs a command per message (sh, standing for a peer):
+// its CPU is counted from the commands, its idle program's tree sampled.
+func TestCommandHarness(t *testing.T) {
+	h := &Command{
+		Label: "sh",
+		First: []string{"sh", "-c", `test "$PEER" = "http://$MODEL" && echo "first: $1"`, "sh", "{text}"},
+		Next:  []string{"sh", "-c", `cat "$HOME/peer.conf" >/dev/null && echo "next: $1"`, "sh", "{text}"},
+		Idle:  []string{"sh", "-c", "sleep 30 & sleep 30"},
+		Env:   []string{"PEER=http://{model}", "MODEL={model}"},
+		Files: map[string]string{"peer.conf": "model = MODEL_ADDR\nworkspace = WORKSPACE\n"},
+	}
+	res, err := Run(context.Background(), Config{Harness: &fakeHarness{}, Agents: []int{1}, Messages: 1, Idle: time.Millisecond,
+		Peers: []Harness{h}, PeerMessages: 2, PeerIdle: 300 * time.Millisecond, Dir: t.TempDir(), NoProfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Peers) != 1 {
+		t.Fatalf("peers %+v", res.Peers)
+	}
+	c := res.Peers[0].Case
+	if c.Messages != 2 || c.Errors != 0 {
+		t.Fatalf("%d answered, %d not: %s", c.Messages, c.Errors, c.FirstError)
+	}
+	a := c.Median
+	if a.PerMessage.CPU <= 0 || a.PerMessage.PeakRSS <= 0 {
+		t.Errorf("per message: %+v", a.PerMessage)
+	}
+	if a.Idle.RSS <= 0 {
+		t.Errorf("idle memory of the idle program's tree: %+v", a.Idle)
+	}
+	var b strings.Builder
+	res.WriteTable(&b)
+	if !strings.Contains(b.String(), "side by side") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

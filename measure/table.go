@@ -66,6 +66,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		tw.Flush()
 		fmt.Fprintln(ew, "(per agent: the slope of the processes' idle memory against the agents; process: the line at no agent)")
 	}
+	if len(r.Peers) > 0 {
+		r.writePeers(ew)
+	}
 	if p := r.Profile; p != nil && len(p.Flat) > 0 {
 		fmt.Fprintf(ew, "\nlargest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
 		if p.Via != "" {
@@ -171,3 +174,36 @@ func plural(n int, thing string) string {
 }
 
 func count(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
+
+// writePeers writes Link Harness and the peers side by side: what an idle
+// agent holds and what a message costs.
+func (r *Result) writePeers(w io.Writer) {
+	fmt.Fprintf(w, "\nside by side, against the same scripted model (peers: %s each after one warm-up, idle %s after their program starts):\n",
+		plural(r.Peers[0].Messages, "message"), secs(r.Peers[0].IdleSeconds))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "harness\tversion\tidle RSS\tidle PSS\tCPU per message\tpeak RSS\tlatency p50\tmodel request\t")
+	for _, m := range r.Marginal {
+		if m.Layout != Shared {
+			continue
+		}
+		fmt.Fprintf(tw, "%s, one more agent in one process\t\t%s\t%s\t%s\t\t\t\t\n", r.Harness,
+			bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), secs(m.CPUPerMessage))
+	}
+	if len(r.Cases) > 0 {
+		c := r.Cases[0]
+		fmt.Fprintf(tw, "%s, an agent alone\t\t%s\t%s\t%s\t\t%s\t%s\t\n", r.Harness,
+			bytesStr(c.Median.Idle.RSS), bytesStr(c.Median.Idle.PSS), secs(c.Median.PerMessage.CPU), secs(c.Median.PerMessage.Latency.P50),
+			bytesStr(c.Model.RequestBytes))
+	}
+	for _, p := range r.Peers {
+		a := p.Case.Median
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Harness, p.Version,
+			bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), secs(a.PerMessage.CPU), bytesStr(a.PerMessage.PeakRSS), secs(a.PerMessage.Latency.P50),
+			bytesStr(p.Case.Model.RequestBytes))
+		if p.Case.Errors > 0 {
+			fmt.Fprintf(tw, "  %d of %d not answered: %s\t\t\t\t\t\t\t\t\n", p.Case.Errors, p.Case.Errors+p.Case.Messages, p.Case.FirstError)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "(a peer's CPU is its command's and its descendants', per message; its idle memory is its interactive program's process tree)")
+}

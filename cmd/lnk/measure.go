@@ -38,6 +38,10 @@ func cmdMeasure(args []string) error {
 	full := fs.Bool("full", false, "the full run: lengths 0,1000,100000 and agents 1,10,100, in both layouts")
 	script := fs.String("script", "", "a script for the scripted model (TOML; default: answer every message at once)")
 	noProfile := fs.Bool("no-profile", false, "don't have the harness write CPU profiles (no bottleneck is named)")
+	peerList := fs.String("peers", "", "measure these harnesses too, in the same run: names separated by commas ("+strings.Join(measure.PeerNames(), ", ")+")")
+	peerBin := fs.String("peer-bin", "", "the folder holding the peers' programs (an npm install's node_modules/.bin; default: PATH)")
+	peerMessages := fs.Int("peer-messages", 3, "messages measured per peer, after one warm-up")
+	peerIdle := fs.Duration("peer-idle", 10*time.Second, "how long a peer's interactive program settles before, and then stays idle for, its idle sample")
 	jsonOut := fs.Bool("json", false, "print the result as JSON instead of a table")
 	report := fs.String("report", "", "write result.json, result.txt and SVG plots into this folder")
 	keep := fs.Bool("keep", false, "keep the temporary folder (homes, logs, profiles)")
@@ -85,6 +89,16 @@ func cmdMeasure(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cfg.PeerMessages, cfg.PeerIdle = *peerMessages, *peerIdle
+	if *peerList != "" {
+		for _, name := range strings.Split(*peerList, ",") {
+			p, err := measure.Peer(ctx, strings.TrimSpace(name), *peerBin)
+			if err != nil {
+				return err
+			}
+			cfg.Peers = append(cfg.Peers, p)
+		}
+	}
 	res, err := measure.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
