@@ -475,3 +475,15 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// Overloaded mid-answer is still unavailable, after the text handed on.
+func TestUnavailableMidStream(t *testing.T) {
+	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "abcdefgh", Chunks: 4, Status: 529, AfterChunks: 2}}})
+	for _, provider := range providers {
+		frags := 0
+		_, err := client(t, provider, base).Call(context.Background(), &Request{Model: "m", Messages: []Message{{Role: "user", Text: "x"}}}, func(string) { frags++ })
+		if !errors.Is(err, ErrUnavailable) || frags != 2 {
+			t.Errorf("%s: %v after %d fragments", provider, err, frags)
+		}
+	}
+}

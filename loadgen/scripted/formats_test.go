@@ -178,3 +178,20 @@ func TestResponses(t *testing.T) {
 		t.Errorf("overloaded: %d %s", code, b)
 	}
 }
+
+// A status with after_chunks starts the answer, then ends the stream with
+// the provider's error event.
+func TestFailMidStream(t *testing.T) {
+	_, base := listen(t, &Script{Rules: []Rule{{Match: "any", Text: "abcdefgh", Chunks: 4, Status: 529, AfterChunks: 2}}})
+	for _, tt := range []struct{ path, body, says string }{
+		{"/v1/messages", anthropicBody("x", true), `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"/openai/v1/chat/completions", openAIBody("x", true), `data: {"error":{"message":"Overloaded","type":"server_error","code":529}}`},
+		{"/ollama/api/chat", ollamaBody("x", ""), `{"error":"Overloaded"}`},
+		{"/v1/responses", responsesBody("x", true), `"status":"failed","error":{"code":"server_error","message":"Overloaded"}`},
+	} {
+		code, _, b := post(t, base, tt.path, tt.body)
+		if code != 200 || !bytes.Contains(b, []byte(tt.says)) || !bytes.Contains(b, []byte("cd")) || bytes.Contains(b, []byte("ef")) {
+			t.Errorf("%s: %d\n%s", tt.path, code, b)
+		}
+	}
+}

@@ -14,6 +14,7 @@ func quote(s string) []byte { return store.AppendString(nil, s) }
 // rule cuts or stalls it.
 type stream struct {
 	w       http.ResponseWriter
+	f       format
 	flusher http.Flusher
 	ctx     context.Context
 	srv     *Server
@@ -36,7 +37,10 @@ func (st *stream) flush() {
 // a cut or a stall is due (the stall is held here), nor when the client is
 // gone. It waits the pause between pieces.
 func (st *stream) piece() bool {
-	if r := st.a.rule; r != nil && (r.Cut || r.Stall) && st.sent >= r.AfterChunks {
+	if r := st.a.rule; r != nil && (r.Cut || r.Stall || r.Status != 0) && st.sent >= r.AfterChunks {
+		if r.Status != 0 {
+			st.failure(r.Status)
+		}
 		st.flush()
 		if r.Stall {
 			st.srv.hold(st.ctx)
@@ -51,6 +55,46 @@ func (st *stream) piece() bool {
 	}
 	st.sent++
 	return st.ctx.Err() == nil
+}
+
+// failure ends a stream mid-answer with an error, as each provider sends
+// one once the headers are gone: the status's words, and for 529
+// Anthropic's overloaded_error.
+func (st *stream) failure(code int) {
+	msg := http.StatusText(code)
+	if code == 529 {
+		msg = "Overloaded"
+	}
+	switch st.f {
+	case anthropic:
+		st.event("error")
+		st.buf = append(st.buf, `{"type":"error","error":{"type":"`...)
+		st.buf = append(st.buf, anthropicType(code)...)
+		st.buf = append(st.buf, `","message":`...)
+		st.buf = store.AppendString(st.buf, msg)
+		st.buf = append(st.buf, "}}\n\n"...)
+	case ollama:
+		st.buf = append(st.buf, `{"error":`...)
+		st.buf = store.AppendString(st.buf, msg)
+		st.buf = append(st.buf, "}\n"...)
+	case responses:
+		st.rEvent("response.failed")
+		st.buf = append(st.buf, `,"response":{"id":"resp_`...)
+		st.buf = append(st.buf, st.a.id...)
+		st.buf = append(st.buf, `","object":"response","status":"failed","error":{"code":"`...)
+		st.buf = append(st.buf, openAIType(code)...)
+		st.buf = append(st.buf, `","message":`...)
+		st.buf = store.AppendString(st.buf, msg)
+		st.buf = append(st.buf, "}}}\n\n"...)
+	default:
+		st.buf = append(st.buf, `data: {"error":{"message":`...)
+		st.buf = store.AppendString(st.buf, msg)
+		st.buf = append(st.buf, `,"type":"`...)
+		st.buf = append(st.buf, openAIType(code)...)
+		st.buf = append(st.buf, `","code":`...)
+		st.buf = strconv.AppendInt(st.buf, int64(code), 10)
+		st.buf = append(st.buf, "}}\n\n"...)
+	}
 }
 
 // anthropic streams the answer as Messages API events.

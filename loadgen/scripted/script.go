@@ -81,6 +81,8 @@ type Rule struct {
 
 	// Status fails the request with this status (400-599) and the
 	// provider's error body; RetryAfter, in seconds, is sent as Retry-After.
+	// With AfterChunks, the answer starts, and after that many pieces the
+	// stream ends with the provider's error event instead.
 	Status     int `toml:"status"`
 	RetryAfter int `toml:"retry_after"`
 

@@ -214,7 +214,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case rule.Refuse:
 			writeTooLong(w, f, req.size/4)
 			return
-		case rule.Status != 0:
+		case rule.Status != 0 && rule.AfterChunks == 0:
 			writeError(w, f, rule.Status, "", "", rule.RetryAfter)
 			return
 		}
@@ -223,7 +223,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeWhole(w, req, a)
 		return
 	}
-	st := &stream{w: w, ctx: r.Context(), srv: s, a: a}
+	st := &stream{w: w, f: f, ctx: r.Context(), srv: s, a: a}
 	st.flusher, _ = w.(http.Flusher)
 	h2 := w.Header()
 	h2.Set("Content-Type", "text/event-stream")
