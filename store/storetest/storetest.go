@@ -82,6 +82,7 @@ type suite struct {
 	open Open
 	dir  string
 	d    store.Driver
+	gen  int // counts opens
 }
 
 // driver returns the store, opening it when it is not open.
@@ -89,8 +90,13 @@ func (s *suite) driver() store.Driver {
 	s.t.Helper()
 	if s.d == nil {
 		d := s.open(s.t, s.dir)
-		s.d = d
-		s.t.Cleanup(func() { d.Close() })
+		s.d, s.gen = d, s.gen+1
+		gen := s.gen
+		s.t.Cleanup(func() {
+			if s.gen == gen && s.d != nil { // not closed by reopen
+				d.Close()
+			}
+		})
 	}
 	return s.d
 }

@@ -1,0 +1,386 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/lease"
+	"lnk.dev/linkharness/store/internal/rules"
+)
+
+var (
+	_ store.Driver       = (*Driver)(nil)
+	_ store.Lister       = (*Driver)(nil)
+	_ store.Conversation = (*Conversation)(nil)
+	_ store.Leaser       = (*Conversation)(nil)
+	_ store.Meta         = (*Conversation)(nil)
+	_ store.Narrower     = (*Conversation)(nil)
+)
+
+// Part of the format.
+const (
+	// FileName is the file's name in the agent's chats folder.
+	FileName = "events.sqlite"
+	// SchemaVersion is PRAGMA user_version of a file this package made.
+	SchemaVersion = 1
+)
+
+// BusyTimeout is how long a write waits for another's lock on the file.
+// It is under the 30 seconds a driver call may take.
+const BusyTimeout = 25 * time.Second
+
+const schema = `
+CREATE TABLE IF NOT EXISTS events (
+	thread TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	event TEXT NOT NULL,
+	PRIMARY KEY (thread, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+	thread TEXT NOT NULL PRIMARY KEY,
+	holder TEXT NOT NULL,
+	token INTEGER NOT NULL,
+	gen INTEGER NOT NULL,
+	ttl_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+	thread TEXT NOT NULL,
+	name TEXT NOT NULL,
+	data BLOB NOT NULL,
+	PRIMARY KEY (thread, name)
+) WITHOUT ROWID;
+PRAGMA user_version = ` + "1" // SchemaVersion
+
+// Driver keeps an agent's conversations in one SQLite file. It is safe for
+// concurrent use, and so are its Conversations; other processes may use
+// the same file at once. Use Open; the zero value is not usable.
+type Driver struct {
+	db   *sql.DB
+	path string
+
+	// watch times other holders' leases on this process's clock.
+	watch lease.Watch
+}
+
+// Open opens the file at path, making it and its tables when they are not
+// there.
+func Open(path string) (*Driver, error) {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.Itoa(int(BusyTimeout/time.Millisecond)))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// A few connections: readers beside one writer. Idle ones close, so an
+	// idle agent holds little.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxIdleTime(time.Minute)
+	d := &Driver{db: db, path: path}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		db.Close()
+		return nil, d.errorf("read the schema version: %w", err)
+	}
+	switch v {
+	case 0:
+		if _, err := db.Exec(schema); err != nil {
+			db.Close()
+			return nil, d.errorf("make the tables: %w", err)
+		}
+	case SchemaVersion:
+	default:
+		db.Close()
+		return nil, d.errorf("schema version %d, this program knows %d", v, SchemaVersion)
+	}
+	return d, nil
+}
+
+func (d *Driver) errorf(format string, args ...any) error {
+	return fmt.Errorf("sqlite: %s: "+format, append([]any{d.path}, args...)...)
+}
+
+// Open returns thread's conversation; it reads nothing.
+func (d *Driver) Open(thread string) (store.Conversation, error) {
+	if err := rules.Thread(thread); err != nil {
+		return nil, d.errorf("%v", err)
+	}
+	return &Conversation{d: d, thread: thread}, nil
+}
+
+// Close closes the file.
+func (d *Driver) Close() error {
+	if err := d.db.Close(); err != nil {
+		return d.errorf("close: %w", err)
+	}
+	return nil
+}
+
+// Threads lists the threads with events, stepping from one to the next in
+// the key's order, so it costs a seek per thread, not a read per event.
+func (d *Driver) Threads(ctx context.Context) ([]string, error) {
+	threads := []string{}
+	after := ""
+	for {
+		var th string
+		err := d.db.QueryRowContext(ctx, `SELECT thread FROM events WHERE thread > ? ORDER BY thread LIMIT 1`, after).Scan(&th)
+		if errors.Is(err, sql.ErrNoRows) {
+			return threads, nil
+		}
+		if err != nil {
+			return nil, d.errorf("threads: %w", err)
+		}
+		threads = append(threads, th)
+		after = th
+	}
+}
+
+// Conversation is one thread's conversation in the file. It holds nothing
+// open between calls and is safe for concurrent use.
+type Conversation struct {
+	d      *Driver
+	thread string
+}
+
+func (c *Conversation) errorf(format string, args ...any) error {
+	return c.d.errorf("thread %q: "+format, append([]any{c.thread}, args...)...)
+}
+
+// Last returns the highest seq written, or 0.
+func (c *Conversation) Last(ctx context.Context) (int64, error) {
+	var last int64
+	err := c.d.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?`, c.thread).Scan(&last)
+	if err != nil {
+		return 0, c.errorf("last: %w", err)
+	}
+	return last, nil
+}
+
+// Append appends with no lease token.
+func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
+	return c.AppendLeased(ctx, seq, event, 0)
+}
+
+// AppendLeased writes event as seq in one transaction that takes the file's
+// write lock, then checks the lease, the last seq and, for a taken seq, its
+// bytes.
+func (c *Conversation) AppendLeased(ctx context.Context, seq int64, event []byte, token int64) error {
+	if err := rules.Event(seq, event); err != nil {
+		return c.errorf("append seq %d: %w", seq, err)
+	}
+	return c.tx(ctx, "append", func(tx *sql.Tx) error {
+		cur, err := c.lease(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := lease.Check(c.thread, cur, token); err != nil {
+			return err
+		}
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?`, c.thread).Scan(&last); err != nil {
+			return err
+		}
+		switch {
+		case seq == last+1:
+			_, err := tx.ExecContext(ctx, `INSERT INTO events (thread, seq, event) VALUES (?, ?, ?)`, c.thread, seq, string(event))
+			return err
+		case seq > last+1:
+			return fmt.Errorf("%w: seq %d, the last is %d", store.ErrGap, seq, last)
+		}
+		var had []byte
+		if err := tx.QueryRowContext(ctx, `SELECT event FROM events WHERE thread = ? AND seq = ?`, c.thread, seq).Scan(&had); err != nil {
+			return err
+		}
+		if !bytes.Equal(had, event) {
+			return fmt.Errorf("%w: seq %d holds other bytes", store.ErrSeqTaken, seq)
+		}
+		return nil
+	})
+}
+
+// tx runs fn in one transaction, begun IMMEDIATE, and commits it.
+func (c *Conversation) tx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+	tx, err := c.d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return c.errorf("%s: begin: %w", what, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return c.errorf("%s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return c.errorf("%s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// Read hands out the events from seq from, reading rows as fn takes them.
+func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error {
+	var rows *sql.Rows
+	var err error
+	switch {
+	case reverse:
+		if from <= 0 {
+			from = math.MaxInt64
+		}
+		rows, err = c.d.db.QueryContext(ctx, `SELECT seq, event FROM events WHERE thread = ? AND seq <= ? ORDER BY seq DESC`, c.thread, from)
+	case from <= 0:
+		rows, err = c.d.db.QueryContext(ctx, `SELECT seq, event FROM events WHERE thread = ? ORDER BY seq DESC LIMIT 1`, c.thread)
+	default:
+		rows, err = c.d.db.QueryContext(ctx, `SELECT seq, event FROM events WHERE thread = ? AND seq >= ? ORDER BY seq`, c.thread, from)
+	}
+	if err != nil {
+		return c.errorf("read from %d: %w", from, err)
+	}
+	defer rows.Close()
+	var (
+		seq   int64
+		event sql.RawBytes
+	)
+	for rows.Next() {
+		if err := rows.Scan(&seq, &event); err != nil {
+			return c.errorf("read from %d: %w", from, err)
+		}
+		if !fn(seq, event) {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c.errorf("read from %d: %w", from, err)
+	}
+	return nil
+}
+
+// Close does nothing: a Conversation holds nothing open.
+func (c *Conversation) Close() error { return nil }
+
+// lease reads the lease's row in tx; no row is the zero Record.
+func (c *Conversation) lease(ctx context.Context, tx *sql.Tx) (lease.Record, error) {
+	var r lease.Record
+	var ttl int64
+	err := tx.QueryRowContext(ctx, `SELECT holder, token, gen, ttl_ms FROM leases WHERE thread = ?`, c.thread).Scan(&r.Holder, &r.Token, &r.Gen, &ttl)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Record{}, nil
+	}
+	r.TTL = time.Duration(ttl) * time.Millisecond
+	return r, err
+}
+
+func (c *Conversation) putLease(ctx context.Context, tx *sql.Tx, r lease.Record) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO leases (thread, holder, token, gen, ttl_ms) VALUES (?, ?, ?, ?, ?)`,
+		c.thread, r.Holder, r.Token, r.Gen, r.TTL.Milliseconds())
+	return err
+}
+
+// Lease takes or renews the lease in one transaction.
+func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
+	var token int64
+	err := c.tx(ctx, "lease", func(tx *sql.Tx) error {
+		cur, err := c.lease(ctx, tx)
+		if err != nil {
+			return err
+		}
+		next, err := c.d.watch.Take(c.thread, cur, holder, ttl, time.Now())
+		if err != nil {
+			return err
+		}
+		token = next.Token
+		return c.putLease(ctx, tx, next)
+	})
+	return token, err
+}
+
+// Release lets the lease of token go.
+func (c *Conversation) Release(ctx context.Context, token int64) error {
+	return c.tx(ctx, "release", func(tx *sql.Tx) error {
+		cur, err := c.lease(ctx, tx)
+		if err != nil {
+			return err
+		}
+		next, err := lease.Release(c.thread, cur, token)
+		if err != nil {
+			return err
+		}
+		return c.putLease(ctx, tx, next)
+	})
+}
+
+// MetaGet returns the side datum name, or store.ErrNotFound.
+func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
+	if err := rules.Name(name); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	var data []byte
+	err := c.d.db.QueryRowContext(ctx, `SELECT data FROM meta WHERE thread = ? AND name = ?`, c.thread, name).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, c.errorf("side datum %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, c.errorf("side datum %q: %w", name, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// MetaPut sets the side datum name.
+func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
+	if err := rules.Name(name); err != nil {
+		return c.errorf("%v", err)
+	}
+	if err := rules.Data(data); err != nil {
+		return c.errorf("%v", err)
+	}
+	return c.tx(ctx, "meta put", func(tx *sql.Tx) error { return putMeta(ctx, tx, c.thread, name, data) })
+}
+
+func putMeta(ctx context.Context, tx *sql.Tx, thread, name string, data []byte) error {
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (thread, name, data) VALUES (?, ?, ?)`, thread, name, data)
+	return err
+}
+
+// MetaDelete removes the side datum name.
+func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
+	if err := rules.Name(name); err != nil {
+		return c.errorf("%v", err)
+	}
+	return c.tx(ctx, "meta delete", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE thread = ? AND name = ?`, c.thread, name)
+		return err
+	})
+}
+
+// NarrowTools narrows the tool list in one transaction.
+func (c *Conversation) NarrowTools(ctx context.Context, tools []string) ([]string, error) {
+	var kept []string
+	err := c.tx(ctx, "narrow tools", func(tx *sql.Tx) error {
+		var had []byte
+		err := tx.QueryRowContext(ctx, `SELECT data FROM meta WHERE thread = ? AND name = ?`, c.thread, store.ToolsMeta).Scan(&had)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var b []byte
+		if kept, b, err = rules.Narrow(had, tools); err != nil {
+			return err
+		}
+		return putMeta(ctx, tx, c.thread, store.ToolsMeta, b)
+	})
+	return kept, err
+}
