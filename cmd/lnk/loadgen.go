@@ -1,7 +1,72 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
+	"lnk.dev/linkharness/loadgen"
+	"lnk.dev/linkharness/loadgen/scripted"
+)
+
+// cmdLoadgen is `lnk loadgen`: many agents in one harness process, many
+// conversations each, under load, on loopback.
 func cmdLoadgen(args []string) error {
-	return errors.New("lnk loadgen is not in this version")
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lnk loadgen [flags]\n\nServes many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
+	agents := fs.Int("agents", 100, "agents in the one process")
+	convs := fs.Int("conversations", 10, "conversations per agent")
+	messages := fs.Int("messages", 10, "messages per conversation")
+	concurrency := fs.Int("concurrency", 50, "conversations sent to at once")
+	script := fs.String("script", "", "the scripted model's script (TOML: latency_ms, latency_ms_max, answer_bytes, answer_bytes_max…; default: 50-250 ms, 100-1500 bytes)")
+	timeout := fs.Duration("timeout", 60*time.Second, "one message's limit")
+	maxTime := fs.Duration("max-time", 10*time.Minute, "the whole run's limit")
+	every := fs.Duration("sample-every", time.Second, "how often the harness's memory is sampled")
+	profile := fs.String("profile", "", "write the harness's CPU profile of the run to this file")
+	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("loadgen: unexpected arguments %q", fs.Args())
+	}
+	cfg := loadgen.Config{
+		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency,
+		Timeout: *timeout, MaxTime: *maxTime, SampleEvery: *every, Profile: *profile, Progress: os.Stderr,
+	}
+	if *quiet {
+		cfg.Progress = nil
+	}
+	if *script != "" {
+		b, err := os.ReadFile(*script)
+		if err != nil {
+			return fmt.Errorf("loadgen: --script: %w", err)
+		}
+		if cfg.Script, err = scripted.ParseScript(b); err != nil {
+			return fmt.Errorf("loadgen: --script %s: %w", *script, err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("loadgen: interrupted; the harness it started is stopped")
+		}
+		return err
+	}
+	if *jsonOut {
+		return res.WriteJSON(os.Stdout)
+	}
+	return res.WriteTable(os.Stdout)
 }
