@@ -6,27 +6,209 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
+	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/store"
 )
 
-// callModel asks the model through the proxy.
+// callModel asks the model through the proxy. When the provider says the
+// model is unavailable (overloaded) before it has handed on a word, the
+// spec's fallback model is asked in its place, with the rest of the prompt
+// the same; when the fallback answers, s and req are changed to name it, so
+// the rest of the turn (its answer event, its next rounds) is the
+// fallback's. A refusal of the prompt as too long is reported as that: the
+// window it was sized for, and where to change it.
 func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.Request, onText func(string)) (*model.Response, error) {
-	c, err := model.New(s.Provider(), t.r.getenv, t.r.HTTP)
+	if req.Stall == 0 {
+		req.Stall = t.r.stall()
+	}
+	started := false
+	relay := func(frag string) {
+		started = true
+		if onText != nil {
+			onText(frag)
+		}
+	}
+	resp, err := t.ask(ctx, s.Provider(), req, relay)
+	if err != nil && !started && s.Model.Fallback != "" && errors.Is(err, model.ErrUnavailable) {
+		first := err
+		fs, freq, ferr := t.fallback(ctx, s, req)
+		if ferr != nil {
+			return nil, fmt.Errorf("%w; the fallback %s: %v", first, s.Model.Fallback, ferr)
+		}
+		resp, err = t.ask(ctx, fs.Provider(), freq, relay)
+		if err != nil {
+			err = fmt.Errorf("%s was unavailable (%v), and the fallback %s failed: %w", s.Model.Name, first, fs.Model.Name, err)
+			s, req = &fs, freq // the refusal below is the fallback's
+		} else {
+			*s, *req = fs, *freq
+		}
+	}
+	if err != nil && errors.Is(err, model.ErrTooLong) {
+		return nil, t.refusal(ctx, err, s, req)
+	}
+	return resp, err
+}
+
+// ask calls provider's model once, timing the call.
+func (t *turn) ask(ctx context.Context, provider string, req *model.Request, onText func(string)) (*model.Response, error) {
+	c, err := model.New(provider, t.r.getenv, t.r.HTTP)
 	if err != nil {
 		return nil, err
 	}
 	start := t.r.now()
 	resp, err := c.Call(ctx, req, onText)
 	t.modelTime += t.r.now().Sub(start)
+	return resp, err
+}
+
+// fallback returns the settings and the request of s's fallback model: its
+// own provider (its facts', else its maker), name, window and answer's
+// room; the rest of the prompt the same.
+func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Request) (settings.Settings, *model.Request, error) {
+	fs := *s
+	fs.Model.Name, fs.Model.Provider, fs.Model.Fallback = s.Model.Fallback, "", ""
+	size, room, err := t.windowSize(ctx, &fs)
 	if err != nil {
-		if errors.Is(err, model.ErrTooLong) {
-			return nil, fmt.Errorf("%w: the prompt sent was at most %d tokens of window; set [window] max in the agent's spec to change it", err, modelWindow(s))
-		}
-		return nil, err
+		return fs, nil, err
 	}
-	return resp, nil
+	freq := *req
+	freq.Model = providerModel(fs.Provider(), fs.Model.Name)
+	freq.Window, freq.MaxTokens = size, room
+	return fs, &freq, nil
+}
+
+// refusal is the error of a prompt refused as too long: the provider's
+// words, the window the prompt was sized for and where it came from, and
+// where to change it.
+func (t *turn) refusal(ctx context.Context, err error, s *settings.Settings, req *model.Request) error {
+	size, from := req.Window, facts.Source("")
+	if m, _, ferr := t.modelFacts(ctx, s); ferr == nil {
+		var sz int
+		sz, from = facts.Window(&m, s.Window)
+		if size == 0 {
+			size = sz
+		}
+	}
+	where := "the model facts file"
+	if p, perr := facts.UserPath(t.r.getenv); perr == nil {
+		where = p
+	}
+	return fmt.Errorf("%w: the prompt was sized for a window of %d tokens (%s); to change it, set [window] max in the agent's spec, or window under [models.%q] in %s",
+		err, size, from, s.Model.Name, where)
+}
+
+// windowSize is the window's size in tokens and the answer's room for s's
+// model, in the seed's order (see facts.Window and facts.AnswerRoom). It
+// also settles the model's provider when the spec names none: its facts',
+// else the name's maker.
+func (t *turn) windowSize(ctx context.Context, s *settings.Settings) (size, room int, err error) {
+	m, _, err := t.modelFacts(ctx, s)
+	if err != nil {
+		return 0, 0, err
+	}
+	if s.Model.Provider == "" {
+		s.Model.Provider = m.Provider.Value
+	}
+	size, _ = facts.Window(&m, s.Window)
+	return size, facts.AnswerRoom(&m, s, size), nil
+}
+
+// modelFacts is what is known of s's model: Link's facts, the user's file
+// over them, and, for a model on a runtime, what the runtime says it runs
+// the model with. A runtime that does not answer says nothing.
+func (t *turn) modelFacts(ctx context.Context, s *settings.Settings) (facts.Model, *facts.Book, error) {
+	path, err := facts.UserPath(t.r.getenv)
+	if err != nil {
+		return facts.Model{}, nil, err
+	}
+	book, err := facts.Load(path)
+	if err != nil {
+		return facts.Model{}, nil, err
+	}
+	m := book.Model(s.Model.Name)
+	provider := s.Model.Provider
+	if provider == "" {
+		provider = m.Provider.Value
+	}
+	if rt, ok := t.runtime(ctx, provider, s.Model.Name); ok {
+		m.SetRuntime(rt.Trained, rt.Runs)
+	}
+	return m, book, nil
+}
+
+// runtimeTTL is how long what a runtime said of a model is kept: a turn
+// asks before every call, and a runtime says the same until a model is
+// pulled again or set otherwise.
+const runtimeTTL = time.Minute
+
+// describeTimeout bounds asking a runtime about a model.
+const describeTimeout = 5 * time.Second
+
+// runtimes holds what runtimes said of their models, by base URL and
+// model, for runtimeTTL.
+var runtimes struct {
+	mu   sync.Mutex // guards said
+	said map[string]runtimeSaid
+}
+
+type runtimeSaid struct {
+	rt model.Runtime
+	at time.Time
+}
+
+// runtime asks provider, when it is a runtime on the machine, what it runs
+// the model named name with.
+func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtime, bool) {
+	c, err := model.New(provider, t.r.getenv, t.r.HTTP)
+	if err != nil {
+		return model.Runtime{}, false
+	}
+	d, ok := c.(model.Describer)
+	if !ok {
+		return model.Runtime{}, false
+	}
+	own := providerModel(provider, name)
+	key := strings.Join([]string{provider, t.r.getenv("LNK_MODEL_PROXY_" + strings.ToUpper(provider)), t.r.getenv("LNK_MODEL_PROXY"), own}, "\x00")
+	now := time.Now()
+	runtimes.mu.Lock()
+	r, ok := runtimes.said[key]
+	runtimes.mu.Unlock()
+	if ok && now.Sub(r.at) < runtimeTTL {
+		return r.rt, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	rt, err := d.Describe(ctx, own)
+	if err != nil {
+		return model.Runtime{}, false
+	}
+	runtimes.mu.Lock()
+	if runtimes.said == nil {
+		runtimes.said = map[string]runtimeSaid{}
+	}
+	runtimes.said[key] = runtimeSaid{rt: rt, at: now}
+	runtimes.mu.Unlock()
+	return rt, true
+}
+
+// answerCost is what an answer's usage cost in USD at the prices known of
+// s's model; 0 when none are known.
+func (t *turn) answerCost(s *settings.Settings, u store.Usage) float64 {
+	path, err := facts.UserPath(t.r.getenv)
+	if err != nil {
+		return 0
+	}
+	book, err := facts.Load(path)
+	if err != nil {
+		return 0
+	}
+	m := book.Model(s.Model.Name)
+	return facts.Cost(&m, u)
 }
 
 func (r *Runner) getenv(k string) string {
@@ -36,9 +218,18 @@ func (r *Runner) getenv(k string) string {
 	return os.Getenv(k)
 }
 
-// modelWindow is the model's window in tokens: the spec's max when set,
-// else what is known of the model (model facts come with the models work),
-// else [window] unknown.
+// stall is how long a model's stream may go without a byte:
+// LNK_MODEL_STALL (a duration, "90s") when set, else the model package's
+// default.
+func (r *Runner) stall() time.Duration {
+	if d, err := time.ParseDuration(r.getenv("LNK_MODEL_STALL")); err == nil && d > 0 {
+		return d
+	}
+	return model.DefaultStall
+}
+
+// modelWindow is the spec's window alone, without the model's facts: for
+// callers that ask no model of them. A turn uses windowSize.
 func modelWindow(s *settings.Settings) int {
 	if s.Window.Max > 0 {
 		return s.Window.Max
@@ -46,7 +237,8 @@ func modelWindow(s *settings.Settings) int {
 	return s.Window.Unknown
 }
 
-// answerRoom is the tokens kept for the answer.
+// answerRoom is the answer's room in the spec's window alone, without the
+// model's facts. A turn uses windowSize.
 func answerRoom(s *settings.Settings, size int) int {
 	if s.Model.Answer > 0 {
 		return s.Model.Answer
@@ -55,7 +247,8 @@ func answerRoom(s *settings.Settings, size int) int {
 }
 
 // providerModel is the provider's own name for a model: OpenRouter names
-// every model maker/model; the others know it without the maker.
+// every model maker/model; the others know it without the maker (Anthropic's
+// claude-opus-5-5, Ollama's qwen3:8b).
 func providerModel(provider, name string) string {
 	if provider == "openrouter" {
 		return name
