@@ -70,7 +70,7 @@ func TestNotes(t *testing.T) {
 
 func TestTools(t *testing.T) {
 	long := strings.Repeat("a line of words\n", 200) // 3200 bytes
-	noLines := strings.Repeat("é", 1500)              // 3000 bytes, no line end
+	noLines := strings.Repeat("é", 1500)             // 3000 bytes, no line end
 	got := Tools([]ToolText{
 		{Tool: "scheduler", Text: "Schedule with schedule__at.\n"},
 		{Tool: "memory", Text: "remember writes a note."},
