@@ -87,9 +87,16 @@ func readLists(path string) (map[string]*List, []byte, error) {
 	}
 	lists := make(map[string]*List, len(lf.Tools))
 	for _, l := range lf.Tools {
-		if l != nil && l.Name != "" {
-			lists[l.Name] = l
+		if l == nil || l.Name == "" {
+			continue
 		}
+		for i := range l.Calls { // as a tool lists it: compact, the same bytes every turn
+			var c bytes.Buffer
+			if err := json.Compact(&c, l.Calls[i].Schema); err == nil {
+				l.Calls[i].Schema = c.Bytes()
+			}
+		}
+		lists[l.Name] = l
 	}
 	return lists, b, nil
 }

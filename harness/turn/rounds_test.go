@@ -1,0 +1,495 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store"
+)
+
+// slowCall is how long web__slow takes.
+const slowCall = 300 * time.Millisecond
+
+// webServer is a real MCP server over streamable HTTP counting its
+// initialize requests: echo, slow (slowCall), big (100 KiB).
+func webServer(t testing.TB) (string, *atomic.Int64) {
+	t.Helper()
+	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false), server.WithInstructions("Web fetches pages."))
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echo: " + r.GetString("text", "")), nil
+	})
+	s.AddTool(mcp.NewTool("slow", mcp.WithString("text")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-time.After(slowCall):
+		case <-ctx.Done():
+		}
+		return mcp.NewToolResultText("slow: " + r.GetString("text", "")), nil
+	})
+	s.AddTool(mcp.NewTool("big"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(strings.Repeat("x", 100<<10)), nil
+	})
+	var inits atomic.Int64
+	h := server.NewStreamableHTTPServer(s)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			var b bytes.Buffer
+			b.ReadFrom(r.Body)
+			if bytes.Contains(b.Bytes(), []byte(`"method":"initialize"`)) {
+				inits.Add(1)
+			}
+			r.Body = http.NoBody
+			r.Body = readBody{bytes.NewReader(b.Bytes())}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, &inits
+}
+
+type readBody struct{ *bytes.Reader }
+
+func (readBody) Close() error { return nil }
+
+// toolRunner is a runner whose agent has the tools of servers.
+func toolRunner(t *testing.T, script *scripted.Script, servers ...tools.Server) (*Runner, *scripted.Server) {
+	t.Helper()
+	r, m := newRunner(t, script)
+	r.Tools = tools.New(r.Agent, servers, tools.Options{})
+	t.Cleanup(r.Tools.Close)
+	return r, m
+}
+
+func parseScript(t *testing.T, s string) *scripted.Script {
+	t.Helper()
+	sc, err := scripted.ParseScript([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// readEvents reads a conversation's events.
+func readEvents(t *testing.T, r *Runner, thread string) []store.Event {
+	t.Helper()
+	conv, err := r.Conversation(thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	var out []store.Event
+	var dec store.Decoder
+	err = conv.Read(context.Background(), 1, false, func(_ int64, ev []byte) bool {
+		var e store.Event
+		if err := dec.Decode(ev, &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func ofType(events []store.Event, typ string) []store.Event {
+	var out []store.Event
+	for _, e := range events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// requestTools is the names of the tools a request to the model offered.
+func requestTools(t *testing.T, body []byte) []string {
+	t.Helper()
+	var req struct {
+		Tools []struct {
+			Name     string `json:"name"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tl := range req.Tools {
+		out = append(out, tl.Name+tl.Function.Name)
+	}
+	return out
+}
+
+// Three calls in one round run at once: the round takes about the slowest
+// call, not the sum. Each answer is an event of its own.
+func TestRoundRunsCallsAtOnce(t *testing.T) {
+	web, _ := webServer(t)
+	r, _ := toolRunner(t, parseScript(t, `
+[[rule]]
+match = "three"
+results = "no"
+[[rule.call]]
+name = "web__slow"
+args = '{"text":"a"}'
+[[rule.call]]
+name = "web__slow"
+args = '{"text":"b"}'
+[[rule.call]]
+name = "web__slow"
+args = '{"text":"c"}'
+[[rule]]
+match = "three"
+results = "yes"
+text = "all three came back"
+`), tools.Server{Name: "web", URL: web})
+	ctx := context.Background()
+	r.Message(ctx, "warm", Message{Text: "hello"}, nil) // the first turn of the process lists the tools
+	start := time.Now()
+	a, err := r.Message(ctx, "t", Message{Text: "three at once"}, nil)
+	took := time.Since(start)
+	if err != nil || a.Text != "all three came back" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if took > 2*slowCall+slowCall/2 {
+		t.Errorf("three calls of %v took %v in all: not at once", slowCall, took)
+	}
+	ev := readEvents(t, r, "t")
+	res := ofType(ev, store.TypeResult)
+	if len(res) != 3 || len(ofType(ev, store.TypeAnswer)) != 2 {
+		t.Fatalf("events %+v", ev)
+	}
+	for _, e := range res {
+		if !strings.HasPrefix(e.Text, "slow: ") || e.Error != "" {
+			t.Errorf("result %+v", e)
+		}
+	}
+}
+
+// A model that calls a tool every round gets eight rounds, and is then
+// asked once more, told to call nothing; a call it makes anyway is not run.
+func TestEightRounds(t *testing.T) {
+	web, _ := webServer(t)
+	r, m := toolRunner(t, parseScript(t, `
+[[rule]]
+match = "loop"
+text = "again"
+[[rule.call]]
+name = "web__echo"
+args = '{"text":"x"}'
+`), tools.Server{Name: "web", URL: web})
+	a, err := r.Message(context.Background(), "t", Message{Text: "loop forever"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := readEvents(t, r, "t")
+	answers := ofType(ev, store.TypeAnswer)
+	if n := len(ofType(ev, store.TypeResult)); n != MaxRounds {
+		t.Errorf("%d results, want %d", n, MaxRounds)
+	}
+	if len(answers) != MaxRounds+1 || len(answers[MaxRounds].Calls) != 0 || a.Seq != answers[MaxRounds].Seq {
+		t.Fatalf("answers %+v, the turn's %+v", answers, a)
+	}
+	reqs := m.Requests()
+	if last := string(reqs[len(reqs)-1]); !strings.Contains(last, "call no tool") {
+		t.Errorf("the last request did not say to call nothing: %s", last)
+	}
+}
+
+// An answer of 100 KiB is kept as 32 KiB and marked cut; a call to a tool
+// the conversation wasn't offered is answered as one there isn't.
+func TestResultCutAndNoSuchTool(t *testing.T) {
+	web, _ := webServer(t)
+	r, _ := toolRunner(t, parseScript(t, `
+[[rule]]
+match = "big"
+results = "no"
+[[rule.call]]
+name = "web__big"
+[[rule.call]]
+name = "shell__rm"
+args = '{"path":"/"}'
+[[rule]]
+match = "big"
+results = "yes"
+text = "read it"
+`), tools.Server{Name: "web", URL: web})
+	if _, err := r.Message(context.Background(), "t", Message{Text: "big one"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ofType(readEvents(t, r, "t"), store.TypeResult) {
+		switch e.Name {
+		case "web__big":
+			if len(e.Text) != tools.MaxResultBytes || !e.Truncated {
+				t.Errorf("big: %d bytes, truncated %v", len(e.Text), e.Truncated)
+			}
+		case "shell__rm":
+			if !strings.Contains(e.Error, "no tool named shell__rm") {
+				t.Errorf("not offered: %+v", e)
+			}
+		}
+	}
+}
+
+// A subagent narrowed to two tools is offered exactly those two, and a
+// wider later list changes nothing; the list is kept in tools.json.
+func TestNarrowed(t *testing.T) {
+	web, _ := webServer(t)
+	r, m := toolRunner(t, nil, tools.Server{Name: "web", URL: web})
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "sub", Message{Text: "one", Tools: []string{"web__slow", "web__echo"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"web__echo", "web__slow"}
+	if got := requestTools(t, m.Requests()[len(m.Requests())-1]); !slices.Equal(got, want) {
+		t.Fatalf("narrowed: offered %v, want %v", got, want)
+	}
+	if _, err := r.Message(ctx, "sub", Message{Text: "two", Tools: []string{"web"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestTools(t, m.Requests()[len(m.Requests())-1]); !slices.Equal(got, want) {
+		t.Fatalf("a wider list widened: offered %v, want %v", got, want)
+	}
+	if _, err := r.Message(ctx, "sub", Message{Text: "three"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestTools(t, m.Requests()[len(m.Requests())-1]); !slices.Equal(got, want) {
+		t.Fatalf("no list: offered %v, want %v", got, want)
+	}
+	if _, err := r.Message(ctx, "main", Message{Text: "four"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestTools(t, m.Requests()[len(m.Requests())-1]); len(got) != 3 {
+		t.Errorf("another conversation: offered %v, want every tool", got)
+	}
+}
+
+// A turn that never calls a tool starts no session once the lists are
+// known; a restart with the tool down offers the same tools and the same
+// prompt bytes, from tool-lists.json.
+func TestRestartToolDown(t *testing.T) {
+	s := server.NewMCPServer("web", "1", server.WithInstructions("Web fetches pages."))
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("e"), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	defer ts.Close()
+	r, m := toolRunner(t, nil, tools.Server{Name: "web", URL: ts.URL})
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{Text: "hello"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := m.Requests()[len(m.Requests())-1]
+	ts.Close()
+
+	r2, m2 := toolRunner(t, nil, tools.Server{Name: "web", URL: ts.URL}) // a new process
+	r2.Agent = r.Agent
+	r2.Tools = tools.New(r.Agent, []tools.Server{{Name: "web", URL: ts.URL}}, tools.Options{})
+	defer r2.Tools.Close()
+	if _, err := r2.Message(ctx, "u", Message{Text: "hello"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	second := m2.Requests()[len(m2.Requests())-1]
+	for _, key := range []string{"system", "tools"} {
+		a, b := field(t, first, key), field(t, second, key)
+		if !bytes.Equal(a, b) || len(a) < 10 {
+			t.Errorf("%s changed with the tool down:\n%s\n%s", key, a, b)
+		}
+	}
+	if !bytes.Contains(field(t, second, "system"), []byte("Web fetches pages.")) {
+		t.Errorf("the tools section lost web's instructions: %s", field(t, second, "system"))
+	}
+}
+
+func field(t *testing.T, body []byte, key string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m[key]
+}
+
+// A message from run:<id> (a background command's end) says so in its head.
+func TestBackgroundEndHead(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	if _, err := r.Message(context.Background(), "t", Message{Text: "exit 0", From: store.Sender{ID: "run:42"}, Connection: "run"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := readEvents(t, r, "t")[0].Head; !strings.Contains(h, "run:42, the end of a command you started in the background") {
+		t.Errorf("head %q", h)
+	}
+}
+
+// With no tools offered, earlier calls and answers go to the model as text.
+func TestToolsGoneAsText(t *testing.T) {
+	web, _ := webServer(t)
+	r, m := toolRunner(t, parseScript(t, `
+[[rule]]
+match = "echo"
+results = "no"
+[[rule.call]]
+name = "web__echo"
+args = '{"text":"hi"}'
+[[rule]]
+match = "echo"
+results = "yes"
+text = "heard"
+`), tools.Server{Name: "web", URL: web})
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{Text: "echo please"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Tools = nil // the tools gone
+	if _, err := r.Message(ctx, "t", Message{Text: "and now?"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	last := string(m.Requests()[len(m.Requests())-1])
+	if strings.Contains(last, "tool_use") || strings.Contains(last, "tool_result") || !strings.Contains(last, `[called web__echo {\"text\":\"hi\"}]`) || !strings.Contains(last, "echo: hi") {
+		t.Errorf("calls not as text: %s", last)
+	}
+}
+
+// server-everything, written by others, through whole turns over both
+// transports: its instructions reach the tools section, echo and get-sum
+// are called and answered.
+func TestEverythingTurn(t *testing.T) {
+	for _, transport := range []string{"streamableHttp", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			addr := everything(t, transport)
+			r, m := toolRunner(t, parseScript(t, `
+[[rule]]
+match = "sum"
+results = "no"
+[[rule.call]]
+name = "everything__echo"
+args = '{"message":"hello from the turn"}'
+[[rule.call]]
+name = "everything__get-sum"
+args = '{"a":2,"b":40}'
+[[rule]]
+match = "sum"
+results = "yes"
+text = "done"
+`), tools.Server{Name: "everything", URL: addr})
+			a, err := r.Message(context.Background(), "t", Message{Text: "echo and sum"}, nil)
+			if err != nil || a.Text != "done" {
+				t.Fatalf("%+v %v", a, err)
+			}
+			var texts []string
+			for _, e := range ofType(readEvents(t, r, "t"), store.TypeResult) {
+				if e.Error != "" {
+					t.Errorf("%s: %s", e.Name, e.Error)
+				}
+				texts = append(texts, e.Text)
+			}
+			all := strings.Join(texts, "\n")
+			if !strings.Contains(all, "hello from the turn") || !strings.Contains(all, "42") {
+				t.Errorf("results %q", texts)
+			}
+			first := m.Requests()[0]
+			// Its instructions (docs/instructions.md in the package) open so.
+			if !bytes.Contains(field(t, first, "system"), []byte("Everything Server – Server Instructions")) {
+				t.Errorf("server-everything's instructions are not in the prompt: %s", field(t, first, "system"))
+			}
+		})
+	}
+}
+
+// everything starts @modelcontextprotocol/server-everything, installed by
+// .ci/run in harness/tools/testdata/npm, over transport; without node or
+// the package the test is skipped, except under CI.
+func everything(t *testing.T, transport string) string {
+	t.Helper()
+	bin, _ := filepath.Abs("../tools/testdata/npm/node_modules/.bin/mcp-server-everything")
+	_, nodeErr := exec.LookPath("node")
+	_, binErr := os.Stat(bin)
+	if nodeErr != nil || binErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs node and server-everything: %v %v", nodeErr, binErr)
+		}
+		t.Skip("no node or no server-everything: run npm ci in harness/tools/testdata/npm")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, transport)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not listen in 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if transport == "sse" {
+		return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+// A kept memory session is one for every turn and conversation of the
+// agent; a turn that calls no tool starts none, once the lists are known.
+func TestKeptMemorySession(t *testing.T) {
+	mem, inits := webServer(t)
+	script := parseScript(t, `
+[[rule]]
+match = "remember"
+results = "no"
+[[rule.call]]
+name = "memory__echo"
+args = '{"text":"m"}'
+[[rule]]
+match = "remember"
+results = "yes"
+text = "kept"
+`)
+	r, _ := toolRunner(t, script, tools.Server{Name: "memory", URL: mem})
+	ctx := context.Background()
+	for _, thread := range []string{"a", "b", "a", "c"} {
+		if a, err := r.Message(ctx, thread, Message{Text: "remember this"}, nil); err != nil || a.Text != "kept" {
+			t.Fatalf("%s: %+v %v", thread, a, err)
+		}
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("memory saw %d initialize calls over four turns of three conversations, want 1", n)
+	}
+	r.Tools.Close()
+	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "memory", URL: mem}}, tools.Options{}) // a new process
+	if _, err := r.Message(ctx, "d", Message{Text: "just talk"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("a turn calling no tool started a session (%d initialize calls)", n)
+	}
+}
