@@ -100,9 +100,16 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 	case "skills":
 		return t.skills(most)
 	case "persona", "owner", "instruction", "notes":
-		path, _ := t.r.Agent.Path(map[string]home.Place{
-			"persona": home.Persona, "owner": home.Owner, "instruction": home.Instruction, "notes": home.Notes,
-		}[name], "")
+		place := home.Notes
+		switch name {
+		case "persona":
+			place = home.Persona
+		case "owner":
+			place = home.Owner
+		case "instruction":
+			place = home.Instruction
+		}
+		path, _ := t.r.Agent.Path(place, "")
 		text := t.fileSection(name, path, most)
 		if name == "notes" {
 			if text = prompt.Notes(text); len(text) > most {
