@@ -1,0 +1,59 @@
+package tools
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkCall is the cost of one call on a kept session to a tool that
+// does nothing (echo on an in-process mcp-go server over streamable HTTP):
+// the harness's own cost per call, with the loopback HTTP and the server's
+// decoding in it, and no time of the tool's own.
+func BenchmarkCall(b *testing.B) {
+	ts := newTestServer(b, "")
+	set := New(newAgent(b), []Server{{Name: "memory", URL: ts.URL}}, Options{})
+	defer set.Close()
+	ctx := context.Background()
+	tr, err := set.Begin(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.End()
+	tr.Call(ctx, "memory__echo", []byte(`{"text":"x"}`))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if r := tr.Call(ctx, "memory__echo", []byte(`{"text":"x"}`)); r.Error != "" {
+			b.Fatal(r.Error)
+		}
+	}
+}
+
+// BenchmarkFirstCall is a turn's first call to a tool: on a kept session
+// (memory's), and on a fresh one (a tool whose session ends with its turn:
+// initialize, tools/list, the call, and the session's end).
+func BenchmarkFirstCall(b *testing.B) {
+	for _, c := range []struct{ name, tool string }{{"kept", "memory"}, {"fresh", "web"}} {
+		b.Run(c.name, func(b *testing.B) {
+			ts := newTestServer(b, "")
+			set := New(newAgent(b), []Server{{Name: c.tool, URL: ts.URL}}, Options{})
+			defer set.Close()
+			ctx := context.Background()
+			tr, _ := set.Begin(ctx, nil)
+			tr.Call(ctx, c.tool+"__echo", []byte(`{"text":"x"}`))
+			tr.End()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				tr, err := set.Begin(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r := tr.Call(ctx, c.tool+"__echo", []byte(`{"text":"x"}`)); r.Error != "" {
+					b.Fatal(r.Error)
+				}
+				tr.End()
+			}
+		})
+	}
+}
