@@ -346,6 +346,8 @@ type unitRun struct {
 	a, b, c      ProcSample  // before a scrape, after it, after the messages
 	ma, mb, mc   Metrics     // the scrapes around a and b, and after c
 	idle0, idle1 ProcSample  // the quiet window
+	round        ProcSample  // at the start of the round of messages running
+	roundCPU     []float64   // CPU per message of each round, seconds
 	latencies    [][]float64 // per agent of the unit, seconds
 	errors       []int       // per agent of the unit
 	firstErr     []string    // per agent of the unit
@@ -400,6 +402,10 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 	}
 	return r.result(use), nil
 }
+
+// minRounds is how many rounds of messages make the median round's CPU a
+// unit's CPU per message; with fewer, it is the whole span's.
+const minRounds = 5
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
@@ -574,6 +580,13 @@ func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool)
 	func() {
 		defer close(jobs)
 		for n := 1; n <= count; n++ {
+			if !must {
+				// Each round a batch of its own: the processes' CPU is
+				// sampled between rounds, so a message's CPU is the
+				// median round's, which a burst of another program's
+				// work on the machine does not move.
+				r.roundStart()
+			}
 			for _, u := range r.units {
 				for k, ai := range u.agents {
 					select {
@@ -582,6 +595,9 @@ func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool)
 						return
 					}
 				}
+			}
+			if !must {
+				r.roundEnd(len(r.agents), &mu, &done, n*len(r.agents))
 			}
 		}
 	}()
@@ -597,6 +613,39 @@ func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool)
 		return failure
 	}
 	return ctx.Err()
+}
+
+// roundStart samples each unit's CPU before a round of messages.
+func (r *caseRun) roundStart() {
+	for _, u := range r.units {
+		if s, err := u.sampleWork(); err == nil {
+			u.round = s
+		}
+	}
+}
+
+// roundEnd waits until the round's messages are answered (every message
+// sent so far, want, is done), then samples each unit's CPU again and keeps
+// its CPU per message over the round.
+func (r *caseRun) roundEnd(_ int, mu *sync.Mutex, done *int, want int) {
+	for range 60_000 { // bounded: a minute at most, a message's timeout apart
+		mu.Lock()
+		d := *done
+		mu.Unlock()
+		if d >= want {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, u := range r.units {
+		s, err := u.sampleWork()
+		if err != nil || u.round.Time.IsZero() {
+			continue
+		}
+		if n := len(u.agents); n > 0 {
+			u.roundCPU = append(u.roundCPU, cpuSeconds(u.round, s)/float64(n))
+		}
+	}
 }
 
 // sampleBefore samples each unit around one scrape of its metrics, so the
@@ -815,6 +864,9 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	}
 	per := func(x float64) float64 { return max(x, 0) / float64(unitMsgs) }
 	pm.CPU = per(cpuSeconds(u.b, u.c) - cpuSeconds(u.a, u.b))
+	if len(u.roundCPU) >= minRounds {
+		pm.CPU = mid(u.roundCPU)
+	}
 	pm.ReadChars = per(d(u.b.RChar, u.c.RChar) - d(u.a.RChar, u.b.RChar))
 	pm.WrittenChars = per(d(u.b.WChar, u.c.WChar) - d(u.a.WChar, u.b.WChar))
 	pm.DiskRead = per(d(u.b.ReadBytes, u.c.ReadBytes) - d(u.a.ReadBytes, u.b.ReadBytes))
