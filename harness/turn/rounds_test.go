@@ -486,6 +486,7 @@ text = "kept"
 	}
 	r.Tools.Close()
 	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "memory", URL: mem}}, tools.Options{}) // a new process
+	defer r.Tools.Close()
 	if _, err := r.Message(ctx, "d", Message{Text: "just talk"}, nil); err != nil {
 		t.Fatal(err)
 	}
