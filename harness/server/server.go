@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
@@ -39,6 +40,7 @@ type Agent struct {
 type Server struct {
 	agents map[string]*served
 	turns  sync.WaitGroup // turns running, including those whose caller left
+	active atomic.Int64   // turns running now
 }
 
 type served struct {
@@ -63,6 +65,20 @@ func New(agents ...Agent) (*Server, error) {
 		s.agents[name] = &served{Agent: a, keyHash: sha256.Sum256([]byte(a.Key))}
 	}
 	return s, nil
+}
+
+// idle ends a turn's share of the process: when it was the last turn
+// running, the model proxy's idle connections are closed, so an idle agent
+// holds no connection, no goroutine reading one, and no open file.
+func (s *Server) idle() {
+	if s.active.Add(-1) != 0 {
+		return
+	}
+	for _, a := range s.agents {
+		if a.Runner.HTTP != nil {
+			a.Runner.HTTP.CloseIdleConnections()
+		}
+	}
 }
 
 // Wait waits for every turn started to end, those whose caller left too.
@@ -254,8 +270,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	var mu sync.Mutex // guards left, finished and the stream's writes
 	left, finished := false, false
 	s.turns.Add(1)
+	s.active.Add(1)
 	go func() {
 		defer s.turns.Done()
+		defer s.idle()
 		onText := func(string) {}
 		if sse != nil {
 			onText = func(frag string) {
@@ -313,7 +331,7 @@ func errorStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, turn.ErrBadMessage), errors.Is(err, home.ErrBadName):
 		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, turn.ErrThreadClash):
+	case errors.Is(err, turn.ErrThreadClash), errors.Is(err, turn.ErrUnanswered):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, settings.ErrBadSpec):
 		return http.StatusInternalServerError, "the agent's settings: " + err.Error()

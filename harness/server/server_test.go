@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -314,5 +315,44 @@ func TestCallerLeaves(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 401 {
 		t.Errorf("recover with a wrong key: %d", resp.StatusCode)
+	}
+}
+
+// An idle agent holds no goroutine of its own: once its turns end, the
+// model proxy's connections are closed and nothing of a turn is left.
+func TestIdleHoldsNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	send := func(i int) {
+		req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":"m%d"}`, i)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	settle := func() int {
+		n := runtime.NumGoroutine()
+		for range 100 {
+			time.Sleep(20 * time.Millisecond)
+			m := runtime.NumGoroutine()
+			if m == n {
+				return n
+			}
+			n = m
+		}
+		return n
+	}
+	before := settle()
+	for i := 1; i <= 5; i++ {
+		send(i)
+	}
+	if after := settle(); after > before {
+		t.Errorf("%d goroutines after five turns, %d before", after, before)
 	}
 }

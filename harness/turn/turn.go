@@ -24,6 +24,10 @@ var (
 	ErrThreadClash = errors.New("turn: thread folder holds another thread")
 	// ErrBadMessage comes when a message cannot be taken; nothing is written.
 	ErrBadMessage = errors.New("turn: bad message")
+	// ErrUnanswered comes when a message's id was taken before and has no
+	// answer yet: its turn is running elsewhere, or ended without one. It is
+	// not asked again, so no call is made twice.
+	ErrUnanswered = errors.New("turn: message taken before and not answered")
 )
 
 // MaxTextBytes is the longest message text taken.
@@ -235,7 +239,7 @@ func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 	if a.Seq != 0 {
 		return a, true, nil
 	}
-	return Answer{}, false, errors.New("turn: message " + m.ID + " is being answered, or its turn ended without an answer")
+	return Answer{}, false, fmt.Errorf("%w: message %q", ErrUnanswered, m.ID)
 }
 
 func (t *turn) appendEvent(ctx context.Context, e *store.Event) error {
