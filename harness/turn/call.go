@@ -78,6 +78,11 @@ func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Re
 	}
 	freq := *req
 	freq.Model = providerModel(fs.Provider(), fs.Model.Name)
+	if t.composed != nil {
+		// The fallback's own instructions in the first's place, the rest of
+		// the prompt the same.
+		freq.System, freq.SystemStable = t.systemFor(s, t.composed, fs.Model.Name)
+	}
 	freq.Window, freq.MaxTokens = size, room
 	return fs, &freq, nil
 }

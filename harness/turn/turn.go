@@ -126,6 +126,7 @@ type turn struct {
 	startConn string            // the connection of the conversation's first message, as open read it
 	tools     []prompt.ToolText // what the tools the turn offers say of themselves, set before the prompt is composed
 	offer     *tools.Turn       // the tools the turn offers, and the sessions it opened
+	composed  []prompt.Section  // the prompt's sections as this turn read them, for a fallback model
 
 	last      int64 // the conversation's last seq, as this turn has written it
 	modelTime time.Duration
@@ -165,7 +166,8 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err := t.beginTools(ctx, &m); err != nil {
 		return Answer{}, err
 	}
-	system, stable := prompt.Compose(t.sections(&s, &m))
+	t.composed = t.sections(&s, &m)
+	system, stable := prompt.Compose(t.composed)
 	size, room, err := t.windowSize(ctx, &s)
 	if err != nil {
 		return Answer{}, err
