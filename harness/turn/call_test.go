@@ -244,6 +244,23 @@ func TestFallback(t *testing.T) {
 			t.Errorf("%s: the answer names %s/%s, cost %v", tt.text, last.Provider, last.Model, last.Cost)
 		}
 	}
+	// The fallback is sent its own instructions in the first's place, the
+	// rest of the prompt the same.
+	for name, text := range map[string]string{"anthropic/claude-opus-5-5": "OPUS-ONLY", "openai/gpt-6-luna": "LUNA-ONLY"} {
+		p, _ := r.Agent.Path(home.ModelInstruction, name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(text), 0o600)
+	}
+	if _, err := r.Message(ctx, "overloaded-2", Message{Text: "overloaded again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := lastRequest(t, fallback)
+	if !strings.Contains(req, "LUNA-ONLY") || strings.Contains(req, "OPUS-ONLY") || !strings.Contains(req, "You are an agent on Link") {
+		t.Errorf("the fallback's request: %s", req)
+	}
+	if req := lastRequest(t, first); !strings.Contains(req, "OPUS-ONLY") || strings.Contains(req, "LUNA-ONLY") {
+		t.Errorf("the first model's request: %s", req)
+	}
 }
 
 // A stream cut off, a 500, a 429 and a stall each end the turn with a clear
