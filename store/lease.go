@@ -38,7 +38,7 @@ func HoldLease(ctx context.Context, conv Conversation, who string, ttl time.Dura
 	}
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s@%s:%d:%d", who, host, os.Getpid(), holders.Add(1))
-	poll := min(ttl/4, time.Second)
+	poll, most := 10*time.Millisecond, min(ttl/4, time.Second)
 	for {
 		sent := time.Now()
 		token, err := l.Lease(ctx, holder, ttl)
@@ -62,6 +62,7 @@ func HoldLease(ctx context.Context, conv Conversation, who string, ttl time.Dura
 			return nil, nil, fmt.Errorf("waiting for the lease: %w (%v)", ctx.Err(), err)
 		case <-t.C:
 		}
+		poll = min(2*poll, most)
 	}
 }
 

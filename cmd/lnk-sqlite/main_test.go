@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -56,4 +57,40 @@ type bridged struct {
 func (b bridged) Close() error {
 	b.Driver.Close()
 	return b.p.Close()
+}
+
+// BenchmarkPluginAppend appends typical events through the plugin program.
+func BenchmarkPluginAppend(b *testing.B) {
+	d := plugin(b, b.TempDir())
+	defer d.Close()
+	c, _ := d.Open("t")
+	ctx := context.Background()
+	b.ReportAllocs()
+	seq := int64(0)
+	for b.Loop() {
+		seq++
+		if err := c.Append(ctx, seq, storetest.TypicalEvent(seq)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPluginReadLast32 reads the last 32 of 1,000 events through the
+// plugin program.
+func BenchmarkPluginReadLast32(b *testing.B) {
+	d := plugin(b, b.TempDir())
+	defer d.Close()
+	c, _ := d.Open("t")
+	ctx := context.Background()
+	for seq := int64(1); seq <= 1000; seq++ {
+		if err := c.Append(ctx, seq, storetest.TypicalEvent(seq)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, err := storetest.ReadLast32(c); err != nil || got != 32 {
+			b.Fatal(got, err)
+		}
+	}
 }

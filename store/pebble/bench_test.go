@@ -1,0 +1,70 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"lnk.dev/linkharness/store/storetest"
+)
+
+// filled opens a new file holding n typical events in thread "t", written
+// in one transaction so a long conversation is quick to make.
+func filled(tb testing.TB, n int64) *Driver {
+	d, err := Open(filepath.Join(tb.TempDir(), DirName))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { d.Close() })
+	c := &Conversation{d: d, thread: "t"}
+	batch := d.db.NewBatch()
+	for seq := int64(1); seq <= n; seq++ {
+		if err := batch.Set(c.eventKey(nil, seq), storetest.TypicalEvent(seq), nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		tb.Fatal(err)
+	}
+	if err := d.db.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+func BenchmarkAppend(b *testing.B) {
+	d := filled(b, 0)
+	c, _ := d.Open("t")
+	events := make([][]byte, 0, 1024)
+	ctx := context.Background()
+	b.ReportAllocs()
+	seq := int64(0)
+	for b.Loop() {
+		seq++
+		if seq > int64(len(events)) {
+			b.StopTimer()
+			events = append(events, storetest.TypicalEvent(seq))
+			b.StartTimer()
+		}
+		if err := c.Append(ctx, seq, events[seq-1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadLast32(b *testing.B) {
+	for _, n := range []int64{1000, 100000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			c, _ := filled(b, n).Open("t")
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, err := storetest.ReadLast32(c); err != nil || got != 32 {
+					b.Fatal(got, err)
+				}
+			}
+		})
+	}
+}

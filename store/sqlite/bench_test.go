@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"lnk.dev/linkharness/store/storetest"
+)
+
+// filled opens a new file holding n typical events in thread "t", written
+// in one transaction so a long conversation is quick to make.
+func filled(tb testing.TB, n int64) *Driver {
+	d, err := Open(filepath.Join(tb.TempDir(), FileName))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { d.Close() })
+	tx, err := d.db.Begin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for seq := int64(1); seq <= n; seq++ {
+		if _, err := tx.Exec(`INSERT INTO events (thread, seq, event) VALUES ('t', ?, ?)`, seq, string(storetest.TypicalEvent(seq))); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+func BenchmarkAppend(b *testing.B) {
+	d := filled(b, 0)
+	c, _ := d.Open("t")
+	events := make([][]byte, 0, 1024)
+	ctx := context.Background()
+	b.ReportAllocs()
+	seq := int64(0)
+	for b.Loop() {
+		seq++
+		if seq > int64(len(events)) {
+			b.StopTimer()
+			events = append(events, storetest.TypicalEvent(seq))
+			b.StartTimer()
+		}
+		if err := c.Append(ctx, seq, events[seq-1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadLast32(b *testing.B) {
+	for _, n := range []int64{1000, 100000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			c, _ := filled(b, n).Open("t")
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, err := storetest.ReadLast32(c); err != nil || got != 32 {
+					b.Fatal(got, err)
+				}
+			}
+		})
+	}
+}
