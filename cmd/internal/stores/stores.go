@@ -12,5 +12,8 @@ import (
 // kept; kind, the spec's [storage] conversations, says how one with nothing
 // in it yet starts.
 func Open(dir, kind string) (store.Conversation, error) {
+	if c, ok, err := openDriver(dir, kind); ok {
+		return c, err
+	}
 	return eventlog.Open(dir)
 }
