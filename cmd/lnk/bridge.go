@@ -1,7 +1,93 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
+	"lnk.dev/linkharness/store/driver"
+)
+
+// cmdStoreBridge is `lnk store-bridge`: a store driver's methods over HTTP,
+// for a harness whose sandbox must not hold what the driver needs to reach
+// its store. The driver runs here as its plugin program, lnk-<driver>
+// beside this program or on PATH; each call is proved with the agent's key.
+// It serves until SIGINT or SIGTERM, then lets the calls under way finish.
 func cmdStoreBridge(args []string) error {
-	return errors.New("lnk store-bridge is not in this version")
+	fs := flag.NewFlagSet("store-bridge", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lnk store-bridge --home DIR --driver NAME --key-file F [--listen ADDR]\n\nAnswers POST /store/v1/{method} with the driver lnk-NAME run for the agent's home.\nThe harness finds it through LNK_STORE_BRIDGE (this address, as http://host:port)\nand LNK_STORE_BRIDGE_KEY_FILE (the same key).\n\nflags:")
+		fs.PrintDefaults()
+	}
+	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+	home := fs.String("home", "", "the agent's home, handed to the driver")
+	name := fs.String("driver", "", "the driver: the program lnk-NAME")
+	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("store-bridge: unexpected arguments %q", fs.Args())
+	}
+	if *home == "" || *name == "" || *keyFile == "" {
+		return usageError("store-bridge: --home, --driver and --key-file are needed")
+	}
+	b, err := os.ReadFile(*keyFile)
+	if err != nil {
+		return fmt.Errorf("store-bridge: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return fmt.Errorf("store-bridge: %s holds no key", *keyFile)
+	}
+	abs, err := filepath.Abs(*home)
+	if err != nil {
+		return fmt.Errorf("store-bridge: %w", err)
+	}
+	prog, err := driver.Find(*name)
+	if err != nil {
+		return fmt.Errorf("store-bridge: %w", err)
+	}
+	d := driver.New(driver.NewProcess(prog, "--home", abs))
+	defer d.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("store-bridge: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           driver.Handler(d, []byte(key)),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Printf("listening on %s\n", ln.Addr())
+	select {
+	case err := <-served:
+		return fmt.Errorf("store-bridge: %w", err)
+	case <-ctx.Done():
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), driver.CallTimeout+5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("store-bridge: stopping: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("store-bridge: %w", err)
+	}
+	return nil
 }
