@@ -157,6 +157,12 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
+	held, release, err := store.HoldLease(ctx, t.conv, "turn", store.LeaseTTL) // stores with leases only
+	if err != nil {
+		return Answer{}, err
+	}
+	defer release()
+	t.conv = held
 	if a, done, err := t.repeated(ctx, m); err != nil || done {
 		return a, err
 	}
