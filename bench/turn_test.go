@@ -14,6 +14,7 @@ import (
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // writeConversation writes n events of about 600 bytes, messages and
@@ -66,6 +67,21 @@ func BenchmarkTurn(b *testing.B) {
 			if n > 0 {
 				chat, _ := r.Agent.Path(home.Chat, "bench")
 				writeConversation(b, chat, "bench", n)
+				// The copy for people a conversation has, so the first turn
+				// adds to it rather than making it again from every event.
+				conv, err := eventlog.Open(chat)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f, err := os.Create(filepath.Join(chat, "chat.md"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := turn.WriteCopy(context.Background(), f, "ada", conv); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+				conv.Close()
 			}
 			ctx := context.Background()
 			b.ReportAllocs()
