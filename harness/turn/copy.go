@@ -54,16 +54,17 @@ func AppendCopy(dst []byte, agent string, events []store.Event) []byte {
 }
 
 // addToCopy adds this turn's part to the copy: the events since the answer
-// before this one, which the turn already holds, plus its answer.
-func (t *turn) addToCopy(ctx context.Context, window []store.Event, answer *store.Event) error {
+// before this turn's, which the turn already holds. events are the window
+// as read (its first n) and then everything the turn appended.
+func (t *turn) addToCopy(ctx context.Context, events []store.Event, n int) error {
 	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
 	if err != nil {
 		return err
 	}
 	// The answer before this turn's, and what came after it.
 	prev, from := int64(0), 0
-	for i := len(window) - 1; i >= 0; i-- {
-		if e := &window[i]; e.Type == store.TypeAnswer && e.Seq < answer.Seq {
+	for i := n - 1; i >= 0; i-- {
+		if e := &events[i]; e.Type == store.TypeAnswer {
 			prev, from = e.Seq, i+1
 			break
 		}
@@ -77,12 +78,18 @@ func (t *turn) addToCopy(ctx context.Context, window []store.Event, answer *stor
 	if err != nil {
 		return err
 	}
-	if !endsWell || (prev == 0 && window[0].Seq != 1) {
+	if !endsWell || (prev == 0 && events[0].Seq != 1) {
 		return t.remakeCopy(ctx, path)
 	}
-	part := append([]store.Event(nil), window[from:]...)
-	part = append(part, *answer)
-	b := AppendCopy(nil, t.r.Agent.Name, part)
+	// Each answer closes its part, as WriteCopy makes them.
+	var b []byte
+	part, start := events[from:], 0
+	for i := range part {
+		if part[i].Type == store.TypeAnswer {
+			b = AppendCopy(b, t.r.Agent.Name, part[start:i+1])
+			start = i + 1
+		}
+	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		return err
 	}

@@ -27,18 +27,30 @@ const LastRoundNote = "[You have used every round of tool calls this turn may ma
 
 // rounds asks the model and runs the calls it makes, a round at a time: the
 // answer that makes calls is appended holding them, each tool's answer is
-// appended as it comes, the calls of a round run at once. It ends with an
-// answer that makes no call, at most MaxRounds rounds on.
-func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp window.Checkpoint, events []store.Event, onText func(string)) (*model.Response, *store.Event, error) {
+// appended as it comes, the calls of a round run at once. Before each call
+// the messages that came to steer the turn are appended (see steer.go). It
+// ends with an answer that makes no call, at most MaxRounds rounds on, once
+// no message waits; past the last round it asks once more for those that
+// came meanwhile. It returns the answer the turn's own message is told (the
+// first that calls nothing) and events with everything the turn appended.
+func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp window.Checkpoint, events []store.Event, onText func(string)) (*store.Event, []store.Event, error) {
 	if t.offer != nil {
 		req.Tools = t.offer.Tools()
 	}
+	var reply *store.Event
 	for round := 0; ; round++ {
+		if round > MaxRounds {
+			t.in.close() // the call for those that steered it past the last round is the turn's last
+		}
+		var err error
+		if events, err = t.takeSteers(ctx, events); err != nil {
+			return nil, nil, err
+		}
 		req.Messages = prompt.Messages(events)
 		if len(req.Tools) == 0 {
 			req.Messages = prompt.CallsAsText(req.Messages)
 		}
-		last := round == MaxRounds
+		last := round >= MaxRounds
 		if last {
 			req.Messages = withNote(req.Messages, LastRoundNote)
 		}
@@ -55,7 +67,18 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		}
 		events = append(events, *answer)
 		if len(resp.Calls) == 0 {
-			return resp, answer, nil
+			t.in.answered(answer, reply == nil)
+			if reply == nil {
+				reply = answer
+			}
+			more := false
+			if events, more, err = t.steeredAfter(ctx, events); err != nil {
+				return nil, nil, err
+			}
+			if !more {
+				return reply, events, nil
+			}
+			continue // messages came while it answered: asked again, so they are answered
 		}
 		results, err := t.runCalls(ctx, resp.Calls)
 		events = append(events, results...)

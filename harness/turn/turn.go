@@ -36,7 +36,8 @@ const MaxTextBytes = 256 << 10
 // Runner takes an agent's turns. It keeps nothing of a conversation between
 // turns: each turn reads what it needs through the store and writes there.
 // It is safe for concurrent use; turns of one conversation run one at a
-// time, turns of different conversations at once.
+// time, turns of different conversations at once, and a message sent to a
+// conversation while its turn runs steers that turn (see steer.go).
 type Runner struct {
 	Agent   home.Agent
 	Getenv  func(string) string // the environment: LNK_MODEL_PROXY and the rest
@@ -67,6 +68,10 @@ type Answer struct {
 	Text   string
 	Usage  store.Usage
 	Repeat bool // the message was already answered: this is that answer
+	// Shared says the answer is also an earlier message's, whose caller is
+	// told it: the message steered a turn that answered both at once, and a
+	// bridge relays the answer once, as the earlier caller's.
+	Shared bool
 }
 
 // Check says what is wrong with a message before anything is written.
@@ -91,6 +96,11 @@ func (m *Message) Check() error {
 // text as it streams. The turn runs to its end even when ctx is done, since
 // its calls were made and its answer belongs in the conversation either way;
 // ctx only bounds waiting for the conversation's previous turn.
+//
+// When a turn of the conversation runs in this process, the message steers
+// it instead (see steer.go): that turn appends it and answers it, and
+// Message returns the answer after it once that turn ends. A message that
+// comes too late for it waits for a turn of its own.
 func (r *Runner) Message(ctx context.Context, thread string, m Message, onText func(string)) (Answer, error) {
 	if err := m.Check(); err != nil {
 		return Answer{}, err
@@ -99,17 +109,48 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 	if err != nil {
 		return Answer{}, err
 	}
-	unlock, err := r.locks.lock(ctx, dir)
-	if err != nil {
-		return Answer{}, err
+	var refusedBy *inbox // a turn that refused the message is not offered it again
+	for {
+		var (
+			s     *steer
+			to    *inbox
+			offer func(*inbox) bool
+		)
+		if m.Tools == nil { // a list of tools narrows from a turn's beginning
+			offer = func(in *inbox) bool {
+				if in == refusedBy {
+					return false
+				}
+				s, to = in.offer(m, onText), in
+				return s != nil
+			}
+		}
+		h, err := r.locks.lock(ctx, dir, offer)
+		if err != nil {
+			return Answer{}, err
+		}
+		if h == nil {
+			res := <-s.done
+			if res.refused {
+				refusedBy = to
+				continue
+			}
+			return res.a, res.err
+		}
+		return r.take(ctx, h, thread, dir, m, onText)
 	}
-	defer unlock()
+}
+
+// take takes the turn of a conversation it holds.
+func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Message, onText func(string)) (Answer, error) {
+	defer h.unlock()
 	ctx = context.WithoutCancel(ctx)
 
 	start := r.now()
-	t := &turn{r: r, thread: thread, dir: dir}
+	t := &turn{r: r, thread: thread, dir: dir, in: h.in}
 	defer t.close()
 	a, err := t.run(ctx, m, onText)
+	t.in.finish(thread, err)
 	r.Metrics.turn(start, r.now(), t.modelTime, t.read, t.written, err)
 	return a, err
 }
@@ -119,6 +160,7 @@ type turn struct {
 	r      *Runner
 	thread string
 	dir    string
+	in     *inbox // the messages that steer it
 	conv   store.Conversation
 	dec    store.Decoder
 	buf    []byte
@@ -193,14 +235,20 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 		SystemStable: stable,
 		CacheKey:     prompt.CacheKey(t.r.Agent.Name, t.thread),
 	}
-	resp, answer, err := t.rounds(ctx, &s, req, cp, events, onText)
+	text := func(frag string) {
+		if onText != nil {
+			onText(frag)
+		}
+		t.in.text(frag)
+	}
+	reply, all, err := t.rounds(ctx, &s, req, cp, events, text)
 	if err != nil {
 		return Answer{}, err
 	}
-	if err := t.addToCopy(ctx, events, answer); err != nil {
+	if err := t.addToCopy(ctx, all, len(events)); err != nil {
 		return Answer{}, fmt.Errorf("the copy for people: %w", err)
 	}
-	return Answer{Thread: t.thread, Seq: answer.Seq, Text: resp.Text, Usage: resp.Usage}, nil
+	return answerOf(t.thread, reply), nil
 }
 
 // repeatWindow is how many recent events are searched for a message's id.
@@ -265,8 +313,8 @@ func (t *turn) appendEvent(ctx context.Context, e *store.Event) error {
 }
 
 // appendMessage appends the message with its head, durable before the
-// model is asked.
-func (t *turn) appendMessage(ctx context.Context, m Message) (int64, error) {
+// model is asked, and returns its event.
+func (t *turn) appendMessage(ctx context.Context, m Message) (store.Event, error) {
 	now := t.r.now()
 	e := store.Event{
 		Time: now, Type: store.TypeMessage, ID: m.ID, From: m.From, Owner: m.Owner,
@@ -274,7 +322,7 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (int64, error) {
 		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
 	err := t.appendEvent(ctx, &e)
-	return e.Seq, err
+	return e, err
 }
 
 func (t *turn) settings() (settings.Settings, error) {

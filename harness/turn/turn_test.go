@@ -193,26 +193,52 @@ func TestWindowDrops(t *testing.T) {
 	}
 }
 
-// Turns of one conversation run one at a time; of different ones at once.
+// Turns of one conversation run one at a time, of different ones at once;
+// a message sent while its conversation's turn runs steers that turn. Each
+// message is appended once, and each caller told an answer after its
+// message, in a conversation whose events read in order.
 func TestOneTurnAtATime(t *testing.T) {
 	r, _ := newRunner(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "ok", LatencyMS: 20}}})
-	errs := make(chan error, 20)
+	type told struct {
+		thread, text string
+		a            Answer
+		err          error
+	}
+	out := make(chan told, 20)
 	for i := range 20 {
 		go func() {
-			_, err := r.Message(context.Background(), fmt.Sprintf("t%d", i%2), Message{Text: fmt.Sprint(i)}, nil)
-			errs <- err
+			th, text := fmt.Sprintf("t%d", i%2), fmt.Sprint(i)
+			a, err := r.Message(context.Background(), th, Message{Text: text}, nil)
+			out <- told{th, text, a, err}
 		}()
 	}
+	answers := map[string][]told{}
 	for range 20 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		o := <-out
+		if o.err != nil {
+			t.Fatal(o.err)
 		}
+		answers[o.thread] = append(answers[o.thread], o)
 	}
 	for _, th := range []string{"t0", "t1"} {
-		dir, _ := r.Agent.Path(home.Chat, th)
-		b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
-		if n := strings.Count(string(b), "\n"); n != 20 {
-			t.Errorf("%s: %d events, want 20", th, n)
+		ev := readEvents(t, r, th)
+		msgs := ofType(ev, store.TypeMessage)
+		if len(msgs) != 10 {
+			t.Errorf("%s: %d messages, want 10", th, len(msgs))
+		}
+		for _, o := range answers[th] {
+			var seq int64
+			for _, e := range msgs {
+				if e.Text == o.text {
+					seq = e.Seq
+				}
+			}
+			if e := ev[o.a.Seq-1]; e.Type != store.TypeAnswer || o.a.Seq < seq || seq == 0 {
+				t.Errorf("%s: message %q (seq %d) told %+v", th, o.text, seq, o.a)
+			}
+		}
+		if last := ev[len(ev)-1]; last.Type != store.TypeAnswer {
+			t.Errorf("%s ends with a %s", th, last.Type)
 		}
 	}
 	if len(r.locks.m) != 0 {
