@@ -206,6 +206,7 @@ type answerBody struct {
 	Text   string    `json:"text"`
 	Usage  usageBody `json:"usage"`
 	Repeat bool      `json:"repeat,omitempty"`
+	Shared bool      `json:"shared,omitempty"`
 }
 
 type usageBody struct {
@@ -216,13 +217,17 @@ type usageBody struct {
 }
 
 func answerOf(a turn.Answer) answerBody {
-	return answerBody{Thread: a.Thread, Seq: a.Seq, Text: a.Text, Repeat: a.Repeat,
+	return answerBody{Thread: a.Thread, Seq: a.Seq, Text: a.Text, Repeat: a.Repeat, Shared: a.Shared,
 		Usage: usageBody{a.Usage.Input, a.Usage.Output, a.Usage.CacheRead, a.Usage.CacheWrite}}
 }
 
 // message takes a message and answers it, streamed when the caller accepts
 // text/event-stream. The turn runs on when the caller goes; its answer is
-// then kept for _link/recover.
+// then kept for _link/recover. A message sent while its conversation's turn
+// runs steers that turn, and is told the answer after it (turn.Runner's
+// Message): one shared with an earlier message's caller is marked
+// "shared", for a bridge to relay once, and is never kept for
+// _link/recover, which the earlier caller's answer is.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	if _, err := home.ThreadDir(thread); err != nil {
 		writeError(w, http.StatusBadRequest, "thread: %v", err)
@@ -291,7 +296,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		finished = true
 		callerLeft := left
 		mu.Unlock()
-		if callerLeft && err == nil && !ans.Repeat {
+		if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
 			keepPending(a.Runner.Agent, thread, ans)
 		}
 		done <- result{ans, err}
@@ -318,7 +323,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		fin := finished
 		mu.Unlock()
 		if fin { // the turn ended as its caller left: nobody will be told
-			if res := <-done; res.err == nil && !res.a.Repeat {
+			if res := <-done; res.err == nil && !res.a.Repeat && !res.a.Shared {
 				keepPending(a.Runner.Agent, thread, res.a)
 			}
 		}

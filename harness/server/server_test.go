@@ -32,7 +32,7 @@ type fixture struct {
 	model *scripted.Server
 }
 
-func newFixture(t *testing.T, script *scripted.Script) *fixture {
+func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runner)) *fixture {
 	t.Helper()
 	model, addr, err := scripted.Listen("127.0.0.1:0", script)
 	if err != nil {
@@ -45,6 +45,9 @@ func newFixture(t *testing.T, script *scripted.Script) *fixture {
 	}
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
 	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+	for _, f := range setup {
+		f(r)
+	}
 	srv, err := New(Agent{Runner: r, Key: key})
 	if err != nil {
 		t.Fatal(err)
