@@ -142,6 +142,9 @@ func TestSeqOf(t *testing.T) {
 
 // Allocation budgets of the hot paths: exact, so they can fail CI.
 func TestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
 	line := AppendEvent(nil, typicalAnswer())
 	other := []byte(`{"type":"message","text":"x","seq":99}`)
 	if n := testing.AllocsPerRun(100, func() { SeqOf(line); SeqOf(other) }); n != 0 {

@@ -75,6 +75,9 @@ func capture(t testing.TB, base, provider string, req *Request) []byte {
 var longAnswer = &scripted.Script{Rules: []scripted.Rule{{Match: "any", AnswerBytes: 8000, Chunks: 2000}}}
 
 func TestDecodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
 	_, base := serve(t, longAnswer)
 	req := &Request{Model: "m", Messages: []Message{{Role: "user", Text: "long"}}}
 	for _, tt := range []struct {

@@ -130,6 +130,9 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func TestReadLast32Allocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
 	for _, n := range []int64{1000, 100000} {
 		c := open(t, typicalLog(t, n))
 		if _, err := readLast32(c); err != nil { // warm the buffer

@@ -1,0 +1,5 @@
+//go:build !race
+
+package log
+
+const raceEnabled = false
