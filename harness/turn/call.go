@@ -233,24 +233,6 @@ func (r *Runner) stall() time.Duration {
 	return model.DefaultStall
 }
 
-// modelWindow is the spec's window alone, without the model's facts: for
-// callers that ask no model of them. A turn uses windowSize.
-func modelWindow(s *settings.Settings) int {
-	if s.Window.Max > 0 {
-		return s.Window.Max
-	}
-	return s.Window.Unknown
-}
-
-// answerRoom is the answer's room in the spec's window alone, without the
-// model's facts. A turn uses windowSize.
-func answerRoom(s *settings.Settings, size int) int {
-	if s.Model.Answer > 0 {
-		return s.Model.Answer
-	}
-	return int(s.Window.Answer * float64(size))
-}
-
 // providerModel is the provider's own name for a model: OpenRouter names
 // every model maker/model; the others know it without the maker (Anthropic's
 // claude-opus-5-5, Ollama's qwen3:8b).

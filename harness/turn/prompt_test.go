@@ -141,14 +141,17 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 		t.Fatal(err)
 	}
 	system, stable := prompt.Compose(tt.sections(&s, &msg))
-	size := modelWindow(&s)
+	size, room, err := tt.windowSize(ctx, &s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	events, _, err := tt.readWindow(ctx, size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := &model.Request{
 		Model: providerModel(s.Provider(), s.Model.Name), System: system, Messages: prompt.Messages(events),
-		MaxTokens: answerRoom(&s, size), SystemStable: stable, CacheKey: prompt.CacheKey(r.Agent.Name, thread),
+		MaxTokens: room, Window: size, SystemStable: stable, CacheKey: prompt.CacheKey(r.Agent.Name, thread),
 	}
 	if _, err := tt.callModel(ctx, &s, req, nil); err != nil {
 		t.Fatal(err)
