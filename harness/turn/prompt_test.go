@@ -474,7 +474,7 @@ func composeWarm(tb testing.TB) func() {
 // change that adds some fails here.
 func TestComposeAllocs(t *testing.T) {
 	run := composeWarm(t)
-	const budget = 80
+	const budget = 70
 	if n := testing.AllocsPerRun(100, run); n > budget {
 		t.Errorf("composing with nothing changed allocates %.0f times, over %d", n, budget)
 	} else {
