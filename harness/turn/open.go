@@ -20,7 +20,8 @@ type Opener func(dir, kind string) (store.Conversation, error)
 // OpenLog opens every conversation as a log, whatever kind says.
 func OpenLog(dir, kind string) (store.Conversation, error) { return eventlog.Open(dir) }
 
-// open opens the conversation and checks its folder holds this thread.
+// open opens the conversation, takes its lease where its store keeps
+// leases, and checks its folder holds this thread.
 func (t *turn) open(ctx context.Context, kind string) error {
 	if err := os.MkdirAll(t.dir, 0o700); err != nil {
 		return err
@@ -33,12 +34,20 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err != nil {
 		return err
 	}
-	t.conv = conv
-	if t.last, err = conv.Last(ctx); err != nil || t.last == 0 {
+	// The lease before anything is read, so what the turn reads of the
+	// conversation is what it appends after: another process's turn holds
+	// it until its own ends. A store without leases is returned as it is.
+	held, release, err := store.HoldLease(ctx, conv, "turn", store.LeaseTTL)
+	if err != nil {
+		conv.Close()
+		return err
+	}
+	t.conv, t.release = held, release
+	if t.last, err = held.Last(ctx); err != nil || t.last == 0 {
 		return err
 	}
 	var first string
-	err = conv.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
+	err = held.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
 		t.read += int64(len(ev))
 		var e store.Event
 		if err := t.dec.Decode(ev, &e); err == nil {

@@ -169,6 +169,7 @@ type turn struct {
 	tools     []prompt.ToolText // what the tools the turn offers say of themselves, set before the prompt is composed
 	offer     *tools.Turn       // the tools the turn offers, and the sessions it opened
 	composed  []prompt.Section  // the prompt's sections as this turn read them, for a fallback model
+	release   func()            // lets the conversation's lease go, for a store that keeps leases
 
 	last      int64 // the conversation's last seq, as this turn has written it
 	modelTime time.Duration
@@ -178,6 +179,9 @@ type turn struct {
 
 func (t *turn) close() {
 	t.offer.End()
+	if t.release != nil {
+		t.release()
+	}
 	if t.conv != nil {
 		t.conv.Close()
 	}
@@ -199,12 +203,6 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
-	held, release, err := store.HoldLease(ctx, t.conv, "turn", store.LeaseTTL) // stores with leases only
-	if err != nil {
-		return Answer{}, err
-	}
-	defer release()
-	t.conv = held
 	if a, done, err := t.repeated(ctx, m); err != nil || done {
 		return a, err
 	}
