@@ -70,6 +70,11 @@ type Conversation struct {
 	stale        bool // an fdatasync failed: drop the files after the lock
 	foldEvents   int  // FoldEvents, but for tests
 	sawDuplicate bool // the last snapshot found framed events in the tail, for tests
+	decoded      int  // frames decompressed, for tests
+
+	// Sources reused by every call, so none is made on the heap.
+	fsrc fileSource
+	bsrc bytesSource
 
 	// Buffers reused by every call; what a call hands out points into them.
 	tbuf []byte // the tail
@@ -286,11 +291,12 @@ func (c *Conversation) Thread() (string, error) {
 	if ok, err := c.openFrames(false); !ok {
 		return "", err
 	}
-	s := fileSource{c: c}
+	s := &c.fsrc
+	*s = fileSource{c: c}
 	if err := s.init(); err != nil {
 		return "", err
 	}
-	_, payload, err := readThreadFrame(&s)
+	_, payload, err := readThreadFrame(s)
 	if err == errCut {
 		return "", nil
 	}

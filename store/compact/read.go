@@ -48,7 +48,8 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 	if from > last {
 		return nil
 	}
-	src := fileSource{c: c}
+	src := &c.fsrc
+	*src = fileSource{c: c}
 	if s.framed > 0 {
 		if err := src.init(); err != nil {
 			return err
@@ -56,9 +57,9 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 		src.size = s.end // nothing past the whole units is read
 	}
 	if reverse {
-		return c.readBackward(ctx, &s, &src, from, fn)
+		return c.readBackward(ctx, &s, src, from, fn)
 	}
-	return c.readForward(ctx, &s, &src, from, fn)
+	return c.readForward(ctx, &s, src, from, fn)
 }
 
 func (c *Conversation) readBackward(ctx context.Context, s *snap, src *fileSource, from int64, fn func(int64, []byte) bool) error {
@@ -246,13 +247,16 @@ func (c *Conversation) decode(src *fileSource, u unit) ([]byte, error) {
 	if err := readAt(c.zf, cb, u.off); err != nil {
 		return nil, err
 	}
-	n, content, err := walkFrame(&bytesSource{b: cb, base: u.off}, u.off)
+	c.bsrc = bytesSource{b: cb, base: u.off}
+	n, content, err := walkFrame(&c.bsrc, u.off)
+	c.bsrc = bytesSource{}
 	if err == nil && n != u.n {
 		err = bad(u.off, "a data frame of %d bytes; its seal says %d", n, u.n)
 	}
 	if err != nil {
 		return nil, c.corrupt(c.shortRead(u.off, err))
 	}
+	c.decoded++
 	dec, err := decoders.get()
 	if err != nil {
 		return nil, fmt.Errorf("compact: %w", err)
@@ -285,15 +289,15 @@ func (c *Conversation) decode(src *fileSource, u unit) ([]byte, error) {
 // the frame holding it.
 func (c *Conversation) find(s *snap, seq int64) ([]byte, error) {
 	var got []byte
-	var src fileSource
+	src := &c.fsrc
+	*src = fileSource{c: c}
 	if seq <= s.framed {
-		src = fileSource{c: c}
 		if err := src.init(); err != nil {
 			return nil, err
 		}
 		src.size = s.end
 	}
-	err := c.readForward(context.Background(), s, &src, seq, func(_ int64, ev []byte) bool {
+	err := c.readForward(context.Background(), s, src, seq, func(_ int64, ev []byte) bool {
 		got = ev
 		return false
 	})

@@ -101,7 +101,8 @@ func (c *Conversation) snapshot(ctx context.Context, s *snap, locked bool) (bool
 // framesEnd finds where the whole units of events.zst end: from its seal
 // when the file ends with one, else by walking it from the start.
 func (c *Conversation) framesEnd(s *snap) error {
-	src := fileSource{c: c}
+	src := &c.fsrc
+	*src = fileSource{c: c}
 	if err := src.init(); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (c *Conversation) framesEnd(s *snap) error {
 	if s.zsize == 0 {
 		return nil
 	}
-	tend, _, err := readThreadFrame(&src)
+	tend, _, err := readThreadFrame(src)
 	if err == errCut {
 		return nil // the thread frame cut short: nothing whole yet
 	}
@@ -133,7 +134,7 @@ func (c *Conversation) framesEnd(s *snap) error {
 		}
 	}
 	// No seal at the end: a unit cut short follows the whole ones.
-	end, err := walkUnits(&src, tend, func(u unit) bool { s.lastUnit = u; return true })
+	end, err := walkUnits(src, tend, func(u unit) bool { s.lastUnit = u; return true })
 	if err != nil {
 		return c.corrupt(err)
 	}
