@@ -4,8 +4,13 @@
 package stores
 
 import (
+	"os"
+	"path/filepath"
+
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/compact"
 	eventlog "lnk.dev/linkharness/store/log"
+	"lnk.dev/linkharness/store/perevent"
 )
 
 // Open opens the conversation in folder dir the way the folder says it is
@@ -15,5 +20,18 @@ func Open(dir, kind string) (store.Conversation, error) {
 	if c, ok, err := openDriver(dir, kind); ok {
 		return c, err
 	}
+	switch {
+	case exists(filepath.Join(dir, compact.FramesName)):
+		return compact.Open(dir)
+	case perevent.Is(dir):
+		return perevent.Open(dir) // the form before the log, read only
+	case kind == "compact" && isNew(dir):
+		return compact.Open(dir)
+	}
 	return eventlog.Open(dir)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
