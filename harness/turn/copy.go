@@ -57,6 +57,9 @@ func AppendCopy(dst []byte, agent string, events []store.Event) []byte {
 // before this turn's, which the turn already holds. events are the window
 // as read (its first n) and then everything the turn appended.
 func (t *turn) addToCopy(ctx context.Context, events []store.Event, n int) error {
+	if k, ok := t.conv.(interface{ KeepsNoCopy() bool }); ok && k.KeepsNoCopy() {
+		return nil // a compact conversation: lnk agent chat show makes the copy from the events
+	}
 	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
 	if err != nil {
 		return err
