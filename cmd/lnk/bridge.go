@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"lnk.dev/linkharness/store/driver"
@@ -60,34 +55,10 @@ func cmdStoreBridge(args []string) error {
 	d := driver.New(driver.NewProcess(prog, "--home", abs))
 	defer d.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("store-bridge: %w", err)
-	}
 	srv := &http.Server{
 		Handler:           driver.Handler(d, []byte(key)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Printf("listening on %s\n", ln.Addr())
-	select {
-	case err := <-served:
-		return fmt.Errorf("store-bridge: %w", err)
-	case <-ctx.Done():
-	}
-	stop()
-	sctx, cancel := context.WithTimeout(context.Background(), driver.CallTimeout+5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		return fmt.Errorf("store-bridge: stopping: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("store-bridge: %w", err)
-	}
-	return nil
+	return serveUntilSignal("store-bridge", *listen, srv, nil, driver.CallTimeout+5*time.Second, nil)
 }

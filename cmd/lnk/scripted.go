@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -43,31 +37,5 @@ func cmdScriptedModel(args []string) error {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("scripted-model: %w", err)
-	}
-	srv := scripted.New(script)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Printf("listening on %s\n", ln.Addr())
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("scripted-model: %w", err)
-	case <-ctx.Done():
-	}
-	stop() // a second signal ends the program at once
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		return fmt.Errorf("scripted-model: stopping: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("scripted-model: %w", err)
-	}
-	return nil
+	return serveUntilSignal("scripted-model", *listen, scripted.New(script), nil, 10*time.Second, nil)
 }

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -50,37 +46,14 @@ func cmdToolServer(args []string) error {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("tool-server: %w", err)
-	}
 	sse := server.NewSSEServer(mcp)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(mcp))
 	mux.Handle("/sse", sse)
 	mux.Handle("/message", sse)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Printf("listening on %s: http://%[1]s/mcp (streamable HTTP), http://%[1]s/sse (SSE)\n", ln.Addr())
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("tool-server: %w", err)
-	case <-ctx.Done():
+	say := func(a net.Addr) string {
+		return fmt.Sprintf(": http://%[1]s/mcp (streamable HTTP), http://%[1]s/sse (SSE)", a)
 	}
-	stop()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sse.Shutdown(sctx)
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		return fmt.Errorf("tool-server: stopping: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("tool-server: %w", err)
-	}
-	return nil
+	return serveUntilSignal("tool-server", *listen, srv, say, 10*time.Second, func(ctx context.Context) { sse.Shutdown(ctx) })
 }
