@@ -174,25 +174,7 @@ func appendOllamaRequest(dst []byte, req *Request) ([]byte, error) {
 		}
 	}
 	dst = append(dst, ']')
-	if len(req.Tools) > 0 {
-		dst = append(dst, `,"tools":[`...)
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"type":"function","function":{"name":`...)
-			dst = store.AppendString(dst, t.Name)
-			if t.Description != "" {
-				dst = append(dst, `,"description":`...)
-				dst = store.AppendString(dst, t.Description)
-			}
-			dst = append(dst, `,"parameters":`...)
-			dst = appendSchema(dst, t.Schema)
-			dst = append(dst, `}}`...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendFunctionTools(dst, req.Tools)
 	return append(dst, '}'), nil
 }
 
@@ -200,32 +182,7 @@ func appendOllamaRequest(dst []byte, req *Request) ([]byte, error) {
 // named by its tool (Ollama matches results by name and order), then the
 // text, if any. n counts the messages so far.
 func appendOllamaUser(dst []byte, m *Message, n int) ([]byte, int) {
-	for i := range m.Results {
-		r := &m.Results[i]
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"role":"tool","tool_name":`...)
-		dst = store.AppendString(dst, r.Name)
-		dst = append(dst, `,"content":`...)
-		if r.IsError {
-			dst = store.AppendString(dst, "error: "+r.Text)
-		} else {
-			dst = store.AppendString(dst, r.Text)
-		}
-		dst = append(dst, '}')
-		n++
-	}
-	if m.Text != "" || len(m.Results) == 0 {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"role":"user","content":`...)
-		dst = store.AppendString(dst, m.Text)
-		dst = append(dst, '}')
-		n++
-	}
-	return dst, n
+	return appendToolUser(dst, m, n, `{"role":"tool","tool_name":`, func(r *Result) string { return r.Name })
 }
 
 // appendOllamaAssistant appends an assistant message, its thinking as one

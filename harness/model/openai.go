@@ -95,41 +95,31 @@ func appendOpenAIRequest(dst []byte, req *Request, maxTokensName bool) ([]byte, 
 		}
 	}
 	dst = append(dst, ']')
-	if len(req.Tools) > 0 {
-		dst = append(dst, `,"tools":[`...)
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"type":"function","function":{"name":`...)
-			dst = store.AppendString(dst, t.Name)
-			if t.Description != "" {
-				dst = append(dst, `,"description":`...)
-				dst = store.AppendString(dst, t.Description)
-			}
-			dst = append(dst, `,"parameters":`...)
-			dst = appendSchema(dst, t.Schema)
-			dst = append(dst, `}}`...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendFunctionTools(dst, req.Tools)
 	return append(dst, '}'), nil
 }
 
 // appendOpenAIUser appends a user message: a tool message for each result,
 // then the text, if any. n counts the messages so far.
 func appendOpenAIUser(dst []byte, m *Message, n int) ([]byte, int) {
+	return appendToolUser(dst, m, n, `{"role":"tool","tool_call_id":`, func(r *Result) string { return r.CallID })
+}
+
+// appendToolUser appends a user message in the formats where each result
+// is a message of role tool, opened by head and naming its call by what
+// name gives (Chat Completions: the call's id; Ollama: the tool's name),
+// then the text, if any. Neither format has a mark for a failed call, so
+// the words say it. n counts the messages so far.
+func appendToolUser(dst []byte, m *Message, n int, head string, name func(*Result) string) ([]byte, int) {
 	for i := range m.Results {
 		r := &m.Results[i]
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"role":"tool","tool_call_id":`...)
-		dst = store.AppendString(dst, r.CallID)
+		dst = append(dst, head...)
+		dst = store.AppendString(dst, name(r))
 		dst = append(dst, `,"content":`...)
 		if r.IsError {
-			// The format has no mark for a failed call; the words say it.
 			dst = store.AppendString(dst, "error: "+r.Text)
 		} else {
 			dst = store.AppendString(dst, r.Text)
@@ -147,6 +137,31 @@ func appendOpenAIUser(dst []byte, m *Message, n int) ([]byte, int) {
 		n++
 	}
 	return dst, n
+}
+
+// appendFunctionTools appends the tools as Chat Completions and Ollama
+// both take them: functions with a name, a description and parameters.
+func appendFunctionTools(dst []byte, tools []Tool) []byte {
+	if len(tools) == 0 {
+		return dst
+	}
+	dst = append(dst, `,"tools":[`...)
+	for i := range tools {
+		t := &tools[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"function","function":{"name":`...)
+		dst = store.AppendString(dst, t.Name)
+		if t.Description != "" {
+			dst = append(dst, `,"description":`...)
+			dst = store.AppendString(dst, t.Description)
+		}
+		dst = append(dst, `,"parameters":`...)
+		dst = appendSchema(dst, t.Schema)
+		dst = append(dst, `}}`...)
+	}
+	return append(dst, ']')
 }
 
 func appendOpenAIAssistant(dst []byte, m *Message, n int) ([]byte, int) {
