@@ -163,6 +163,9 @@ func (u unit) agent(hc *http.Client) (server.Agent, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return server.Agent{}, fmt.Errorf("home %s is not a folder", u.Home)
 	}
+	if err := holdHome(dir); err != nil {
+		return server.Agent{}, err
+	}
 	key, err := readKey(u.KeyFile)
 	if err != nil {
 		return server.Agent{}, err
