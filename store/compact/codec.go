@@ -79,13 +79,15 @@ func (h *held[T]) holding() bool {
 }
 
 // newEncoder makes the encoder every fold uses: level 19, one fold at a
-// time (a fold is rare: once per 32 events), checksums on.
+// time (a fold is rare: once per 32 events), checksums on, a window of
+// 1 MiB (a frame is about 20 KB; the window is most of the tables).
 func newEncoder() (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(Level)),
 		zstd.WithEncoderConcurrency(1),
 		zstd.WithEncoderCRC(true),
 		zstd.WithLowerEncoderMem(true),
+		zstd.WithWindowSize(1<<20),
 	)
 }
 
