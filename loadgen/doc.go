@@ -12,6 +12,15 @@
 // p99, the errors, the harness's memory sampled over time, its CPU per
 // message, and the largest bottleneck from its CPU profile.
 //
+// With a tool share, that share of the messages asks for a tool: the
+// scripted model calls memory__search or file__read, in turn, and answers
+// once the result is back. The built-in memory and file tool servers
+// (loadgen/memory, loadgen/files) are then served in this process over a
+// home of their own, which every agent shares since the harness takes one
+// LNK_MEMORY and one LNK_FILE for all the agents of a process; they count
+// and time the calls they answer. The latency added by the harness is then
+// given for the messages with a tool call and for those without.
+//
 // Every loop is bounded: the messages by their count, the run by MaxTime
 // and each message by Timeout; memory samples by maxSamples.
 package loadgen

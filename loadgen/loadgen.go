@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,12 @@ type Config struct {
 	Conversations int    // conversations per agent (default 10)
 	Messages      int    // messages per conversation (default 10)
 	Concurrency   int    // conversations sent to at once (default 50)
+
+	// ToolShare is the share of messages, 0 to 1, that make the model call
+	// a built-in tool server (memory__search or file__read, in turn) and
+	// answer once its result is back. Above 0, the memory and file tool
+	// servers are served in this process and the harness pointed at them.
+	ToolShare float64
 
 	Script      *scripted.Script // the model's distributions (default DefaultScript)
 	Timeout     time.Duration    // one message's limit (default 60 s)
@@ -81,9 +88,10 @@ func (c *Config) setDefaults() error {
 	switch {
 	case c.Agents < 1 || c.Agents > maxAgents, c.Conversations < 1 || c.Conversations > maxConversations,
 		c.Messages < 1, c.Agents*c.Conversations*c.Messages > maxTotal,
-		c.Concurrency < 1 || c.Concurrency > 10_000, c.Timeout < 0, c.MaxTime < 0, c.SampleEvery < 10*time.Millisecond:
-		return fmt.Errorf("%w: %d agents, %d conversations each, %d messages each, concurrency %d, timeout %v, max time %v, sampled every %v",
-			ErrConfig, c.Agents, c.Conversations, c.Messages, c.Concurrency, c.Timeout, c.MaxTime, c.SampleEvery)
+		c.Concurrency < 1 || c.Concurrency > 10_000, c.Timeout < 0, c.MaxTime < 0, c.SampleEvery < 10*time.Millisecond,
+		!(c.ToolShare >= 0 && c.ToolShare <= 1):
+		return fmt.Errorf("%w: %d agents, %d conversations each, %d messages each, concurrency %d, timeout %v, max time %v, sampled every %v, tool share %v",
+			ErrConfig, c.Agents, c.Conversations, c.Messages, c.Concurrency, c.Timeout, c.MaxTime, c.SampleEvery, c.ToolShare)
 	}
 	return nil
 }
@@ -110,8 +118,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res := &Result{
+		Program: program, Agents: cfg.Agents, Conversations: cfg.Conversations, PerConversation: cfg.Messages,
+		Concurrency: cfg.Concurrency, CPUs: numCPU(), ToolShare: cfg.ToolShare,
+	}
 
-	m, err := startModel(cfg.Script)
+	script := cfg.Script
+	var tools *toolServers
+	if cfg.ToolShare > 0 {
+		script = withTools(script)
+		if tools, err = startTools(tmp); err != nil {
+			return nil, err
+		}
+		defer tools.close()
+		if program, err = wrapHarness(tmp, program, tools); err != nil {
+			return nil, err
+		}
+	}
+	m, err := startModel(script)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +160,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	pid := unit.PID()
-	res := &Result{
-		Program: program, Agents: cfg.Agents, Conversations: cfg.Conversations, PerConversation: cfg.Messages,
-		Concurrency: cfg.Concurrency, CPUs: numCPU(),
-	}
 	if s, err := measure.SampleProc(pid, true); err == nil {
 		res.Start = memOf(s)
 	}
@@ -161,6 +181,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Memory = sampler.stop()
 	res.fill(msgs, before, after)
+	if tools != nil {
+		res.fillTools(tools)
+	}
 	say("stopping the harness")
 	stopped = true
 	stctx, stcancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -218,6 +241,7 @@ func newKey() string {
 type message struct {
 	latency float64 // seconds the client waited
 	model   float64 // seconds the model took for it
+	tool    string  // the call it asked for, or ""
 	err     error
 }
 
@@ -227,6 +251,7 @@ func send(ctx context.Context, cfg *Config, unit measure.Unit, agents []measure.
 	type conv struct {
 		agent string
 		n     int
+		k     int // the run's count of messages before its first
 	}
 	jobs := make(chan conv)
 	total := len(agents) * cfg.Conversations * cfg.Messages
@@ -241,13 +266,14 @@ func send(ctx context.Context, cfg *Config, unit measure.Unit, agents []measure.
 				thread := fmt.Sprintf("conv-%d", c.n)
 				for i := 1; i <= cfg.Messages; i++ {
 					token := fmt.Sprintf("lg-%s-%d-%d", c.agent, c.n, i)
+					tool := toolMessage(c.k+i-1, cfg.ToolShare)
 					mctx, mcancel := context.WithTimeout(ctx, cfg.Timeout)
-					rep, err := unit.Send(mctx, c.agent, thread, measure.Message{
-						ID:   token,
-						Text: "Message " + token + ": please answer in a few words.",
-					})
+					rep, err := unit.Send(mctx, c.agent, thread, measure.Message{ID: token, Text: messageText(token, tool)})
 					mcancel()
-					r := message{latency: rep.Latency.Seconds(), model: m.took(token), err: err}
+					if err == nil && tool != "" && !afterTool(rep.Text) {
+						err = fmt.Errorf("loadgen: message %s asked for %s, and its answer is not the one after the tool's result: %.80q", token, tool, rep.Text)
+					}
+					r := message{latency: rep.Latency.Seconds(), model: m.took(token), tool: tool, err: err}
 					mu.Lock()
 					out = append(out, r)
 					mu.Unlock()
@@ -263,10 +289,11 @@ func send(ctx context.Context, cfg *Config, unit measure.Unit, agents []measure.
 	func() {
 		defer close(jobs)
 		for n := 1; n <= cfg.Conversations; n++ {
-			for _, a := range agents {
+			for ai, a := range agents {
+				k := ((n-1)*len(agents) + ai) * cfg.Messages
 				for {
 					select {
-					case jobs <- conv{a.Name, n}:
+					case jobs <- conv{a.Name, n, k}:
 					case <-tick.C:
 						mu.Lock()
 						done := len(out)
@@ -283,6 +310,12 @@ func send(ctx context.Context, cfg *Config, unit measure.Unit, agents []measure.
 	}()
 	wg.Wait()
 	return out
+}
+
+// afterTool tells whether an answer is the scripted model's answer after a
+// tool's result: toolAnswer, or as much of it as the answer's length let be.
+func afterTool(text string) bool {
+	return text != "" && (strings.HasPrefix(text, toolAnswer) || strings.HasPrefix(toolAnswer, text))
 }
 
 func copyFile(from, to string) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ func TestConfigBounds(t *testing.T) {
 		{Agents: 1000, Conversations: 1000, Messages: 2},
 		{Concurrency: -1},
 		{SampleEvery: time.Microsecond},
+		{ToolShare: -0.1},
+		{ToolShare: 1.5},
 	} {
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: err %v, want ErrConfig", c, err)
@@ -49,21 +52,114 @@ func TestDefaultScript(t *testing.T) {
 	}
 }
 
-// TestRun loads the real harness, built from this tree: 4 agents, 3
-// conversations each, 4 messages each.
-func TestRun(t *testing.T) {
+func TestToolMessage(t *testing.T) {
+	for _, tc := range []struct {
+		share float64
+		want  string // a letter a message: m memory__search, f file__read, . none
+	}{
+		{0, "..........."},
+		{0.3, "...m..f..m."},
+		{0.5, ".m.f.m.f.m."},
+		{1, "mfmfmfmfmfm"},
+	} {
+		var b strings.Builder
+		for k := range len(tc.want) {
+			switch toolMessage(k, tc.share) {
+			case callMemory:
+				b.WriteByte('m')
+			case callFile:
+				b.WriteByte('f')
+			case "":
+				b.WriteByte('.')
+			default:
+				b.WriteByte('?')
+			}
+		}
+		if b.String() != tc.want {
+			t.Errorf("share %v: %s, want %s", tc.share, b.String(), tc.want)
+		}
+	}
+}
+
+func TestWithTools(t *testing.T) {
+	c := Config{}
+	if err := c.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	s := withTools(c.Script)
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rules) != 5 || len(c.Script.Rules) != 1 || s.Rules[4].Match != "any" {
+		t.Fatalf("rules %+v", s.Rules)
+	}
+	for i, r := range s.Rules[:4] {
+		if r.LatencyMS != 50 || r.LatencyMSMax != 250 {
+			t.Errorf("rule %d: latency %d-%d ms, want the default's 50-250", i, r.LatencyMS, r.LatencyMSMax)
+		}
+	}
+	if r := s.Rules[0]; r.Results != "no" || len(r.Calls) != 1 || r.Calls[0].Name != callMemory ||
+		!strings.Contains(messageText("lg-a-1-1", callMemory), r.Match) {
+		t.Errorf("memory's call rule: %+v", r)
+	}
+	if r := s.Rules[3]; r.Results != "yes" || r.Text != toolAnswer || r.AnswerBytesMax != 1500 ||
+		!strings.Contains(messageText("lg-a-1-1", callFile), r.Match) {
+		t.Errorf("file's answer rule: %+v", r)
+	}
+	if strings.Contains(messageText("lg-a-1-1", ""), askMemory) || strings.Contains(messageText("lg-a-1-1", ""), askFile) {
+		t.Error("a plain message asks for a tool")
+	}
+	for text, want := range map[string]bool{toolAnswer + " lorem": true, toolAnswer[:5]: true, "": false, "ok: x": false} {
+		if afterTool(text) != want {
+			t.Errorf("afterTool(%q) = %v", text, !want)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildDir holds the harness buildHarness built, if it did.
+var buildDir string
+
+// buildHarness builds lnk-link-harness from this tree once for the tests.
+var buildHarness = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "loadgen-test-")
+	if err != nil {
+		return "", err
+	}
+	buildDir = dir
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return measure.BuildHarness(ctx, dir)
+})
+
+func harness(t *testing.T) string {
+	t.Helper()
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds and runs the harness")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	program, err := measure.BuildHarness(ctx, t.TempDir())
+	program, err := buildHarness()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
 		}
 		t.Skip("the harness does not build:", err)
 	}
+	return program
+}
+
+// TestRun loads the real harness, built from this tree: 4 agents, 3
+// conversations each, 4 messages each.
+func TestRun(t *testing.T) {
+	program := harness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	prof := t.TempDir() + "/cpu.pb.gz"
 	res, err := Run(ctx, Config{Program: program, Agents: 4, Conversations: 3, Messages: 4, Concurrency: 5,
 		SampleEvery: 50 * time.Millisecond, Profile: prof, Dir: t.TempDir()})
@@ -81,6 +177,37 @@ func TestRun(t *testing.T) {
 	}
 	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 		t.Errorf("profile: %v", err)
+	}
+	var b strings.Builder
+	res.WriteTable(&b)
+	t.Logf("\n%s", b.String())
+}
+
+// TestRunTools sends half of 24 messages through the tool servers: 3
+// agents, 2 conversations each, 4 messages each. The servers must have
+// answered every call the scripted model made, and every answer to a
+// message asking for a tool be the one after its result.
+func TestRunTools(t *testing.T) {
+	program := harness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Program: program, Agents: 3, Conversations: 2, Messages: 4, Concurrency: 4,
+		ToolShare: 0.5, SampleEvery: 50 * time.Millisecond, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Messages != 24 || res.Errors != 0 {
+		t.Fatalf("%d answered, %d errors (%s); want 24, 0", res.Messages, res.Errors, res.FirstError)
+	}
+	if res.ToolMessages != 12 || res.ToolCalls[callMemory] != 6 || res.ToolCalls[callFile] != 6 || len(res.ToolCalls) != 2 {
+		t.Errorf("%d messages asked for a tool, the servers answered %v; want 12, 6 of each", res.ToolMessages, res.ToolCalls)
+	}
+	// A session of each tool for each agent: kept between turns.
+	if res.ToolSessions < 6 || res.ToolPerSecond <= 0 || res.ToolTime.P50 <= 0 {
+		t.Errorf("%d sessions, %v calls a second, a call's time %+v", res.ToolSessions, res.ToolPerSecond, res.ToolTime)
+	}
+	if res.AddedTools == nil || res.AddedPlain == nil || res.AddedTools.P50 <= 0 || res.AddedPlain.P50 <= 0 {
+		t.Errorf("added: with tools %+v, without %+v", res.AddedTools, res.AddedPlain)
 	}
 	var b strings.Builder
 	res.WriteTable(&b)

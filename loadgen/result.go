@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -42,6 +44,20 @@ type Result struct {
 	Memory []MemorySample `json:"memory"` // over the run
 	Peak   Memory         `json:"peak"`
 
+	// With a tool share: the messages that asked for a tool call, the calls
+	// the tool servers answered (by call) and the sessions they started, the
+	// calls a second, each call's time in its server, and the harness's
+	// added latency of the messages with a tool call and of those without.
+	// A tool message's added latency holds its call's time in the server.
+	ToolShare     float64        `json:"tool_share,omitempty"`
+	ToolMessages  int            `json:"tool_messages,omitempty"`
+	ToolCalls     map[string]int `json:"tool_calls,omitempty"`
+	ToolSessions  int            `json:"tool_sessions,omitempty"`
+	ToolPerSecond float64        `json:"tool_calls_per_second,omitempty"`
+	ToolTime      *Quantiles     `json:"tool_time,omitempty"`
+	AddedTools    *Quantiles     `json:"added_tools,omitempty"`
+	AddedPlain    *Quantiles     `json:"added_plain,omitempty"`
+
 	Profile *measure.ProfileSummary `json:"profile,omitempty"`
 }
 
@@ -75,7 +91,7 @@ type MemorySample struct {
 }
 
 func (r *Result) fill(msgs []message, before, after measure.ProcSample) {
-	var lat, added, mod []float64
+	var lat, added, mod, addedTools, addedPlain []float64
 	for _, m := range msgs {
 		if m.err != nil {
 			r.Errors++
@@ -88,6 +104,16 @@ func (r *Result) fill(msgs []message, before, after measure.ProcSample) {
 		lat = append(lat, m.latency)
 		mod = append(mod, m.model)
 		added = append(added, max(m.latency-m.model, 0))
+		if m.tool != "" {
+			r.ToolMessages++
+			addedTools = append(addedTools, added[len(added)-1])
+		} else {
+			addedPlain = append(addedPlain, added[len(added)-1])
+		}
+	}
+	if r.ToolShare > 0 {
+		qt, qp := quantiles(addedTools), quantiles(addedPlain)
+		r.AddedTools, r.AddedPlain = &qt, &qp
 	}
 	r.Errors += r.Agents*r.Conversations*r.PerConversation - len(msgs) // never sent: the run ran out of time
 	r.Latency, r.Added, r.Model = quantiles(lat), quantiles(added), quantiles(mod)
@@ -109,6 +135,21 @@ func (r *Result) fill(msgs []message, before, after measure.ProcSample) {
 		r.Peak.PSS = max(r.Peak.PSS, s.PSS)
 		r.Peak.Anon = max(r.Peak.Anon, s.Anon)
 	}
+}
+
+// fillTools adds what the tool servers saw.
+func (r *Result) fillTools(t *toolServers) {
+	calls, sessions, times := t.seen()
+	r.ToolCalls, r.ToolSessions = calls, sessions
+	n := 0
+	for _, c := range calls {
+		n += c
+	}
+	if r.Seconds > 0 {
+		r.ToolPerSecond = float64(n) / r.Seconds
+	}
+	q := quantiles(times)
+	r.ToolTime = &q
 }
 
 func numCPU() int { return runtime.NumCPU() }
@@ -176,6 +217,19 @@ func (r *Result) WriteTable(w io.Writer) error {
 	q("added by the harness", r.Added)
 	q("latency", r.Latency)
 	q("model", r.Model)
+	if r.ToolShare > 0 {
+		n, names := 0, make([]string, 0, len(r.ToolCalls))
+		for name, c := range r.ToolCalls {
+			n += c
+			names = append(names, fmt.Sprintf("%s %d", name, c))
+		}
+		sort.Strings(names)
+		fmt.Fprintf(tw, "tool calls\t%d (%s) for %d messages asking (%.0f%%), %.1f a second; %d sessions\t\n",
+			n, strings.Join(names, ", "), r.ToolMessages, r.ToolShare*100, r.ToolPerSecond, r.ToolSessions)
+		q("added, with a tool call", *r.AddedTools)
+		q("added, without", *r.AddedPlain)
+		q("a call in its tool server", *r.ToolTime)
+	}
 	fmt.Fprintf(tw, "harness CPU\t%.2f s, %s a message, %.0f%% of %d CPUs\t\n", r.CPU, ms(r.CPUPerMessage), r.CPUShare*100, r.CPUs)
 	fmt.Fprintf(tw, "memory\tRSS %s at start, %s at peak; anon %s at peak; %d samples\t\n", mb(r.Start.RSS), mb(r.Peak.RSS), mb(r.Peak.Anon), len(r.Memory))
 	tw.Flush()

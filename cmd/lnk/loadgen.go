@@ -19,7 +19,7 @@ import (
 func cmdLoadgen(args []string) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk loadgen [flags]\n\nServes many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: lnk loadgen [flags]\n\nServes many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
@@ -27,6 +27,7 @@ func cmdLoadgen(args []string) error {
 	convs := fs.Int("conversations", 10, "conversations per agent")
 	messages := fs.Int("messages", 10, "messages per conversation")
 	concurrency := fs.Int("concurrency", 50, "conversations sent to at once")
+	toolShare := fs.Float64("tool-share", 0, "the share of messages, 0 to 1, that make the model call a built-in tool server (memory__search, file__read) before answering; above 0 the memory and file servers are served for the agents")
 	script := fs.String("script", "", "the scripted model's script (TOML: latency_ms, latency_ms_max, answer_bytes, answer_bytes_max…; default: 50-250 ms, 100-1500 bytes)")
 	timeout := fs.Duration("timeout", 60*time.Second, "one message's limit")
 	maxTime := fs.Duration("max-time", 10*time.Minute, "the whole run's limit")
@@ -41,7 +42,7 @@ func cmdLoadgen(args []string) error {
 		return fmt.Errorf("loadgen: unexpected arguments %q", fs.Args())
 	}
 	cfg := loadgen.Config{
-		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency,
+		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare,
 		Timeout: *timeout, MaxTime: *maxTime, SampleEvery: *every, Profile: *profile, Progress: os.Stderr,
 	}
 	if *quiet {
