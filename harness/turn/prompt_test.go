@@ -473,6 +473,9 @@ func composeWarm(tb testing.TB) func() {
 // The allocations of composing with nothing changed: a budget, exact, so a
 // change that adds some fails here.
 func TestComposeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
 	run := composeWarm(t)
 	const budget = 70
 	if n := testing.AllocsPerRun(100, run); n > budget {

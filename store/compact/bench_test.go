@@ -284,7 +284,7 @@ func TestReadLast32DecodesLittle(t *testing.T) {
 		if per := float64(c.decoded) / 51; per > 2 {
 			t.Errorf("events=%d: %.1f frames decompressed per read of the last 32", n, per)
 		}
-		if allocs > 0 {
+		if allocs > 0 && !raceOn { // the race detector changes allocation counts
 			t.Errorf("events=%d: reading the last 32 allocates %v times", n, allocs)
 		}
 		c.decoded = 0

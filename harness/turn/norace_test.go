@@ -1,0 +1,5 @@
+//go:build !race
+
+package turn
+
+const raceEnabled = false
