@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/valyala/fastjson"
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/flock"
+	"lnk.dev/linkharness/store/internal/rules"
 )
 
 // Append writes event as the tail's line of seq, durably, under the
@@ -26,7 +27,7 @@ import (
 // failed: the event is kept in the tail, and the next Append folds first
 // and returns that fold's error if it fails again, appending nothing.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
-	if err := checkEvent(seq, event); err != nil {
+	if err := rules.Event(seq, event); err != nil {
 		return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -36,11 +37,11 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return err
 	}
 	defer c.trim()
-	if err := lockFile(ctx, c.tfd, unix.LOCK_EX); err != nil {
+	if err := flock.Lock(ctx, c.tfd, unix.LOCK_EX); err != nil {
 		return c.lockError(err)
 	}
 	defer func() {
-		unlockFile(c.tfd)
+		flock.Unlock(c.tfd)
 		if c.stale {
 			c.drop()
 			c.stale = false
@@ -264,26 +265,5 @@ func (c *Conversation) cutFrames(s *snap, end int64) error {
 		return fmt.Errorf("compact: cut %s at offset %d: %w", c.frames, end, err)
 	}
 	s.zsize = end
-	return nil
-}
-
-// checkEvent says why event cannot be the line of seq, if it cannot.
-func checkEvent(seq int64, event []byte) error {
-	if len(event) > store.MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
-	}
-	if i := bytes.IndexByte(event, '\n'); i >= 0 {
-		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
-	}
-	s, err := store.SeqOf(event)
-	if err != nil {
-		return err
-	}
-	if s != seq {
-		return fmt.Errorf("%w: the event's seq is %d", store.ErrBadEvent, s)
-	}
-	if err := fastjson.ValidateBytes(event); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrBadEvent, err)
-	}
 	return nil
 }

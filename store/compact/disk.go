@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"time"
@@ -63,45 +62,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("compact: fsync %s: %w", dir, err)
 	}
 	return nil
-}
-
-// lockFile takes the flock how (unix.LOCK_EX or unix.LOCK_SH) on fd. A
-// flock belongs to the open file, so it serializes Conversations in one
-// process as well as across processes, and goes when its holder dies.
-// Without a deadline or cancellation it waits in the kernel; otherwise it
-// tries again at growing intervals until ctx is done.
-func lockFile(ctx context.Context, fd, how int) error {
-	if ctx.Done() == nil {
-		for {
-			if err := unix.Flock(fd, how); err != unix.EINTR {
-				return err
-			}
-		}
-	}
-	wait := 100 * time.Microsecond
-	for {
-		err := unix.Flock(fd, how|unix.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		wait = min(2*wait, 10*time.Millisecond)
-	}
-}
-
-// unlockFile lets go of fd's flock; closing the file would too.
-func unlockFile(fd int) {
-	for unix.Flock(fd, unix.LOCK_UN) == unix.EINTR {
-	}
 }
 
 // keepTorn appends bytes cut off a file to the torn file name beside it,

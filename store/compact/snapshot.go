@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // fileSource is a source over the open events.zst, up to its size when
@@ -73,10 +74,10 @@ func (c *Conversation) snapshot(ctx context.Context, s *snap, locked bool) (bool
 		return false, err
 	}
 	if hasTail && !locked {
-		if err := lockFile(ctx, c.tfd, unix.LOCK_SH); err != nil {
+		if err := flock.Lock(ctx, c.tfd, unix.LOCK_SH); err != nil {
 			return false, c.lockError(err)
 		}
-		defer unlockFile(c.tfd)
+		defer flock.Unlock(c.tfd)
 	}
 	hasFrames, err := c.openFrames(locked)
 	if err != nil {

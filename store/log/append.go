@@ -5,10 +5,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/valyala/fastjson"
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/flock"
+	"lnk.dev/linkharness/store/internal/rules"
 )
 
 // Append writes event as the line of seq, durably, under the writers' lock:
@@ -20,7 +21,7 @@ import (
 // whose seq is seq, or is over store.MaxEventBytes, is store.ErrBadEvent.
 // An Append that fails leaves the complete lines as they were.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
-	if err := checkEvent(seq, event); err != nil {
+	if err := rules.Event(seq, event); err != nil {
 		return fmt.Errorf("log: append seq %d to %s: %w", seq, c.path, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -30,10 +31,10 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return err
 	}
 	defer c.trim()
-	if err := lockFile(ctx, c.fd, unix.LOCK_EX); err != nil {
+	if err := flock.Lock(ctx, c.fd, unix.LOCK_EX); err != nil {
 		return c.lockError(err)
 	}
-	defer unlockFile(c.fd)
+	defer flock.Unlock(c.fd)
 
 	e, err := c.readEnd(ctx, tailSize, true)
 	if err != nil {
@@ -79,27 +80,6 @@ func (c *Conversation) write(e *end, event []byte) error {
 	if e.size == 0 {
 		// The file may be new: make its name durable too.
 		return syncDir(c.dir)
-	}
-	return nil
-}
-
-// checkEvent says why event cannot be the line of seq, if it cannot.
-func checkEvent(seq int64, event []byte) error {
-	if len(event) > store.MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
-	}
-	if i := bytes.IndexByte(event, '\n'); i >= 0 {
-		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
-	}
-	s, err := store.SeqOf(event)
-	if err != nil {
-		return err
-	}
-	if s != seq {
-		return fmt.Errorf("%w: the event's seq is %d", store.ErrBadEvent, s)
-	}
-	if err := fastjson.ValidateBytes(event); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrBadEvent, err)
 	}
 	return nil
 }

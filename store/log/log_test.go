@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // event returns the event of seq with a text of n bytes, the same bytes for
@@ -554,7 +555,7 @@ func TestLockWaitCanceled(t *testing.T) {
 	if _, err := holder.open(true); err != nil {
 		t.Fatal(err)
 	}
-	if err := lockFile(context.Background(), holder.fd, 2 /* LOCK_EX */); err != nil {
+	if err := flock.Lock(context.Background(), holder.fd, 2 /* LOCK_EX */); err != nil {
 		t.Fatal(err)
 	}
 	c := open(t, dir)
@@ -563,7 +564,7 @@ func TestLockWaitCanceled(t *testing.T) {
 	if err := c.Append(ctx, 2, event(2, 5)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append while another holds the lock = %v", err)
 	}
-	unlockFile(holder.fd)
+	flock.Unlock(holder.fd)
 	if err := c.Append(context.Background(), 2, event(2, 5)); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // Readers take no lock. That is safe because writers never change a
@@ -47,11 +48,11 @@ func (e *end) near(seq int64) bool { return e.last-seq <= backScan }
 func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, error) {
 	for try := 0; ; try++ {
 		if !locked && try == stableTries {
-			if err := lockFile(ctx, c.fd, unix.LOCK_SH); err != nil {
+			if err := flock.Lock(ctx, c.fd, unix.LOCK_SH); err != nil {
 				return end{}, c.lockError(err)
 			}
 			e, err := c.readEnd(ctx, n, true)
-			unlockFile(c.fd)
+			flock.Unlock(c.fd)
 			return e, err
 		}
 		before, err := c.stat()

@@ -1,0 +1,50 @@
+// Package flock takes and lets go of the flock that serializes a
+// conversation's writers, for the stores that keep a conversation in files
+// (the log and compact).
+package flock
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock takes the flock how (unix.LOCK_EX or unix.LOCK_SH) on fd. A flock
+// belongs to the open file, so it serializes writers in one process as well
+// as across processes, and it goes when its holder dies. Without a deadline
+// or cancellation it waits in the kernel; otherwise it tries again at
+// growing intervals until ctx is done.
+func Lock(ctx context.Context, fd, how int) error {
+	if ctx.Done() == nil {
+		for {
+			if err := unix.Flock(fd, how); err != unix.EINTR {
+				return err
+			}
+		}
+	}
+	wait := 100 * time.Microsecond
+	for {
+		err := unix.Flock(fd, how|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 10*time.Millisecond)
+	}
+}
+
+// Unlock lets go of fd's flock; closing the file would too.
+func Unlock(fd int) {
+	for unix.Flock(fd, unix.LOCK_UN) == unix.EINTR {
+	}
+}
