@@ -132,6 +132,17 @@ type Narrower interface {
 	NarrowTools(ctx context.Context, tools []string) ([]string, error)
 }
 
+// Forgetter is a conversation that can be forgotten: lnk agent chat
+// convert forgets a driver's copy of a conversation once the conversation
+// is kept another way.
+type Forgetter interface {
+	// Forget removes the conversation's events and side data, durably, in
+	// one step; afterwards it is an empty conversation. Its lease, if it
+	// has one, is kept, so tokens still only grow should it come back.
+	// Forgetting a conversation with nothing in it is success.
+	Forget(ctx context.Context) error
+}
+
 // ToolsMeta is the side datum NarrowTools keeps its list in.
 const ToolsMeta = "tools"
 

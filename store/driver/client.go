@@ -18,6 +18,7 @@ var (
 	_ store.Leaser       = (*Conversation)(nil)
 	_ store.Meta         = (*Conversation)(nil)
 	_ store.Narrower     = (*Conversation)(nil)
+	_ store.Forgetter    = (*Conversation)(nil)
 )
 
 // Transport carries calls to a driver: a plugin program (Process) or the
@@ -212,4 +213,9 @@ func (c *Conversation) NarrowTools(ctx context.Context, tools []string) ([]strin
 	}
 	err := c.d.call(ctx, "tools_narrow", c.params(params{Tools: tools}), &r)
 	return r.Tools, err
+}
+
+// Forget calls forget.
+func (c *Conversation) Forget(ctx context.Context) error {
+	return c.d.call(ctx, "forget", c.params(params{}), nil)
 }

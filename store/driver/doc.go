@@ -31,6 +31,11 @@ name under chats/, which the first event names whole):
 	meta_put      {thread, name, data}          → {}
 	meta_delete   {thread, name}                → {}
 	tools_narrow  {thread, tools}               → {tools}
+	forget        {thread}                      → {}             events and side data gone, the lease kept
+
+forget is the one method beyond DESIGN.md's list: lnk agent chat convert
+calls it once a conversation it moved out of the driver is in its folder.
+A driver without it answers -32601, and its rows stay.
 
 Error codes, part of the protocol, each the store sentinel it carries:
 

@@ -190,6 +190,12 @@ func call(ctx context.Context, d store.Driver, method string, raw []byte) ([]byt
 			return nil, err
 		}
 		return json.Marshal(metaResult{data})
+	case "forget":
+		f, ok := c.(store.Forgetter)
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", method, store.ErrUnsupported)
+		}
+		return []byte("{}"), f.Forget(ctx)
 	case "tools_narrow":
 		n, ok := c.(store.Narrower)
 		if !ok {

@@ -25,6 +25,7 @@ var (
 	_ store.Leaser       = (*Conversation)(nil)
 	_ store.Meta         = (*Conversation)(nil)
 	_ store.Narrower     = (*Conversation)(nil)
+	_ store.Forgetter    = (*Conversation)(nil)
 )
 
 // DirName is the database's folder in the agent's chats folder; part of
@@ -433,6 +434,29 @@ func (c *Conversation) NarrowTools(ctx context.Context, tools []string) ([]strin
 		return nil, c.errorf("narrow tools: %w", err)
 	}
 	return kept, nil
+}
+
+// Forget deletes the conversation's events and side data in one synced
+// batch under the conversation's lock; its lease record stays, so its
+// tokens keep growing.
+func (c *Conversation) Forget(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer c.d.lock(c.thread)()
+	b := c.d.db.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{eventPrefix, metaPrefix} {
+		lo := append(append([]byte{p}, c.thread...), 0)
+		hi := append(append([]byte{p}, c.thread...), 1)
+		if err := b.DeleteRange(lo, hi, nil); err != nil {
+			return c.errorf("forget: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return c.errorf("forget: %w", err)
+	}
+	return nil
 }
 
 // quiet is pebble's logger: its notes are dropped, its errors go to

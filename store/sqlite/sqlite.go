@@ -25,6 +25,7 @@ var (
 	_ store.Leaser       = (*Conversation)(nil)
 	_ store.Meta         = (*Conversation)(nil)
 	_ store.Narrower     = (*Conversation)(nil)
+	_ store.Forgetter    = (*Conversation)(nil)
 )
 
 // Part of the format.
@@ -363,6 +364,18 @@ func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	}
 	return c.tx(ctx, "meta delete", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE thread = ? AND name = ?`, c.thread, name)
+		return err
+	})
+}
+
+// Forget deletes the conversation's events and side data in one
+// transaction; its lease row stays, so its tokens keep growing.
+func (c *Conversation) Forget(ctx context.Context) error {
+	return c.tx(ctx, "forget", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE thread = ?`, c.thread); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE thread = ?`, c.thread)
 		return err
 	})
 }
