@@ -3,7 +3,6 @@ package stores
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,13 +36,13 @@ var drivers struct {
 // folder holds a store.<driver> marker, or it is new (no log, no frames)
 // and kind names a driver, in which case the marker is made. It reports
 // false when no driver keeps the folder.
-func openDriver(dir, kind string) (store.Conversation, bool, error) {
-	name, err := marked(dir)
+func openDriver(dir, kind string, f folder) (store.Conversation, bool, error) {
+	name, err := marked(dir, f)
 	if err != nil {
 		return nil, true, err
 	}
 	if name == "" {
-		if kind == "" || kind == "log" || kind == "compact" || !isNew(dir) {
+		if kind == "" || kind == "log" || kind == "compact" || !f.isNew() {
 			return nil, false, nil
 		}
 		if err := checkName(kind); err != nil {
@@ -63,29 +62,15 @@ func openDriver(dir, kind string) (store.Conversation, bool, error) {
 }
 
 // marked returns the driver the folder's marker names, or "".
-func marked(dir string) (string, error) {
-	m, err := filepath.Glob(filepath.Join(dir, markerPrefix+"*"))
-	if err != nil {
-		return "", err
-	}
-	switch len(m) {
+func marked(dir string, f folder) (string, error) {
+	switch len(f.markers) {
 	case 0:
 		return "", nil
 	case 1:
-		name := strings.TrimPrefix(filepath.Base(m[0]), markerPrefix)
+		name := strings.TrimPrefix(f.markers[0], markerPrefix)
 		return name, checkName(name)
 	}
-	return "", fmt.Errorf("stores: %s has %d store markers, which is one too many", dir, len(m))
-}
-
-// isNew says whether the folder holds neither a log nor frames.
-func isNew(dir string) bool {
-	for _, f := range []string{"events.jsonl", "events.zst"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
-			return false
-		}
-	}
-	return true
+	return "", fmt.Errorf("stores: %s has %d store markers, which is one too many", dir, len(f.markers))
 }
 
 func checkName(name string) error {
@@ -147,4 +132,51 @@ func driverFor(home, name string) (*driver.Driver, error) {
 	d := driver.New(t)
 	drivers.m[key] = d
 	return d, nil
+}
+
+// Kept returns the driver whose marker is in folder dir, or "" when the
+// folder keeps its conversation itself (the log, compact).
+func Kept(dir string) (string, error) {
+	f, err := look(dir)
+	if err != nil {
+		return "", err
+	}
+	return marked(dir, f)
+}
+
+// Mark makes the marker saying driver name keeps the conversation of
+// folder dir, durably.
+func Mark(dir, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return mark(dir, name)
+}
+
+// OpenKept opens the conversation driver name keeps under the name of
+// folder dir, whatever the folder says now. lnk agent chat convert writes
+// a conversation into a driver while its folder still keeps it another
+// way, and forgets a driver's copy once the folder no longer names it.
+func OpenKept(dir, name string) (store.Conversation, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Open(filepath.Base(dir))
+}
+
+// CloseDrivers ends every driver this process reached, waiting for their
+// programs to end, for a command done with them.
+func CloseDrivers() error {
+	drivers.Lock()
+	defer drivers.Unlock()
+	var errs []error
+	for key, d := range drivers.m {
+		errs = append(errs, d.Close())
+		delete(drivers.m, key)
+	}
+	return errors.Join(errs...)
 }

@@ -4,8 +4,11 @@
 package stores
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/compact"
@@ -15,23 +18,63 @@ import (
 
 // Open opens the conversation in folder dir the way the folder says it is
 // kept; kind, the spec's [storage] conversations, says how one with nothing
-// in it yet starts.
+// in it yet starts. The folder is read once, by name, whatever it holds.
 func Open(dir, kind string) (store.Conversation, error) {
-	if c, ok, err := openDriver(dir, kind); ok {
+	f, err := look(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok, err := openDriver(dir, kind, f); ok {
 		return c, err
 	}
 	switch {
-	case exists(filepath.Join(dir, compact.FramesName)):
+	case f.frames:
 		return compact.Open(dir)
-	case perevent.Is(dir):
+	case f.perEvent && !f.log:
 		return perevent.Open(dir) // the form before the log, read only
-	case kind == "compact" && isNew(dir):
+	case kind == "compact" && f.isNew():
 		return compact.Open(dir)
 	}
 	return eventlog.Open(dir)
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// folder is what a conversation's folder holds, by name.
+type folder struct {
+	markers  []string // store.<driver> markers
+	log      bool     // events.jsonl
+	frames   bool     // events.zst
+	perEvent bool     // 1.json: the form before the log
+}
+
+// isNew says whether the folder holds neither a log nor frames.
+func (f folder) isNew() bool { return !f.log && !f.frames }
+
+// look reads the names in dir once. A folder not made yet holds nothing.
+func look(dir string) (folder, error) {
+	var f folder
+	d, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("stores: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return f, fmt.Errorf("stores: %s: %w", dir, err)
+	}
+	for _, n := range names {
+		switch {
+		case n == eventlog.FileName:
+			f.log = true
+		case n == compact.FramesName:
+			f.frames = true
+		case n == perevent.FirstName:
+			f.perEvent = true
+		case strings.HasPrefix(n, markerPrefix):
+			f.markers = append(f.markers, n)
+		}
+	}
+	return f, nil
 }
