@@ -50,6 +50,7 @@ type Set struct {
 	loaded bool             // tool-lists.json was read
 	lists  map[string]*List // by tool name: the calls each lists, as last known
 	file   []byte           // tool-lists.json as last read or written
+	dirty  bool             // the lists may differ from file: writeLists has work
 	err    error            // a write of tool-lists.json that failed, said at the next Begin
 	kept   map[string]*slot // kept sessions by tool name
 	closed bool
@@ -143,6 +144,7 @@ func (s *Set) load() error {
 	}
 	s.file = b
 	s.loaded = true
+	s.dirty = true // the file may hold tools the agent no longer has
 	return nil
 }
 
@@ -155,6 +157,7 @@ func (s *Set) noteList(l *List) {
 		return
 	}
 	s.lists[l.Name] = l
+	s.dirty = true
 	s.mu.Unlock()
 	s.writeLists()
 }
@@ -173,11 +176,17 @@ func sameList(a, b *List) bool {
 }
 
 // writeLists writes tool-lists.json if what it should hold differs from
-// what it holds.
+// what it holds. With no list changed since it last ran, it does nothing:
+// the lists are not even encoded, so a turn pays nothing for them.
 func (s *Set) writeLists() {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
+	if !s.dirty {
+		s.mu.Unlock()
+		return
+	}
+	s.dirty = false
 	b := encodeLists(s.servers, s.lists)
 	same := bytes.Equal(b, s.file)
 	s.mu.Unlock()
@@ -191,6 +200,7 @@ func (s *Set) writeLists() {
 	s.mu.Lock()
 	if err != nil {
 		s.err = fmt.Errorf("tools: writing tool-lists.json: %w", err)
+		s.dirty = true // try again at the next turn
 	} else {
 		s.file = b
 	}
