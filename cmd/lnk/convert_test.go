@@ -80,7 +80,7 @@ func TestConvertRefusedWhileServed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the agent is running") {
 		t.Fatalf("convert while served: %v", err)
 	}
-	if err := cmdChatConvert([]string{"--home", t.TempDir(), "--to", "sqlite"}); err == nil || !strings.Contains(err.Error(), "driver") {
-		t.Fatalf("convert to a driver: %v", err)
+	if err := cmdChatConvert([]string{"--home", t.TempDir(), "--to", "nosuchdriver"}); err == nil || !strings.Contains(err.Error(), "no program lnk-nosuchdriver") {
+		t.Fatalf("convert to a driver with no program: %v", err)
 	}
 }

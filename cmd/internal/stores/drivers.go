@@ -180,3 +180,17 @@ func CloseDrivers() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Reach makes sure driver name can be reached for the agent at home: its
+// name is one, and its program is there or the store bridge is set.
+func Reach(home, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	_, err := driverFor(home, name)
+	return err
+}
+
+// Bridged says whether the store bridge answers for every driver, so that
+// two drivers' names reach one store.
+func Bridged() bool { return os.Getenv(bridgeEnv) != "" }
