@@ -25,6 +25,7 @@ var (
 	_ store.Leaser       = (*Conversation)(nil)
 	_ store.Meta         = (*Conversation)(nil)
 	_ store.Narrower     = (*Conversation)(nil)
+	_ store.Forgetter    = (*Conversation)(nil)
 )
 
 // URLEnv is the environment variable lnk-postgres reads its connection
@@ -432,6 +433,23 @@ func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	_, err := c.d.pool.Exec(ctx, `DELETE FROM lnk_meta WHERE agent = $1 AND thread = $2 AND name = $3`, c.d.agent, c.thread, name)
 	if err != nil {
 		return c.errorf("delete side datum %q: %w", name, err)
+	}
+	return nil
+}
+
+// Forget deletes the conversation's events and side data in one
+// transaction; its lease row stays, so its tokens keep growing.
+func (c *Conversation) Forget(ctx context.Context) error {
+	err := c.d.tx(ctx, func(tx pgx.Tx) error {
+		for _, table := range []string{"lnk_events", "lnk_meta"} {
+			if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE agent = $1 AND thread = $2", c.d.agent, c.thread); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return c.errorf("forget: %w", err)
 	}
 	return nil
 }
