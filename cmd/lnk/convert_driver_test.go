@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/store"
@@ -21,6 +22,10 @@ import (
 	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/storetest"
 )
+
+// postgresURL is the database store/postgres's tests use, if any; when
+// set, conversions go through lnk-postgres too.
+var postgresURL = os.Getenv("LNK_TEST_POSTGRES_URL")
 
 // buildDrivers builds the driver programs once per test binary, into a
 // folder the tests put on PATH, so conversions reach them as the harness
@@ -30,7 +35,11 @@ var buildDrivers = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, p := range []string{"lnk-sqlite", "lnk-pebble"} {
+	progs := []string{"lnk-sqlite", "lnk-pebble"}
+	if postgresURL != "" {
+		progs = append(progs, "lnk-postgres")
+	}
+	for _, p := range progs {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p), "lnk.dev/linkharness/cmd/"+p)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build %s: %v\n%s", p, err, out)
@@ -56,6 +65,7 @@ func withDrivers(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("LNK_STORE_BRIDGE", "")
+	t.Setenv("LNK_POSTGRES_URL", postgresURL)
 	t.Cleanup(func() { stores.CloseDrivers() })
 }
 
@@ -67,7 +77,9 @@ const toolsJSON = `{"tools":["file__read","memory__search"]}` + "\n"
 // asked to end, and an empty folder; it returns the home, the first
 // conversation's folder and its events.
 func convHome(t *testing.T) (string, string, [][]byte) {
-	h := t.TempDir()
+	// lnk-postgres keys rows by the home's name, in a database other
+	// runs share.
+	h := filepath.Join(t.TempDir(), fmt.Sprintf("agent-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	var first [][]byte
 	for _, name := range []string{"telegram-42", "b"} {
 		dir := filepath.Join(h, "chats", name)
@@ -160,11 +172,15 @@ func convert(t *testing.T, h, to string) {
 // keeps nothing of the conversation.
 func TestConvertDrivers(t *testing.T) {
 	withDrivers(t)
-	for _, path := range [][]string{
+	paths := [][]string{
 		{"sqlite", "compact", "log"},
 		{"pebble", "compact", "log"},
 		{"compact", "sqlite", "pebble", "log"},
-	} {
+	}
+	if postgresURL != "" {
+		paths = append(paths, []string{"postgres", "sqlite", "log"})
+	}
+	for _, path := range paths {
 		t.Run(strings.Join(path, "-"), func(t *testing.T) {
 			h, dir, want := convHome(t)
 			orig, _ := os.ReadFile(filepath.Join(dir, eventlog.FileName))
