@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,30 +65,9 @@ func forget(t testing.TB, url, agent string) {
 	}
 }
 
+// TestConformancePlugin runs the suite through the plugin program. The
+// store bridge in front of it is the same for every driver, and is run
+// through the suite in front of lnk-sqlite and lnk-pebble.
 func TestConformancePlugin(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, dir string) store.Driver { return plugin(t, dir) })
-}
-
-// TestConformanceBridge reaches the plugin program through the store
-// bridge's handler, as lnk store-bridge serves it.
-func TestConformanceBridge(t *testing.T) {
-	key := []byte("agent-key")
-	storetest.Run(t, func(t *testing.T, dir string) store.Driver {
-		p := plugin(t, dir)
-		srv := httptest.NewServer(driver.Handler(p, key))
-		t.Cleanup(srv.Close)
-		return bridged{driver.New(driver.NewHTTP(srv.URL, key, srv.Client())), p}
-	})
-}
-
-// bridged is the bridge's client, whose Close also ends the bridge's
-// plugin program, as stopping lnk store-bridge does.
-type bridged struct {
-	*driver.Driver
-	p *driver.Driver
-}
-
-func (b bridged) Close() error {
-	b.Driver.Close()
-	return b.p.Close()
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+
+	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/driver"
+	"lnk.dev/linkharness/store/gcs"
+	"lnk.dev/linkharness/store/storetest"
+)
+
+// With LNK_PLUGIN_TEST set, the test binary is lnk-gcs itself, so the
+// tests below reach the store through the plugin program as the harness
+// does.
+func TestMain(m *testing.M) {
+	if os.Getenv("LNK_PLUGIN_TEST") != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const bucket = "lnk-test"
+
+// fake is fake-gcs-server on loopback, which the plugin programs reach as
+// an emulator (STORAGE_EMULATOR_HOST).
+var fake = sync.OnceValue(func() *fakestorage.Server {
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
+	if err != nil {
+		panic(err)
+	}
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	return srv
+})
+
+// plugin starts the program on a home in dir named for an agent of its
+// own.
+func plugin(t testing.TB, dir string) *driver.Driver {
+	u, err := url.Parse(fake().URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256([]byte(dir))
+	t.Setenv("LNK_PLUGIN_TEST", "1")
+	t.Setenv("STORAGE_EMULATOR_HOST", u.Host)
+	t.Setenv(gcs.BucketEnv, bucket)
+	t.Setenv(gcs.PrefixEnv, "lnk/")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return driver.New(driver.NewProcess(self, "--home", filepath.Join(dir, "test-"+hex.EncodeToString(h[:8]))))
+}
+
+// TestConformancePlugin runs the suite through the plugin program. The
+// store bridge in front of it is the same for every driver, and is run
+// through the suite in front of lnk-sqlite and lnk-pebble.
+func TestConformancePlugin(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, dir string) store.Driver { return plugin(t, dir) })
+}
