@@ -120,7 +120,16 @@ func (h *Leased) renew() {
 		switch {
 		case err == nil && token == h.token:
 			h.renewed.Store(int64(sent))
-		case err == nil, errors.Is(err, ErrLeaseHeld), errors.Is(err, ErrStaleLease):
+		case err == nil:
+			// The lease had gone, and this renewal took it afresh under a new
+			// token: this holder's appends carry the old one, so it cannot
+			// use it. Let it go at once rather than make the next holder wait
+			// out its time to live.
+			ctx, cancel := context.WithTimeout(context.Background(), h.ttl/3)
+			h.l.Release(ctx, token)
+			cancel()
+			return
+		case errors.Is(err, ErrLeaseHeld), errors.Is(err, ErrStaleLease):
 			return // taken by another: appends will be refused
 		}
 	}
