@@ -33,8 +33,9 @@ INSERT … ON CONFLICT DO NOTHING. The unique key decides between racing
 writers; the loser finds the row there (no row inserted), and compares
 bytes: the same bytes again is success, which is how a write sent again
 after its answer was lost is counted as written; other bytes are
-store.ErrSeqTaken. Events are never deleted, so a seq seen as the last
-stays there and "the next" read before the insert cannot be undone.
+store.ErrSeqTaken. Events are deleted only by Forget, which a conversion
+runs with the agent stopped, so a seq seen as the last stays there and "the
+next" read before the insert cannot be undone.
 
 A lease or a tool list written for the first time is an INSERT … ON
 CONFLICT DO NOTHING too: an insert that finds a row another just made
