@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,16 +16,9 @@ import (
 	"lnk.dev/linkharness/store/storetest"
 )
 
-// With LNK_PLUGIN_TEST set, the test binary is lnk-gcs itself, so the
-// tests below reach the store through the plugin program as the harness
-// does.
-func TestMain(m *testing.M) {
-	if os.Getenv("LNK_PLUGIN_TEST") != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// The test binary is lnk-gcs itself when storetest.Plugin starts it, so
+// the tests reach the store through the plugin program as the harness does.
+func TestMain(m *testing.M) { storetest.PluginMain(m, main) }
 
 const bucket = "lnk-test"
 
@@ -49,15 +41,10 @@ func plugin(t testing.TB, dir string) *driver.Driver {
 		t.Fatal(err)
 	}
 	h := sha256.Sum256([]byte(dir))
-	t.Setenv("LNK_PLUGIN_TEST", "1")
 	t.Setenv("STORAGE_EMULATOR_HOST", u.Host)
 	t.Setenv(gcs.BucketEnv, bucket)
 	t.Setenv(gcs.PrefixEnv, "lnk/")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return driver.New(driver.NewProcess(self, "--home", filepath.Join(dir, "test-"+hex.EncodeToString(h[:8]))))
+	return storetest.Plugin(t, filepath.Join(dir, "test-"+hex.EncodeToString(h[:8])))
 }
 
 // TestConformancePlugin runs the suite through the plugin program. The

@@ -16,16 +16,9 @@ import (
 	"lnk.dev/linkharness/store/storetest"
 )
 
-// With LNK_PLUGIN_TEST set, the test binary is lnk-postgres itself, so the
-// tests below reach the store through the plugin program as the harness
-// does.
-func TestMain(m *testing.M) {
-	if os.Getenv("LNK_PLUGIN_TEST") != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// The test binary is lnk-postgres itself when storetest.Plugin starts it, so
+// the tests reach the store through the plugin program as the harness does.
+func TestMain(m *testing.M) { storetest.PluginMain(m, main) }
 
 // plugin starts the program on a home in dir named for an agent of its
 // own, whose rows are removed when the test ends. Without
@@ -41,13 +34,8 @@ func plugin(t testing.TB, dir string) *driver.Driver {
 	h := sha256.Sum256([]byte(dir))
 	agent := "test-" + hex.EncodeToString(h[:8])
 	t.Cleanup(func() { forget(t, url, agent) })
-	t.Setenv("LNK_PLUGIN_TEST", "1")
 	t.Setenv(postgres.URLEnv, url)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return driver.New(driver.NewProcess(self, "--home", filepath.Join(dir, agent)))
+	return storetest.Plugin(t, filepath.Join(dir, agent))
 }
 
 func forget(t testing.TB, url, agent string) {
