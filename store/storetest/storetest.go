@@ -67,6 +67,7 @@ func Run(t *testing.T, open Open) {
 		{"LeaseFencing", testLeaseFencing},
 		{"LeaseRunsOut", testLeaseRunsOut},
 		{"HoldLease", testHoldLease},
+		{"Forget", testForget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
