@@ -18,55 +18,35 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"cloud.google.com/go/storage"
 
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
 	"lnk.dev/linkharness/store/gcs"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "lnk-gcs:", err)
-		os.Exit(1)
-	}
-}
+func main() { driver.Main("lnk-gcs", open) }
 
-func run(args []string) error {
-	fs := flag.NewFlagSet("lnk-gcs", flag.ContinueOnError)
-	dir := fs.String("home", "", "the agent's home folder")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *dir == "" {
-		return errors.New("--home is needed")
-	}
-	abs, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
+// open reaches the bucket LNK_GCS_BUCKET names, as the agent the home
+// folder is named for.
+func open(dir string) (store.Driver, error) {
 	bucket := os.Getenv(gcs.BucketEnv)
 	if bucket == "" {
-		return fmt.Errorf("%s is not set", gcs.BucketEnv)
+		return nil, fmt.Errorf("%s is not set", gcs.BucketEnv)
 	}
 	// JSON reads, as writes are: one API to reach, and emulators answer it.
 	client, err := storage.NewClient(context.Background(), storage.WithJSONReads())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d, err := gcs.Open(client, bucket, os.Getenv(gcs.PrefixEnv), filepath.Base(abs), true)
+	d, err := gcs.Open(client, bucket, os.Getenv(gcs.PrefixEnv), filepath.Base(dir), true)
 	if err != nil {
 		client.Close()
-		return err
+		return nil, err
 	}
-	serr := driver.Serve(context.Background(), d, os.Stdin, os.Stdout)
-	if err := d.Close(); serr == nil {
-		serr = err
-	}
-	return serr
+	return d, nil
 }

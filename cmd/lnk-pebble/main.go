@@ -12,48 +12,25 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
 	"lnk.dev/linkharness/store/pebble"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "lnk-pebble:", err)
-		os.Exit(1)
-	}
-}
+func main() { driver.Main("lnk-pebble", open) }
 
-func run(args []string) error {
-	fs := flag.NewFlagSet("lnk-pebble", flag.ContinueOnError)
-	dir := fs.String("home", "", "the agent's home folder")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *dir == "" {
-		return errors.New("--home is needed")
-	}
-	chats, err := home.Agent{Dir: *dir}.Path(home.Chats, "")
+// open opens the agent's chats/events.pebble, making its folder.
+func open(dir string) (store.Driver, error) {
+	chats, err := home.Agent{Dir: dir}.Path(home.Chats, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(chats, 0o700); err != nil {
-		return err
+		return nil, err
 	}
-	d, err := pebble.Open(filepath.Join(chats, pebble.DirName))
-	if err != nil {
-		return err
-	}
-	serr := driver.Serve(context.Background(), d, os.Stdin, os.Stdout)
-	if err := d.Close(); serr == nil {
-		serr = err
-	}
-	return serr
+	return pebble.Open(filepath.Join(chats, pebble.DirName))
 }

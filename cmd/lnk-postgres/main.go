@@ -18,45 +18,20 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
 	"lnk.dev/linkharness/store/postgres"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "lnk-postgres:", err)
-		os.Exit(1)
-	}
-}
+func main() { driver.Main("lnk-postgres", open) }
 
-func run(args []string) error {
-	fs := flag.NewFlagSet("lnk-postgres", flag.ContinueOnError)
-	dir := fs.String("home", "", "the agent's home folder")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *dir == "" {
-		return errors.New("--home is needed")
-	}
-	abs, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
+// open connects to the database LNK_POSTGRES_URL names, as the agent the
+// home folder is named for.
+func open(dir string) (store.Driver, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), driver.CallTimeout)
-	d, err := postgres.Open(ctx, os.Getenv(postgres.URLEnv), filepath.Base(abs))
-	cancel()
-	if err != nil {
-		return err
-	}
-	serr := driver.Serve(context.Background(), d, os.Stdin, os.Stdout)
-	if err := d.Close(); serr == nil {
-		serr = err
-	}
-	return serr
+	defer cancel()
+	return postgres.Open(ctx, os.Getenv(postgres.URLEnv), filepath.Base(dir))
 }

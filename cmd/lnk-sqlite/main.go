@@ -10,48 +10,25 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
 	"lnk.dev/linkharness/store/sqlite"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "lnk-sqlite:", err)
-		os.Exit(1)
-	}
-}
+func main() { driver.Main("lnk-sqlite", open) }
 
-func run(args []string) error {
-	fs := flag.NewFlagSet("lnk-sqlite", flag.ContinueOnError)
-	dir := fs.String("home", "", "the agent's home folder")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *dir == "" {
-		return errors.New("--home is needed")
-	}
-	path, err := home.Agent{Dir: *dir}.Path(home.SQLite, "")
+// open opens the agent's chats/events.sqlite, making its folder.
+func open(dir string) (store.Driver, error) {
+	path, err := home.Agent{Dir: dir}.Path(home.SQLite, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return nil, err
 	}
-	d, err := sqlite.Open(path)
-	if err != nil {
-		return err
-	}
-	serr := driver.Serve(context.Background(), d, os.Stdin, os.Stdout)
-	if err := d.Close(); serr == nil {
-		serr = err
-	}
-	return serr
+	return sqlite.Open(path)
 }
