@@ -38,35 +38,14 @@ func filled(b *testing.B, n int64) store.Conversation {
 func BenchmarkAppend(b *testing.B) {
 	const n = 1000
 	c := filled(b, n)
-	ctx := context.Background()
-	if last, err := c.Last(ctx); err != nil || last != n {
+	if last, err := c.Last(context.Background()); err != nil || last != n {
 		b.Fatal(last, err)
 	}
-	events := make([][]byte, 0, 1024)
-	b.ReportAllocs()
-	seq := int64(n)
-	for b.Loop() {
-		seq++
-		i := seq - n - 1
-		if i >= int64(len(events)) {
-			b.StopTimer()
-			events = append(events, storetest.TypicalEvent(seq))
-			b.StartTimer()
-		}
-		if err := c.Append(ctx, seq, events[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	storetest.BenchAppend(b, c, n)
 }
 
 // BenchmarkReadLast32 reads the tail of 1,000 events: one listing of one
 // name, then 32 reads at once.
 func BenchmarkReadLast32(b *testing.B) {
-	c := filled(b, 1000)
-	b.ReportAllocs()
-	for b.Loop() {
-		if got, err := storetest.ReadLast32(c); err != nil || got != 32 {
-			b.Fatal(got, err)
-		}
-	}
+	storetest.BenchReadLast32(b, filled(b, 1000))
 }

@@ -49,23 +49,7 @@ func filled(b *testing.B, n int64) store.Conversation {
 func BenchmarkAppend(b *testing.B) {
 	for _, n := range []int64{1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			c := filled(b, n)
-			ctx := context.Background()
-			events := make([][]byte, 0, 1024)
-			b.ReportAllocs()
-			seq := n
-			for b.Loop() {
-				seq++
-				i := seq - n - 1
-				if i >= int64(len(events)) {
-					b.StopTimer()
-					events = append(events, storetest.TypicalEvent(seq))
-					b.StartTimer()
-				}
-				if err := c.Append(ctx, seq, events[i]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			storetest.BenchAppend(b, filled(b, n), n)
 		})
 	}
 }
@@ -75,13 +59,7 @@ func BenchmarkAppend(b *testing.B) {
 func BenchmarkReadLast32(b *testing.B) {
 	for _, n := range []int64{1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			c := filled(b, n)
-			b.ReportAllocs()
-			for b.Loop() {
-				if got, err := storetest.ReadLast32(c); err != nil || got != 32 {
-					b.Fatal(got, err)
-				}
-			}
+			storetest.BenchReadLast32(b, filled(b, n))
 		})
 	}
 }

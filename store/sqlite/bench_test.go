@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -33,35 +32,15 @@ func filled(tb testing.TB, n int64) *Driver {
 }
 
 func BenchmarkAppend(b *testing.B) {
-	d := filled(b, 0)
-	c, _ := d.Open("t")
-	events := make([][]byte, 0, 1024)
-	ctx := context.Background()
-	b.ReportAllocs()
-	seq := int64(0)
-	for b.Loop() {
-		seq++
-		if seq > int64(len(events)) {
-			b.StopTimer()
-			events = append(events, storetest.TypicalEvent(seq))
-			b.StartTimer()
-		}
-		if err := c.Append(ctx, seq, events[seq-1]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	c, _ := filled(b, 0).Open("t")
+	storetest.BenchAppend(b, c, 0)
 }
 
 func BenchmarkReadLast32(b *testing.B) {
 	for _, n := range []int64{1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			c, _ := filled(b, n).Open("t")
-			b.ReportAllocs()
-			for b.Loop() {
-				if got, err := storetest.ReadLast32(c); err != nil || got != 32 {
-					b.Fatal(got, err)
-				}
-			}
+			storetest.BenchReadLast32(b, c)
 		})
 	}
 }

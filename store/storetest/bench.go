@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"lnk.dev/linkharness/store"
@@ -38,4 +39,36 @@ func ReadLast32(c store.Conversation) (int, error) {
 		return n < 32
 	})
 	return n, err
+}
+
+// BenchAppend appends a typical event to c per iteration, after the from
+// events c holds; the events are made outside the timer.
+func BenchAppend(b *testing.B, c store.Conversation, from int64) {
+	ctx := context.Background()
+	events := make([][]byte, 0, 1024)
+	b.ReportAllocs()
+	seq := from
+	for b.Loop() {
+		seq++
+		i := seq - from - 1
+		if i >= int64(len(events)) {
+			b.StopTimer()
+			events = append(events, TypicalEvent(seq))
+			b.StartTimer()
+		}
+		if err := c.Append(ctx, seq, events[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchReadLast32 reads the last 32 events of c per iteration, as a turn
+// reads its tail.
+func BenchReadLast32(b *testing.B, c store.Conversation) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, err := ReadLast32(c); err != nil || got != 32 {
+			b.Fatal(got, err)
+		}
+	}
 }

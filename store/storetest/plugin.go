@@ -70,34 +70,21 @@ func (b bridged) Close() error {
 // BenchmarkPlugin benchmarks appending typical events, and reading the
 // last 32 of 1,000, through the plugin program that plugin starts.
 func BenchmarkPlugin(b *testing.B, plugin func(t testing.TB, dir string) *driver.Driver) {
-	ctx := context.Background()
 	b.Run("Append", func(b *testing.B) {
 		d := plugin(b, b.TempDir())
 		defer d.Close()
 		c, _ := d.Open("t")
-		b.ReportAllocs()
-		seq := int64(0)
-		for b.Loop() {
-			seq++
-			if err := c.Append(ctx, seq, TypicalEvent(seq)); err != nil {
-				b.Fatal(err)
-			}
-		}
+		BenchAppend(b, c, 0)
 	})
 	b.Run("ReadLast32", func(b *testing.B) {
 		d := plugin(b, b.TempDir())
 		defer d.Close()
 		c, _ := d.Open("t")
 		for seq := int64(1); seq <= 1000; seq++ {
-			if err := c.Append(ctx, seq, TypicalEvent(seq)); err != nil {
+			if err := c.Append(context.Background(), seq, TypicalEvent(seq)); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if got, err := ReadLast32(c); err != nil || got != 32 {
-				b.Fatal(got, err)
-			}
-		}
+		BenchReadLast32(b, c)
 	})
 }
