@@ -95,19 +95,39 @@ func TestCrash(t *testing.T) {
 			cmd.Wait()
 			t.Fatalf("kill %d: the writer said %q, not ready", kill, l)
 		}
-		time.Sleep(time.Duration(rng.Int64N(int64(12 * time.Millisecond))))
-		cmd.Process.Signal(syscall.SIGKILL)
 		splitting := int64(0)
-		for l := range lines {
+		take := func(l string) (ack bool) {
 			if s, ok := strings.CutPrefix(l, "ack "); ok {
 				n, _ := strconv.ParseInt(s, 10, 64)
 				acked = max(acked, n)
 				if n == splitting {
 					splitting = 0
 				}
+				return true
 			} else if s, ok := strings.CutPrefix(l, "split "); ok {
 				splitting, _ = strconv.ParseInt(s, 10, 64)
 			}
+			return false
+		}
+		// The kill lands at a random moment after the writer's first
+		// acknowledged append, so a slow writer (a race-built one, a busy
+		// disk) still gets killed mid-work, not before it begins.
+		first := time.After(2 * time.Second)
+	wait:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok || take(l) {
+					break wait
+				}
+			case <-first:
+				break wait
+			}
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(12 * time.Millisecond))))
+		cmd.Process.Signal(syscall.SIGKILL)
+		for l := range lines {
+			take(l)
 		}
 		cmd.Wait()
 		if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || st.Signal() != syscall.SIGKILL {
