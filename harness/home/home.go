@@ -54,9 +54,7 @@ func (a Agent) Path(p Place, name string) (string, error) {
 	if a.Dir == "" {
 		return "", fmt.Errorf("%w: agent %q has no home", ErrBadName, a.Name)
 	}
-	j := func(parts ...string) (string, error) {
-		return filepath.Join(append([]string{a.Dir}, parts...)...), nil
-	}
+	j := func(parts ...string) (string, error) { return join(a.Dir, parts), nil }
 	switch p {
 	case ModelInstruction:
 		maker, model, err := ModelParts(name)
@@ -105,6 +103,28 @@ func (a Agent) Path(p Place, name string) (string, error) {
 		return j("chats", "events.sqlite")
 	}
 	return "", fmt.Errorf("%w: unknown place %d", ErrBadName, p)
+}
+
+// join is filepath.Join(dir, parts...) for parts that are each one clean
+// name, as Path's are once checked: when dir is clean and absolute too,
+// the names are put together as they are, with one allocation and no
+// second pass to clean what is clean already.
+func join(dir string, parts []string) string {
+	if len(dir) < 2 || dir[0] != '/' || filepath.Clean(dir) != dir {
+		return filepath.Join(append([]string{dir}, parts...)...)
+	}
+	n := len(dir)
+	for _, p := range parts {
+		n += 1 + len(p)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(dir)
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 func chatFile(p Place) string {

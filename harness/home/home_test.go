@@ -185,3 +185,14 @@ func TestOpen(t *testing.T) {
 		t.Errorf("outside the home opened: %v", err)
 	}
 }
+
+// join is filepath.Join for Path's checked names, whatever the home's
+// folder: clean or not, absolute or relative, the root.
+func TestJoin(t *testing.T) {
+	parts := []string{"chats", "telegram-42", "events.jsonl"}
+	for _, dir := range []string{"/h/ada", "/h/ada/", "/h//ada", "/h/./ada", "/h/x/../ada", "/", "h/ada", "./ada", "", "/a"} {
+		if got, want := join(dir, parts), filepath.Join(append([]string{dir}, parts...)...); got != want {
+			t.Errorf("join(%q) = %q, want %q", dir, got, want)
+		}
+	}
+}
