@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/harness/prompt"
 )
@@ -36,16 +41,20 @@ const racyAge = 2 * time.Second
 // a new process builds it again. The zero value is empty and ready; it is
 // safe for concurrent use.
 type promptCache struct {
-	mu    sync.Mutex // guards the fields below
+	mu    sync.Mutex // guards files and bytes
 	files map[string]*cached
 	bytes int
+
+	memos // the texts last made from the files' texts
 }
 
 // cached is one file's entry. It is never changed once in the cache.
 type cached struct {
 	key   fileKey
 	text  string   // a file's text
+	pathz []byte   // the entry's path, NUL-terminated for lstatz
 	names []string // a folder's names
+	paths []string // the path of each of a folder's names, without its "/" or "@"
 	err   error    // what was wrong with the file, said once in the log
 	skill skillMeta
 }
@@ -77,18 +86,51 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 // goes the safe way, opening the file again. A missing file is
 // os.ErrNotExist.
 func (t *turn) unchanged(path string) (*cached, error) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(path, &st); err != nil {
-		if err == syscall.ENOENT {
-			return nil, os.ErrNotExist
-		}
+	var st unix.Stat_t
+	e := t.r.prompts.peek(path)
+	var err error
+	if e != nil {
+		err = lstatz(e.pathz, &st)
+	} else {
+		err = unix.Lstat(path, &st)
+	}
+	switch {
+	case err == unix.ENOENT:
+		return nil, os.ErrNotExist
+	case err != nil || e == nil:
 		return nil, nil
 	}
 	k := fileKey{
 		dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
 		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
 	}
-	return t.r.prompts.get(path, k), nil
+	if e.key != k {
+		return nil, nil
+	}
+	return e, nil
+}
+
+// lstatz is unix.Lstat of a path kept NUL-terminated, as an entry keeps
+// its own: a turn with nothing changed stats each of its files, and this
+// spares each stat the copy of its path that unix.Lstat makes.
+func lstatz(pathz []byte, st *unix.Stat_t) error {
+	_, _, errno := unix.Syscall6(unix.SYS_NEWFSTATAT, atFDCWD, uintptr(unsafe.Pointer(&pathz[0])),
+		uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// atFDCWD is unix.AT_FDCWD as a system call's argument.
+var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
+
+// peek returns path's entry, if any, as the cache holds it: whether the
+// file is still that version is for the caller to find out.
+func (c *promptCache) peek(path string) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.files[path]
 }
 
 func (c *promptCache) get(path string, k fileKey) *cached {
@@ -107,9 +149,11 @@ func (c *promptCache) put(path string, e *cached, now time.Time) {
 		return
 	}
 	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description)
-	for _, s := range e.names {
-		n += len(s)
+	for i, s := range e.names {
+		n += len(s) + len(e.paths[i])
 	}
+	e.pathz = append([]byte(path), 0)
+	n += len(e.pathz)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.files[path]; old != nil {
@@ -126,9 +170,9 @@ func (c *promptCache) put(path string, e *cached, now time.Time) {
 }
 
 func (e *cached) size() int {
-	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description)
-	for _, s := range e.names {
-		n += len(s)
+	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description) + len(e.pathz)
+	for i, s := range e.names {
+		n += len(s) + len(e.paths[i])
 	}
 	return n
 }
@@ -195,16 +239,14 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 	return e, true, nil
 }
 
-// list returns the names in the folder at path, beneath the home and never
-// through a symlink, sorted, from the cache when the folder is unchanged: a
-// folder's name ends in "/", a symlink's in "@", a file's in neither, and
-// nothing else is listed. The slice is shared: never change it.
-func (t *turn) list(path string) ([]string, error) {
+// list returns the folder at path, beneath the home and never through a
+// symlink, from the cache when the folder is unchanged: its names, sorted,
+// and the path of each. A folder's name ends in "/", a symlink's in "@", a
+// file's in neither, and nothing else is listed. The entry is shared:
+// never change it.
+func (t *turn) list(path string) (*cached, error) {
 	if e, err := t.unchanged(path); err != nil || e != nil {
-		if err != nil {
-			return nil, err
-		}
-		return e.names, nil
+		return e, err
 	}
 	f, err := t.r.Agent.Open(path)
 	if err != nil {
@@ -221,7 +263,7 @@ func (t *turn) list(path string) ([]string, error) {
 	k, ok := keyOf(fi)
 	if ok {
 		if e := t.r.prompts.get(path, k); e != nil {
-			return e.names, nil
+			return e, nil
 		}
 	}
 	entries, err := f.ReadDir(maxNames)
@@ -240,10 +282,23 @@ func (t *turn) list(path string) ([]string, error) {
 		}
 	}
 	slices.Sort(names)
-	if ok {
-		t.r.prompts.put(path, &cached{key: k, names: names}, t.r.now())
+	e := &cached{key: k, names: names, paths: make([]string, len(names))}
+	for i, n := range names {
+		e.paths[i] = filepath.Join(path, strings.TrimRight(n, "/@"))
 	}
-	return names, nil
+	if ok {
+		t.r.prompts.put(path, e, t.r.now())
+	}
+	return e, nil
+}
+
+// child is the path of the folder's entry named name (with its "/" or
+// "@"), and whether the folder holds it.
+func (e *cached) child(name string) (string, bool) {
+	if i, ok := slices.BinarySearch(e.names, name); ok {
+		return e.paths[i], true
+	}
+	return "", false
 }
 
 // maxNames is the most names a folder is listed with.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -46,6 +45,7 @@ type skillMeta = prompt.Skill
 // leaves its section (or, for the repository's and the skills, the files
 // and skills past the most) out, and the log says which and why.
 func (t *turn) sections(s *settings.Settings, m *Message) []prompt.Section {
+	t.paths = t.r.prompts.paths.get(t.r.Agent.Dir, sameString, func(string) homePaths { return makeHomePaths(t.r.Agent) })
 	out := make([]prompt.Section, 0, len(settings.Sections))
 	for _, name := range settings.Sections {
 		out = append(out, prompt.Section{Name: name, Text: t.section(s, name, s.Model.Name, m)})
@@ -64,7 +64,17 @@ func (t *turn) systemFor(s *settings.Settings, sections []prompt.Section, modelN
 			out[i].Text = t.section(s, "model", modelName, nil)
 		}
 	}
-	return prompt.Compose(out)
+	return t.compose(out)
+}
+
+// compose is prompt.Compose(sections), the string made for the last turn
+// when its sections are the same.
+func (t *turn) compose(sections []prompt.Section) (string, int) {
+	out := t.r.prompts.system.get(sections, slices.Equal, func(in []prompt.Section) systemOut {
+		system, stable := prompt.Compose(in)
+		return systemOut{system, stable}
+	})
+	return out.system, out.stable
 }
 
 // section is one section's text: the spec's source for it (a file in the
@@ -85,34 +95,35 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 	case "base":
 		text = prompt.Base
 	case "model":
-		path, err := t.r.Agent.Path(home.ModelInstruction, modelName)
-		if err != nil {
+		path := t.r.prompts.modelPath.get([2]string{t.r.Agent.Dir, modelName}, sameKey, func(k [2]string) string {
+			path, _ := t.r.Agent.Path(home.ModelInstruction, k[1])
+			return path
+		})
+		if path == "" {
 			return "" // a model name that is no folder has no file
 		}
 		return t.fileSection(name, path, most)
 	case "tools":
-		text = prompt.Tools(t.tools)
+		text = t.r.prompts.tools.get(slices.Clip(t.tools), slices.Equal, prompt.Tools)
 	case "environment":
-		files, _ := t.r.Agent.Path(home.Files, "")
-		text = prompt.Environment(files, t.startConnection(m))
+		text = prompt.Environment(t.paths.files, t.startConnection(m))
 	case "repository":
 		return t.repository(most)
 	case "skills":
 		return t.skills(most)
 	case "persona", "owner", "instruction", "notes":
-		place := home.Notes
+		path := t.paths.notes
 		switch name {
 		case "persona":
-			place = home.Persona
+			path = t.paths.persona
 		case "owner":
-			place = home.Owner
+			path = t.paths.owner
 		case "instruction":
-			place = home.Instruction
+			path = t.paths.instruction
 		}
-		path, _ := t.r.Agent.Path(place, "")
 		text := t.fileSection(name, path, most)
 		if name == "notes" {
-			if text = prompt.Notes(text); len(text) > most {
+			if text = t.r.prompts.notes.get(text, sameString, prompt.Notes); len(text) > most {
 				t.leftOut(name, path, "with its heading, over the section's most: raise [instructions] notes most")
 				return ""
 			}
@@ -171,8 +182,8 @@ func (t *turn) startConnection(m *Message) string {
 // the files folder and of each of its folders (by name, dot folders
 // skipped, at most maxRepoFolders), whole files until the section's most.
 func (t *turn) repository(most int) string {
-	files, _ := t.r.Agent.Path(home.Files, "")
-	names, err := t.list(files)
+	files := t.paths.files
+	dir, err := t.list(files)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			t.leftOut("repository", files, err.Error())
@@ -180,79 +191,118 @@ func (t *turn) repository(most int) string {
 		return ""
 	}
 	var found []prompt.RepoFile
-	if f, ok := t.repoFile(files, "", names, most); ok {
+	if f, ok := t.repoFile(dir, "", most); ok {
 		found = append(found, f)
 	}
 	n := 0
-	for _, name := range names {
-		dir, ok := strings.CutSuffix(name, "/")
-		if !ok || strings.HasPrefix(dir, ".") {
+	for i, name := range dir.names {
+		sub, ok := strings.CutSuffix(name, "/")
+		if !ok || strings.HasPrefix(sub, ".") {
 			continue
 		}
 		if n++; n > maxRepoFolders {
 			t.leftOut("repository", files, "more than 64 folders: the instructions of those after "+found[len(found)-1].Path+" are not read")
 			break
 		}
-		sub := filepath.Join(files, dir)
-		subNames, err := t.list(sub)
+		if f, ok := t.repoKept(dir.paths[i], name, most); ok {
+			found = append(found, f)
+			continue
+		}
+		subDir, err := t.list(dir.paths[i])
 		if err != nil {
 			continue
 		}
-		if f, ok := t.repoFile(sub, dir+"/", subNames, most); ok {
+		if f, ok := t.repoFile(subDir, name, most); ok {
 			found = append(found, f)
 		}
 	}
-	text, left := prompt.Repository(found, most)
-	if len(left) > 0 {
-		t.leftOut("repository", strings.Join(left, ", "), "past the section's most: raise [instructions] repository most")
+	out := t.r.prompts.repo.get(repoIn{found, most}, sameRepo, func(in repoIn) sectionOut {
+		text, left := prompt.Repository(in.files, in.most)
+		return sectionOut{text: text, left: left}
+	})
+	if len(out.left) > 0 {
+		t.leftOut("repository", strings.Join(out.left, ", "), "past the section's most: raise [instructions] repository most")
 	}
-	return text
+	return out.text
 }
 
 // repoFile is a folder's instructions: the first of prompt.RepoNames it
-// holds as a file.
-func (t *turn) repoFile(dir, prefix string, names []string, most int) (prompt.RepoFile, bool) {
+// holds as a file. prefix is the folder's path in the files folder.
+func (t *turn) repoFile(dir *cached, prefix string, most int) (prompt.RepoFile, bool) {
 	for _, n := range prompt.RepoNames {
-		if slices.Contains(names, n+"@") {
-			t.leftOut("repository", filepath.Join(dir, n), "a symlink, never followed: make it a file")
+		if path, ok := dir.child(n + "@"); ok {
+			t.leftOut("repository", path, "a symlink, never followed: make it a file")
 			continue
 		}
-		if !slices.Contains(names, n) {
+		path, ok := dir.child(n)
+		if !ok {
 			continue
 		}
-		if text := t.fileSection("repository", filepath.Join(dir, n), most); text != "" {
+		if text := t.fileSection("repository", path, most); text != "" {
 			return prompt.RepoFile{Path: prefix + n, Text: text}, true
 		}
 	}
 	return prompt.RepoFile{}, false
 }
 
+// repoKept is the AGENTS.md of the folder at path when the folder held
+// one at the last turn and it is still there unchanged: the first of
+// prompt.RepoNames wins whatever else the folder holds now, so finding it
+// takes one lstat and no look at the folder. Anything else is not ok, and
+// the folder is read as repoFile reads it.
+func (t *turn) repoKept(path, prefix string, most int) (prompt.RepoFile, bool) {
+	dir := t.r.prompts.peek(path)
+	if dir == nil {
+		return prompt.RepoFile{}, false
+	}
+	name := prompt.RepoNames[0]
+	file, ok := dir.child(name)
+	if !ok {
+		return prompt.RepoFile{}, false
+	}
+	e, err := t.unchanged(file)
+	if err != nil || e == nil || e.err != nil || e.text == "" || len(e.text) > most {
+		return prompt.RepoFile{}, false
+	}
+	return prompt.RepoFile{Path: prefix + name, Text: e.text}, true
+}
+
 // skills is the skills' section: each skill's name and description from
 // its SKILL.md, parsed once per version of the file.
 func (t *turn) skills(most int) string {
-	dir, _ := t.r.Agent.Path(home.Skills, "")
-	names, err := t.list(dir)
+	path := t.paths.skills
+	dir, err := t.list(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			t.leftOut("skills", dir, err.Error())
+			t.leftOut("skills", path, err.Error())
 		}
 		return ""
 	}
+	files := t.r.prompts.skillPaths.get(dir, sameEntry, func(dir *cached) []string {
+		files := make([]string, len(dir.names))
+		for i, n := range dir.names {
+			if name, ok := strings.CutSuffix(n, "/"); ok {
+				files[i], _ = t.r.Agent.Path(home.Skill, name)
+			}
+		}
+		return files
+	})
 	var list []prompt.Skill
-	for _, n := range names {
+	for i, n := range dir.names {
 		name, ok := strings.CutSuffix(n, "/")
 		if !ok {
 			if strings.HasSuffix(n, "@") {
-				t.leftOut("skills", filepath.Join(dir, strings.TrimSuffix(n, "@")), "a symlink, never followed: make it a folder")
+				t.leftOut("skills", dir.paths[i], "a symlink, never followed: make it a folder")
 			}
 			continue
 		}
-		path, err := t.r.Agent.Path(home.Skill, name)
-		if err != nil {
-			t.leftOut("skills", filepath.Join(dir, name), err.Error())
+		file := files[i]
+		if file == "" {
+			_, err := t.r.Agent.Path(home.Skill, name)
+			t.leftOut("skills", dir.paths[i], err.Error())
 			continue
 		}
-		e, fresh, err := t.readFile(path, maxSkillRead, func(b []byte) *cached {
+		e, fresh, err := t.readFile(file, maxSkillRead, func(b []byte) *cached {
 			s, err := prompt.ParseSkill(name, b)
 			return &cached{skill: s, err: err}
 		})
@@ -260,23 +310,26 @@ func (t *turn) skills(most int) string {
 		case errors.Is(err, os.ErrNotExist):
 			continue
 		case err != nil:
-			t.leftOut("skills", path, err.Error())
+			t.leftOut("skills", file, err.Error())
 			continue
 		case e.err != nil:
 			if fresh {
-				t.leftOut("skills", path, e.err.Error())
+				t.leftOut("skills", file, e.err.Error())
 			}
 			continue
 		}
 		if len(list) == maxSkills {
-			t.leftOut("skills", dir, "more than 256 skills: those after "+list[len(list)-1].Name+" are not listed")
+			t.leftOut("skills", path, "more than 256 skills: those after "+list[len(list)-1].Name+" are not listed")
 			break
 		}
 		list = append(list, e.skill)
 	}
-	text, left := prompt.Skills(list, most)
-	if left > 0 {
-		t.leftOut("skills", dir, "the last skills by name, whole, past the section's most: raise [instructions] skills most")
+	out := t.r.prompts.skills.get(skillsIn{list, most}, sameSkills, func(in skillsIn) sectionOut {
+		text, left := prompt.Skills(in.skills, in.most)
+		return sectionOut{text: text, nleft: left}
+	})
+	if out.nleft > 0 {
+		t.leftOut("skills", path, "the last skills by name, whole, past the section's most: raise [instructions] skills most")
 	}
-	return text
+	return out.text
 }

@@ -169,6 +169,7 @@ type turn struct {
 	tools     []prompt.ToolText // what the tools the turn offers say of themselves, set before the prompt is composed
 	offer     *tools.Turn       // the tools the turn offers, and the sessions it opened
 	composed  []prompt.Section  // the prompt's sections as this turn read them, for a fallback model
+	paths     homePaths         // the paths the prompt reads, set when it is composed
 	release   func()            // lets the conversation's lease go, for a store that keeps leases
 
 	last      int64 // the conversation's last seq, as this turn has written it
@@ -213,7 +214,7 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 		return Answer{}, err
 	}
 	t.composed = t.sections(&s, &m)
-	system, stable := prompt.Compose(t.composed)
+	system, stable := t.compose(t.composed)
 	size, room, err := t.windowSize(ctx, &s)
 	if err != nil {
 		return Answer{}, err
