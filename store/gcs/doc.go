@@ -10,7 +10,7 @@ Under the bucket's prefix (which ends in "/" or is empty), each agent's
 objects sit under its key. Part of the format:
 
 	<prefix><agent>/events/<thread>/<18 digits: 999999999999999999 - seq>.<seq>   the event, the exact bytes appended
-	<prefix><agent>/leases/<thread>                                             no bytes; metadata holder, token, ttl_ms
+	<prefix><agent>/leases/<thread>                                             no bytes; metadata holder, token, ttl_ms, last
 	<prefix><agent>/meta/<thread>/<name>                                        a side datum
 
 An agent or thread key is escaped to one path segment: a byte outside
@@ -31,10 +31,20 @@ next" is that seq-1 is there: events are never deleted, so once seen it
 stays, and a Conversation remembers the highest seq it has seen, so an
 append within a turn asks only for its own write.
 
-Last lists the thread's events with at most one result: the first name is
-the last seq, one small request whatever the conversation's length. Once a
-Conversation has seen a seq, the listing also ends before that seq's name
-(EndOffset), so only events written since are listed.
+Last starts from the highest seq the Conversation has seen and asks for
+the next event's object: missing, the seen seq is the last, one small
+request whatever the conversation's length. Found, it asks for the one
+after, up to four times. With nothing seen, or more written since, it lists
+the thread's events with at most one result (the first name is the last
+seq), ending before the highest seq seen (EndOffset). What is seen is
+the Driver's, shared by every Conversation of the thread it opens (the
+plugin program opens one for each call), for at most 4,096 threads at
+once. The lease object
+keeps the highest seq its last writer had seen ("last"), and reading the
+lease raises what a Conversation has seen to it, so a turn that opens the
+conversation afresh, takes the lease and asks for Last usually makes one
+request for it. A missing object's metadata is one of Cloud Storage's
+cheaper operations; a listing is one of its dearest.
 
 # The lease
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"cloud.google.com/go/storage"
@@ -57,6 +58,31 @@ type Driver struct {
 
 	// watch times other holders' leases on this process's clock.
 	watch lease.Watch
+
+	mu   sync.Mutex               // guards seen
+	seen map[string]*atomic.Int64 // by thread: the highest seq known to be there
+}
+
+// maxSeen is the most threads a Driver remembers a seq of; past it, it
+// forgets them all, and each thread's next Last lists once.
+const maxSeen = 4096
+
+// seenOf is thread's highest seq known to be there, kept by the Driver so
+// that every Conversation of the thread opened by this process shares it:
+// the plugin program opens one for each call. It stays true, since events
+// are never removed.
+func (d *Driver) seenOf(thread string) *atomic.Int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.seen[thread]; s != nil {
+		return s
+	}
+	if d.seen == nil || len(d.seen) >= maxSeen {
+		d.seen = make(map[string]*atomic.Int64)
+	}
+	s := new(atomic.Int64)
+	d.seen[thread] = s
+	return s
 }
 
 // Open keeps agent's conversations in bucket under prefix, through client.
@@ -146,6 +172,7 @@ func (d *Driver) Open(thread string) (store.Conversation, error) {
 		events: d.root + "events/" + t + "/",
 		lease:  d.root + "leases/" + t,
 		meta:   d.root + "meta/" + t + "/",
+		seen:   d.seenOf(thread),
 	}, nil
 }
 
@@ -196,7 +223,7 @@ type Conversation struct {
 	lease  string // the lease object's name
 	meta   string // the side data folder's name, ending in "/"
 
-	seen atomic.Int64 // the highest seq known to be there
+	seen *atomic.Int64 // the highest seq known to be there, the Driver's
 }
 
 func (c *Conversation) errorf(format string, args ...any) error {
@@ -216,11 +243,29 @@ func (c *Conversation) sawSeq(seq int64) {
 // Close does nothing: a Conversation holds nothing open.
 func (c *Conversation) Close() error { return nil }
 
-// Last returns the highest seq written, or 0: the first name a listing of
-// the thread's events gives, listing only names before the highest seq
-// already seen.
+// probeMost is how many events past the highest seq seen Last looks for
+// one by one before it lists instead.
+const probeMost = 4
+
+// Last returns the highest seq written, or 0. From the highest seq already
+// seen it asks for the next event's object, one by one: the first missing
+// is past the last, since events are contiguous and never removed. With
+// nothing seen yet, or more than probeMost events written since, it lists
+// the thread's events and takes the first name, listing only names before
+// the highest seq seen.
 func (c *Conversation) Last(ctx context.Context) (int64, error) {
 	seen := c.seen.Load()
+	for i := 0; seen > 0 && i < probeMost; i++ {
+		_, err := c.d.bucket.Object(c.events + eventName(seen+1)).Attrs(ctx)
+		if errors.Is(err, storage.ErrObjectNotExist) {
+			return seen, nil
+		}
+		if err != nil {
+			return 0, c.errorf("last: %w", err)
+		}
+		c.sawSeq(seen + 1)
+		seen = c.seen.Load()
+	}
 	q := &storage.Query{Prefix: c.events}
 	if seen > 0 {
 		q.EndOffset = c.events + eventName(seen)

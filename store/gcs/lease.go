@@ -19,6 +19,7 @@ const (
 	metaHolder = "holder"
 	metaToken  = "token"
 	metaTTL    = "ttl_ms"
+	metaLast   = "last" // the highest seq its writer had seen: a start for Last
 )
 
 // readLease reads the lease object's metadata; no object is the zero
@@ -38,6 +39,9 @@ func (c *Conversation) readLease(ctx context.Context) (lease.Record, int64, erro
 		return r, 0, fmt.Errorf("%w: the lease object %q: %v", store.ErrCorrupt, c.lease, err)
 	}
 	r.Token, r.TTL = token, time.Duration(ttl)*time.Millisecond
+	if last, err := strconv.ParseInt(a.Metadata[metaLast], 10, 64); err == nil && last > 0 {
+		c.sawSeq(last)
+	}
 	return r, a.Generation, nil
 }
 
@@ -52,6 +56,7 @@ func (c *Conversation) replaceLease(ctx context.Context, gen int64, next lease.R
 		metaHolder: next.Holder,
 		metaToken:  strconv.FormatInt(next.Token, 10),
 		metaTTL:    strconv.FormatInt(next.TTL.Milliseconds(), 10),
+		metaLast:   strconv.FormatInt(c.seen.Load(), 10),
 	})
 	return err
 }
