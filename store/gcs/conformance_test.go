@@ -51,10 +51,17 @@ func open(tb testing.TB, dir string) *gcs.Driver {
 // TestFakeRefusesTakenName proves the fake keeps the preconditions every
 // other test leans on, so none of them passes by accident: a name taken is
 // refused with ifGenerationMatch=0, and a replace of another generation
-// than the one there is refused.
+// than the one there is refused. The races between processes run against
+// the fake with its objects in files, which proves the same of itself
+// (served).
 func TestFakeRefusesTakenName(t *testing.T) {
+	refusesTaken(t, fake().Client())
+}
+
+func refusesTaken(t *testing.T, client *storage.Client) {
+	t.Helper()
 	ctx := context.Background()
-	o := fake().Client().Bucket(bucket).Object("fake-test/taken")
+	o := client.Bucket(bucket).Object("fake-test/taken")
 	write := func(conds storage.Conditions, data string) (*storage.ObjectAttrs, error) {
 		w := o.If(conds).NewWriter(ctx)
 		w.ChunkSize = 0
@@ -84,8 +91,15 @@ func TestFakeRefusesTakenName(t *testing.T) {
 	if got.String() != "first" {
 		t.Fatalf("the object holds %q after refused writes", got.String())
 	}
-	if _, err := write(storage.Conditions{GenerationMatch: first.Generation}, "fourth"); err != nil {
+	second, err := write(storage.Conditions{GenerationMatch: first.Generation}, "fourth")
+	if err != nil {
 		t.Fatalf("a replace of the generation there: %v", err)
+	}
+	if _, err := write(storage.Conditions{GenerationMatch: first.Generation}, "fifth"); !is412(err) {
+		t.Fatalf("a replace of the generation replaced: %v, want 412", err)
+	}
+	if second.Generation == first.Generation {
+		t.Fatalf("a replace kept generation %d", first.Generation)
 	}
 }
 

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,4 +72,17 @@ func BenchReadLast32(b *testing.B, c store.Conversation) {
 			b.Fatal(got, err)
 		}
 	}
+}
+
+// MemDir is a new folder for tb in memory (/dev/shm) where the machine has
+// one, else in tb's temporary folder; it is removed when tb ends. It is for
+// what a test needs kept but not on a disk: a fake server's objects, which
+// it syncs and renames file by file.
+func MemDir(tb testing.TB) string {
+	dir, err := os.MkdirTemp("/dev/shm", "lnk-test-")
+	if err != nil {
+		return tb.TempDir()
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
