@@ -35,8 +35,11 @@ var fake = sync.OnceValue(func() *fakestorage.Server {
 
 // plugin starts the program on a home in dir named for an agent of its
 // own.
-func plugin(t testing.TB, dir string) *driver.Driver {
-	u, err := url.Parse(fake().URL())
+func plugin(t testing.TB, dir string) *driver.Driver { return pluginOn(t, fake(), dir) }
+
+// pluginOn starts the program reaching the fake srv.
+func pluginOn(t testing.TB, srv *fakestorage.Server, dir string) *driver.Driver {
+	u, err := url.Parse(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +48,22 @@ func plugin(t testing.TB, dir string) *driver.Driver {
 	t.Setenv(gcs.BucketEnv, bucket)
 	t.Setenv(gcs.PrefixEnv, "lnk/")
 	return storetest.Plugin(t, filepath.Join(dir, "test-"+hex.EncodeToString(h[:8])))
+}
+
+// BenchmarkPlugin appends and reads the tail through the program, against a
+// fake of its own keeping its objects in files in memory: the shared fake
+// keeps them in a list it scans for each request, so its figures would
+// grow with every test before.
+func BenchmarkPlugin(b *testing.B) {
+	storetest.BenchmarkPlugin(b, func(tb testing.TB, dir string) *driver.Driver {
+		srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1", StorageRoot: storetest.MemDir(tb)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(srv.Stop)
+		srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+		return pluginOn(tb, srv, dir)
+	})
 }
 
 // TestConformancePlugin runs the suite through the plugin program. The

@@ -53,6 +53,9 @@ func forget(t testing.TB, url, agent string) {
 	}
 }
 
+// BenchmarkPlugin appends and reads the tail through the program.
+func BenchmarkPlugin(b *testing.B) { storetest.BenchmarkPlugin(b, plugin) }
+
 // TestConformancePlugin runs the suite through the plugin program. The
 // store bridge in front of it is the same for every driver, and is run
 // through the suite in front of lnk-sqlite and lnk-pebble.
