@@ -44,7 +44,10 @@ keeps the highest seq its last writer had seen ("last"), and reading the
 lease raises what a Conversation has seen to it, so a turn that opens the
 conversation afresh, takes the lease and asks for Last usually makes one
 request for it. A missing object's metadata is one of Cloud Storage's
-cheaper operations; a listing is one of its dearest.
+cheaper operations; a listing is one of its dearest. All of this holds
+because events are never removed, so this store has no Forget
+(store.Forgetter): a conversation forgotten and begun again would be
+taken by another process for the longer one it remembers.
 
 # The lease
 
