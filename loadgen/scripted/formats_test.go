@@ -195,3 +195,59 @@ func TestFailMidStream(t *testing.T) {
 		}
 	}
 }
+
+// OpenRouter streams the thinking as reasoning and as pieces of one signed
+// reasoning.text detail, the signature last; OpenAI's own path sends none.
+func TestOpenRouterReasoning(t *testing.T) {
+	_, base := listen(t, formatScript)
+	code, _, b := post(t, base, "/openrouter/v1/chat/completions", openAIBody("x", true))
+	ev := events(b)
+	var reasoning, detail, text strings.Builder
+	var sig, format string
+	for _, e := range ev[:len(ev)-1] {
+		var v struct {
+			Choices []struct {
+				Delta struct {
+					Content          string
+					Reasoning        *string
+					ReasoningDetails []struct {
+						Type, Text, Signature, Format string
+						Index                         *int
+					} `json:"reasoning_details"`
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(e), &v); err != nil {
+			t.Fatalf("%q: %v", e, err)
+		}
+		for _, c := range v.Choices {
+			if c.Delta.Reasoning != nil {
+				reasoning.WriteString(*c.Delta.Reasoning)
+			}
+			text.WriteString(c.Delta.Content)
+			for _, d := range c.Delta.ReasoningDetails {
+				if d.Type != "reasoning.text" || d.Index == nil || *d.Index != 0 || sig != "" {
+					t.Errorf("a detail %+v in %s", d, e)
+				}
+				detail.WriteString(d.Text)
+				sig, format = d.Signature, d.Format
+			}
+		}
+	}
+	if code != 200 || reasoning.String() != "hm" || detail.String() != "hm" || !strings.HasPrefix(sig, "sig_") ||
+		format != reasoningFormat || text.String() != "héllo wörld" {
+		t.Errorf("stream: reasoning %q, detail %q, signature %q, format %q, text %q\n%s", &reasoning, &detail, sig, format, &text, b)
+	}
+	if strings.Index(string(b), `"reasoning_details"`) > strings.Index(string(b), `"content":"h`) {
+		t.Errorf("the reasoning comes after the text:\n%s", b)
+	}
+	_, _, b = post(t, base, "/openrouter/v1/chat/completions", openAIBody("x", false))
+	if !json.Valid(b) || !bytes.Contains(b, []byte(`"reasoning":"hm","reasoning_details":[{"type":"reasoning.text","text":"hm","signature":"sig_`)) {
+		t.Errorf("whole:\n%s", b)
+	}
+	for _, stream := range []bool{true, false} {
+		if _, _, b := post(t, base, "/openai/v1/chat/completions", openAIBody("x", stream)); bytes.Contains(b, []byte("reasoning")) {
+			t.Errorf("OpenAI's path sends reasoning (stream %v):\n%s", stream, b)
+		}
+	}
+}

@@ -212,6 +212,15 @@ func (st *stream) openAI(req *request) {
 	st.chunkStart(req)
 	st.buf = append(st.buf, `{"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n"...)
 	st.flush()
+	if st.f == openRouter && a.thinking != "" {
+		for _, p := range pieces(a.thinking, a.chunks) {
+			if !st.piece() {
+				return
+			}
+			st.reasoning(req, p, "")
+		}
+		st.reasoning(req, "", "sig_"+a.id)
+	}
 	for _, p := range pieces(a.text, a.chunks) {
 		if p == "" {
 			break
@@ -264,6 +273,30 @@ func (st *stream) openAI(req *request) {
 		st.buf = append(st.buf, "}\n\n"...)
 	}
 	st.buf = append(st.buf, "data: [DONE]\n\n"...)
+	st.flush()
+}
+
+// reasoningFormat is the format OpenRouter names on the reasoning the
+// scripted model sends: Anthropic's, whose thinking OpenRouter relays as
+// signed reasoning.text details.
+const reasoningFormat = "anthropic-claude-v1"
+
+// reasoning writes one OpenRouter chunk of reasoning: the text as reasoning,
+// and as a piece of the reasoning.text detail at index 0. The last piece
+// carries the detail's signature and no text, as OpenRouter sends
+// Anthropic's.
+func (st *stream) reasoning(req *request, text, sig string) {
+	st.chunkStart(req)
+	st.buf = append(st.buf, `{"reasoning":`...)
+	if sig != "" {
+		st.buf = append(st.buf, `null,"reasoning_details":[{"type":"reasoning.text","signature":`...)
+		st.buf = store.AppendString(st.buf, sig)
+	} else {
+		st.buf = store.AppendString(st.buf, text)
+		st.buf = append(st.buf, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
+		st.buf = store.AppendString(st.buf, text)
+	}
+	st.buf = append(st.buf, `,"format":"`+reasoningFormat+`","index":0}]},"finish_reason":null}]}`+"\n\n"...)
 	st.flush()
 }
 
@@ -367,6 +400,15 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 			b = append(b, "null"...)
 		} else {
 			b = store.AppendString(b, a.text)
+		}
+		if req.format == openRouter && a.thinking != "" {
+			b = append(b, `,"reasoning":`...)
+			b = store.AppendString(b, a.thinking)
+			b = append(b, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
+			b = store.AppendString(b, a.thinking)
+			b = append(b, `,"signature":"sig_`...)
+			b = append(b, a.id...)
+			b = append(b, `","format":"`+reasoningFormat+`","index":0}]`...)
 		}
 		if len(a.calls) > 0 {
 			b = append(b, `,"tool_calls":[`...)

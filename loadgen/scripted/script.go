@@ -48,8 +48,10 @@ type Rule struct {
 	Text string `toml:"text"`
 
 	// Thinking is a thinking block streamed before the text: with a
-	// signature in Anthropic's format, as reasoning in Ollama's and the
-	// Responses API's; Chat Completions has no place for it.
+	// signature in Anthropic's format, and in OpenRouter's as reasoning and
+	// a signed reasoning.text detail, as it relays Anthropic's; as reasoning
+	// in Ollama's and the Responses API's. OpenAI's Chat Completions has no
+	// place for it.
 	Thinking string `toml:"thinking"`
 
 	// Calls are tool calls the answer makes, after its text.
