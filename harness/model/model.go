@@ -54,9 +54,11 @@ type Message struct {
 
 	// Thinking is, on an assistant message, the raw JSON array of its
 	// thinking blocks, [{"thinking":..,"signature":..}] (or {"data":..} for a
-	// redacted block), as kept in the answer event. It is replayed to
-	// Anthropic, which needs it beside the tool calls it led to, and never
-	// shown.
+	// redacted block; {"openrouter":{..}} for one of OpenRouter's
+	// reasoning_details), as kept in the answer event. It is replayed:
+	// to Anthropic its signed blocks, which it needs beside the tool calls
+	// they led to; to OpenRouter its own; to Ollama the text of any. It is
+	// never shown.
 	Thinking []byte
 
 	Calls   []store.Call // assistant: the tool calls it made

@@ -213,7 +213,9 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Fatalf("calls %+v, text %q", resp.Calls, resp.Text)
 	}
 	req.Messages = append(req.Messages,
-		Message{Role: "assistant", Thinking: []byte(`[{"thinking":"Add them.","signature":"sig-1"},{"data":"opaque"}]`), Calls: fixedIDs(resp.Calls)},
+		Message{Role: "assistant", Thinking: []byte(`[{"thinking":"Add them.","signature":"sig-1"},{"data":"opaque"},` +
+			`{"openrouter":{"type":"reasoning.text","text":"OpenRouter's.","signature":"sig-or","index":0}},` +
+			`{"openrouter":{"type":"reasoning.encrypted","data":"enc-or","index":1}}]`), Calls: fixedIDs(resp.Calls)},
 		Message{Role: "user", Results: []Result{{CallID: "c0", Name: "calc__add", Text: "4"}}, Text: "then sum it up"})
 	resp, err = c.Call(context.Background(), req, nil)
 	if err != nil {
@@ -222,7 +224,62 @@ func TestAnthropicThinking(t *testing.T) {
 	if resp.Text != "4" || !bytes.HasPrefix(resp.Thinking, []byte(`[{"thinking":"It said 4.","signature":"sig_`)) {
 		t.Errorf("text %q, thinking %s", resp.Text, resp.Thinking)
 	}
+	// OpenRouter's blocks, signed and encrypted for it, are not sent.
 	golden(t, "anthropic_thinking.golden", lastRequest(t, srv))
+}
+
+// OpenRouter's reasoning is kept as its reasoning_details, each marked as
+// OpenRouter's, and sent back to OpenRouter alone: not to OpenAI, not to
+// Anthropic or Ollama, which could not check it.
+func TestOpenRouterThinking(t *testing.T) {
+	srv, base := serve(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "sum", Results: "no", Thinking: "Add them: 2+2 is \"4\".", Chunks: 3,
+			Calls: []scripted.Call{{Name: "calc__add", Args: `{"a":2,"b":2}`}}},
+		{Match: "sum", Results: "yes", Text: "4"},
+	}})
+	req := &Request{Model: "anthropic/claude-opus-5.5", Messages: []Message{{Role: "user", Text: "the sum of 2 and 2"}}}
+	resp, err := client(t, "openrouter", base).Call(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"openrouter":{"type":"reasoning.text","text":"Add them: 2+2 is \"4\".","signature":"sig_` +
+		strings.TrimPrefix(resp.ResponseID, "chatcmpl-") + `","format":"anthropic-claude-v1","index":0}}]`
+	if string(resp.Thinking) != want || len(resp.Calls) != 1 || resp.Text != "" {
+		t.Fatalf("thinking %s, want %s; calls %+v, text %q", resp.Thinking, want, resp.Calls, resp.Text)
+	}
+
+	// The round after, with thinking of every kind: each provider gets its own.
+	req.Messages = append(req.Messages,
+		Message{Role: "assistant", Thinking: []byte(`[{"thinking":"Anthropic's.","signature":"sig-1"},{"data":"redacted"},{"thinking":"Ollama's."},` +
+			`{"openrouter":{"type":"reasoning.text","text":"Add them: 2+2 is \"4\".","signature":"sig-or","format":"anthropic-claude-v1","index":0}},` +
+			`{"openrouter":{"type":"reasoning.encrypted","data":"enc-or","id":"rs_1","format":"openai-responses-v1","index":1,"future":[1,"x"]}}]`),
+			Calls: fixedIDs(resp.Calls)},
+		Message{Role: "user", Results: []Result{{CallID: "c0", Name: "calc__add", Text: "4"}}})
+	for _, provider := range providers {
+		resp, err := client(t, provider, base).Call(context.Background(), req, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", provider, err)
+		}
+		if resp.Text != "4" {
+			t.Errorf("%s: text %q", provider, resp.Text)
+		}
+		body := string(lastRequest(t, srv))
+		switch provider {
+		case "openrouter", "openai":
+			golden(t, provider+"_thinking.golden", []byte(body))
+		}
+		details := `,"reasoning_details":[{"type":"reasoning.text","text":"Add them: 2+2 is \"4\".","signature":"sig-or","format":"anthropic-claude-v1","index":0},` +
+			`{"type":"reasoning.encrypted","data":"enc-or","id":"rs_1","format":"openai-responses-v1","index":1,"future":[1,"x"]}]}`
+		if sent := strings.Contains(body, details); sent != (provider == "openrouter") {
+			t.Errorf("%s: OpenRouter's reasoning_details sent %v: %s", provider, sent, body)
+		}
+		if strings.Contains(body, "sig-or") != (provider == "openrouter") || strings.Contains(body, "enc-or") != (provider == "openrouter") {
+			t.Errorf("%s: OpenRouter's signature or data sent wrongly: %s", provider, body)
+		}
+		if provider == "openrouter" && (strings.Contains(body, "sig-1") || strings.Contains(body, "redacted") || strings.Contains(body, "Ollama's")) {
+			t.Errorf("openrouter: another provider's thinking sent: %s", body)
+		}
+	}
 }
 
 func TestUsage(t *testing.T) {
@@ -394,6 +451,14 @@ func TestRequestErrors(t *testing.T) {
 		&Request{Messages: []Message{{Role: "assistant", Thinking: []byte(`{"thinking":1}`)}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "thinking") {
 		t.Errorf("thinking not an array: %v", err)
+	}
+	notJSON := &Request{Messages: []Message{{Role: "assistant", Thinking: []byte(`[{"openrouter":`)}}}
+	if _, err := client(t, "openrouter", "http://127.0.0.1:1").Call(context.Background(), notJSON, nil); err == nil ||
+		!strings.Contains(err.Error(), "thinking is not JSON") || !strings.Contains(err.Error(), "openrouter: message 0") {
+		t.Errorf("openrouter: thinking not JSON: %v", err)
+	}
+	if _, err := appendOpenAIRequest(nil, notJSON, false); err != nil {
+		t.Errorf("openai, which is sent no thinking, reads it: %v", err)
 	}
 }
 

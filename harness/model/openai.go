@@ -16,7 +16,7 @@ import (
 // OpenRouter's or a runtime's, which speak it too. Its fields are set once
 // before use; it is then safe for concurrent use.
 type OpenAI struct {
-	Provider string       // named in errors; "openrouter" also sends max_tokens, which it reads, for max_completion_tokens
+	Provider string       // named in errors; "openrouter" also sends max_tokens, which it reads, for max_completion_tokens, and keeps and sends back reasoning
 	Base     string       // the API's base URL; requests go to Base + "/v1/chat/completions"
 	Key      string       // sent as a bearer token when not empty
 	HTTP     *http.Client // nil means http.DefaultClient
@@ -57,13 +57,14 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 // appendOpenAIRequest appends req as a Chat Completions request body, its
 // keys in a fixed order so the same request is the same bytes, the
 // conversation's prompt_cache_key before the messages. The answer's
-// limit is max_completion_tokens, OpenAI's name, or max_tokens, the name
-// OpenRouter and the runtimes read.
-func appendOpenAIRequest(dst []byte, req *Request, maxTokensName bool) ([]byte, error) {
+// limit is max_completion_tokens, OpenAI's name, or, for OpenRouter,
+// max_tokens, the name it reads; OpenRouter is also sent back its
+// reasoning_details.
+func appendOpenAIRequest(dst []byte, req *Request, openRouter bool) ([]byte, error) {
 	dst = append(dst, `{"model":`...)
 	dst = store.AppendString(dst, req.Model)
 	if req.MaxTokens > 0 {
-		if maxTokensName {
+		if openRouter {
 			dst = append(dst, `,"max_tokens":`...)
 		} else {
 			dst = append(dst, `,"max_completion_tokens":`...)
@@ -89,7 +90,10 @@ func appendOpenAIRequest(dst []byte, req *Request, maxTokensName bool) ([]byte, 
 		case "user":
 			dst, n = appendOpenAIUser(dst, m, n)
 		case "assistant":
-			dst, n = appendOpenAIAssistant(dst, m, n)
+			var err error
+			if dst, n, err = appendOpenAIAssistant(dst, m, n, openRouter); err != nil {
+				return nil, fmt.Errorf("model: openrouter: message %d: %w", i, err)
+			}
 		default:
 			return nil, fmt.Errorf("model: openai: message %d: role %q is not user or assistant", i, m.Role)
 		}
@@ -164,7 +168,10 @@ func appendFunctionTools(dst []byte, tools []Tool) []byte {
 	return append(dst, ']')
 }
 
-func appendOpenAIAssistant(dst []byte, m *Message, n int) ([]byte, int) {
+// appendOpenAIAssistant appends an assistant message: its text, its calls
+// and, for OpenRouter, the reasoning_details kept in its thinking. n counts
+// the messages so far.
+func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]byte, int, error) {
 	if n > 0 {
 		dst = append(dst, ',')
 	}
@@ -195,16 +202,26 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int) ([]byte, int) {
 		}
 		dst = append(dst, ']')
 	}
-	return append(dst, '}'), n + 1
+	if openRouter && len(m.Thinking) > 0 {
+		var err error
+		if dst, err = appendReasoningDetails(dst, m.Thinking); err != nil {
+			return nil, 0, err
+		}
+	}
+	return append(dst, '}'), n + 1, nil
 }
 
 // openAIStream decodes a Chat Completions chunk stream into a Response. It
-// is used for one stream, with one parser for all its chunks.
+// is used for one stream, with one parser for all its chunks. From
+// OpenRouter it also keeps the reasoning.
 type openAIStream struct {
 	provider string
 	resp     Response
 	text     strings.Builder
 	calls    []openAICall
+
+	details       []reasoningDetail // OpenRouter's reasoning_details, by index
+	reasoningText []byte            // OpenRouter's reasoning, while no detail has come
 }
 
 // openAICall is a tool call being streamed.
@@ -281,6 +298,11 @@ func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
 				return err
 			}
 		}
+		if d.provider == "openrouter" {
+			if err := d.reasoning(delta); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -315,8 +337,14 @@ func (d *openAIStream) callDelta(tc *fastjson.Value) error {
 	return nil
 }
 
-// finish turns the calls streamed into the answer's.
+// finish turns the calls and the reasoning streamed into the answer's.
 func (d *openAIStream) finish() error {
+	if len(d.details) > 0 || len(d.reasoningText) > 0 {
+		t := make([]byte, 0, thinkingSize(d.details, d.reasoningText))
+		if t = appendReasoningThinking(t, d.details, d.reasoningText); len(t) > 0 {
+			d.resp.Thinking = t
+		}
+	}
 	for i := range d.calls {
 		c := &d.calls[i]
 		if c.id == "" && c.name == "" && len(c.args) == 0 {

@@ -31,6 +31,14 @@ func decodeOpenAI(b []byte, onText func(string)) (*Response, error) {
 	return &d.resp, err
 }
 
+// decodeOpenRouter decodes a whole Chat Completions stream from OpenRouter
+// held in b, its reasoning kept.
+func decodeOpenRouter(b []byte, onText func(string)) (*Response, error) {
+	d := openAIStream{provider: "openrouter"}
+	err := readStream(bytes.NewReader(b), func(s *sseReader) error { return d.decode(s, onText) })
+	return &d.resp, err
+}
+
 // decodeOllama decodes a whole /api/chat stream held in b.
 func decodeOllama(b []byte, onText func(string)) (*Response, error) {
 	var d ollamaStream
@@ -51,6 +59,9 @@ func capture(t testing.TB, base, provider string, req *Request) []byte {
 	case "ollama":
 		body, err = appendOllamaRequest(nil, req)
 		path = "/ollama/api/chat"
+	case "openrouter":
+		body, err = appendOpenAIRequest(nil, req, true)
+		path = "/openrouter/v1/chat/completions"
 	default:
 		body, err = appendOpenAIRequest(nil, req, false)
 		path = "/openai/v1/chat/completions"
@@ -71,38 +82,51 @@ func capture(t testing.TB, base, provider string, req *Request) []byte {
 }
 
 // longAnswer is a script whose answer is 8,000 bytes in 2,000 pieces: a
-// 2,000-token answer as the providers stream one.
-var longAnswer = &scripted.Script{Rules: []scripted.Rule{{Match: "any", AnswerBytes: 8000, Chunks: 2000}}}
+// 2,000-token answer as the providers stream one. Asked to reason, it
+// reasons first, 8,000 bytes in 2,000 pieces more.
+var longAnswer = &scripted.Script{Rules: []scripted.Rule{
+	{Match: "reason", Thinking: strings.Repeat("hmm, ", 1600), AnswerBytes: 8000, Chunks: 2000},
+	{Match: "any", AnswerBytes: 8000, Chunks: 2000},
+}}
 
 func TestDecodeAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
 	_, base := serve(t, longAnswer)
-	req := &Request{Model: "m", Messages: []Message{{Role: "user", Text: "long"}}}
 	for _, tt := range []struct {
-		provider string
-		decode   func([]byte, func(string)) (*Response, error)
-	}{{"anthropic", decodeAnthropic}, {"openai", decodeOpenAI}, {"ollama", decodeOllama}} {
-		stream := capture(t, base, tt.provider, req)
-		n := 0
-		onText := func(string) { n++ }
-		if resp, err := tt.decode(stream, onText); err != nil || len(resp.Text) != 8000 || n != 2000 {
-			t.Fatalf("%s: %v, %d bytes in %d fragments", tt.provider, err, len(resp.Text), n)
-		}
+		provider, text string
+		decode         func([]byte, func(string)) (*Response, error)
+		thinking       int // the thinking's bytes, at least
+		most           float64
+	}{
 		// The answer's builder grows by doubling, about 14 times to 8,000
 		// bytes; the rest is the response, its id and model: nothing per
 		// token (the reader and the parser come from pools).
+		{"anthropic", "long", decodeAnthropic, 0, 30},
+		{"openai", "long", decodeOpenAI, 0, 30},
+		{"ollama", "long", decodeOllama, 0, 30},
+		// 2,000 tokens of reasoning before them: the detail's text grows by
+		// doubling too, its type and format are a string each, the
+		// thinking one slice, and still nothing per token.
+		{"openrouter", "long reason", decodeOpenRouter, 8000, 45},
+	} {
+		stream := capture(t, base, tt.provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: tt.text}}})
+		n := 0
+		onText := func(string) { n++ }
+		if resp, err := tt.decode(stream, onText); err != nil || len(resp.Text) != 8000 || n != 2000 || len(resp.Thinking) < tt.thinking {
+			t.Fatalf("%s: %v, %d bytes in %d fragments, %d bytes of thinking", tt.provider, err, len(resp.Text), n, len(resp.Thinking))
+		}
 		allocs := testing.AllocsPerRun(20, func() { _, _ = tt.decode(stream, onText) })
-		if allocs > 30 {
-			t.Errorf("%s: %.0f allocations to decode 2,000 tokens, want at most 30", tt.provider, allocs)
+		if allocs > tt.most {
+			t.Errorf("%s: %.0f allocations to decode %s, want at most %.0f", tt.provider, allocs, tt.text, tt.most)
 		}
 	}
 }
 
-func benchmarkDecode(b *testing.B, provider string, decode func([]byte, func(string)) (*Response, error)) {
+func benchmarkDecode(b *testing.B, provider, text string, decode func([]byte, func(string)) (*Response, error)) {
 	_, base := serve(b, longAnswer)
-	stream := capture(b, base, provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: "long"}}})
+	stream := capture(b, base, provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: text}}})
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	onText := func(string) {}
@@ -114,13 +138,19 @@ func benchmarkDecode(b *testing.B, provider string, decode func([]byte, func(str
 }
 
 // BenchmarkAnthropicStream decodes a streamed answer of 2,000 tokens.
-func BenchmarkAnthropicStream(b *testing.B) { benchmarkDecode(b, "anthropic", decodeAnthropic) }
+func BenchmarkAnthropicStream(b *testing.B) { benchmarkDecode(b, "anthropic", "long", decodeAnthropic) }
 
 // BenchmarkOpenAIStream decodes a streamed answer of 2,000 tokens.
-func BenchmarkOpenAIStream(b *testing.B) { benchmarkDecode(b, "openai", decodeOpenAI) }
+func BenchmarkOpenAIStream(b *testing.B) { benchmarkDecode(b, "openai", "long", decodeOpenAI) }
+
+// BenchmarkOpenRouterStream decodes a streamed answer of 2,000 tokens
+// after 2,000 tokens of reasoning.
+func BenchmarkOpenRouterStream(b *testing.B) {
+	benchmarkDecode(b, "openrouter", "long reason", decodeOpenRouter)
+}
 
 // BenchmarkOllamaStream decodes a streamed answer of 2,000 tokens.
-func BenchmarkOllamaStream(b *testing.B) { benchmarkDecode(b, "ollama", decodeOllama) }
+func BenchmarkOllamaStream(b *testing.B) { benchmarkDecode(b, "ollama", "long", decodeOllama) }
 
 func TestAnthropicErrorEvent(t *testing.T) {
 	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\",\"usage\":{\"input_tokens\":3}}}\n\n" +
@@ -139,6 +169,82 @@ func TestOpenAIErrorChunk(t *testing.T) {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != 502 || se.Message != "Provider returned error" {
 		t.Errorf("error %v", err)
+	}
+}
+
+// reasoningStream is a stream from OpenRouter whose deltas are ds, then
+// [DONE].
+func reasoningStream(ds ...string) []byte {
+	var b []byte
+	for _, d := range ds {
+		b = append(b, `data: {"id":"gen-1","model":"m","choices":[{"index":0,"delta":`+d+`}]}`+"\n\n"...)
+	}
+	return append(b, "data: [DONE]\n\n"...)
+}
+
+func TestOpenRouterReasoning(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       []byte
+		thinking string
+		err      error
+	}{
+		{name: "a text in pieces, the signature last", in: reasoningStream(
+			`{"role":"assistant","content":""}`,
+			`{"reasoning":"It is ","reasoning_details":[{"type":"reasoning.text","text":"It is ","signature":null,"format":"anthropic-claude-v1","index":0}]}`,
+			`{"reasoning":"\"4\".","reasoning_details":[{"type":"reasoning.text","text":"\"4\".","format":"anthropic-claude-v1","index":0}]}`,
+			`{"reasoning":null,"reasoning_details":[{"type":"reasoning.text","signature":"c2ln","format":"anthropic-claude-v1","index":0}]}`,
+			`{"content":"4"}`),
+			thinking: `[{"openrouter":{"type":"reasoning.text","text":"It is \"4\".","signature":"c2ln","format":"anthropic-claude-v1","index":0}}]`},
+		{name: "a summary in pieces, then an encrypted detail", in: reasoningStream(
+			`{"reasoning":"**Adding**","reasoning_details":[{"type":"reasoning.summary","summary":"**Adding**","format":"openai-responses-v1","index":0}]}`,
+			`{"reasoning":" up","reasoning_details":[{"type":"reasoning.summary","summary":" up","format":"openai-responses-v1","index":0}]}`,
+			`{"reasoning":null,"reasoning_details":[{"type":"reasoning.encrypted","data":"gAAA==","id":"rs_1","format":"openai-responses-v1","index":1}]}`),
+			thinking: `[{"openrouter":{"type":"reasoning.summary","summary":"**Adding** up","format":"openai-responses-v1","index":0}},` +
+				`{"openrouter":{"type":"reasoning.encrypted","data":"gAAA==","id":"rs_1","format":"openai-responses-v1","index":1}}]`},
+		{name: "two details in one delta", in: reasoningStream(
+			`{"reasoning_details":[{"type":"reasoning.text","text":"a","index":0},{"type":"reasoning.encrypted","data":"e","index":1}]}`,
+			`{"reasoning_details":[{"type":"reasoning.text","text":"b","index":0}]}`),
+			thinking: `[{"openrouter":{"type":"reasoning.text","text":"ab","index":0}},{"openrouter":{"type":"reasoning.encrypted","data":"e","index":1}}]`},
+		{name: "pieces without an index go on the last detail of their type", in: reasoningStream(
+			`{"reasoning_details":[{"type":"reasoning.text","text":"a"}]}`,
+			`{"reasoning_details":[{"type":"reasoning.text","text":"b"}]}`,
+			`{"reasoning_details":[{"type":"reasoning.encrypted","data":"e"}]}`),
+			thinking: `[{"openrouter":{"type":"reasoning.text","text":"ab"}},{"openrouter":{"type":"reasoning.encrypted","data":"e"}}]`},
+		{name: "keys of no field kept as first sent", in: reasoningStream(
+			`{"reasoning_details":[{"type":"reasoning.text","text":"a","extra":{"x":"\u00e9"},"index":0}]}`,
+			`{"reasoning_details":[{"text":"b","extra":2,"more":null,"index":0}]}`),
+			thinking: `[{"openrouter":{"type":"reasoning.text","text":"ab","index":0,"extra":{"x":"\u00e9"},"more":null}}]`},
+		{name: "an index skipped", in: reasoningStream(`{"reasoning_details":[{"type":"reasoning.text","text":"a","index":2}]}`),
+			thinking: `[{"openrouter":{"type":"reasoning.text","text":"a","index":2}}]`},
+		{name: "reasoning without details", in: reasoningStream(`{"reasoning":"2+2"}`, `{"reasoning":" is 4"}`, `{"content":"4"}`),
+			thinking: `[{"openrouter":{"type":"reasoning.text","text":"2+2 is 4"}}]`},
+		{name: "no reasoning", in: reasoningStream(`{"content":"4","reasoning":null,"reasoning_details":[]}`)},
+		{name: "an index past the most", in: reasoningStream(`{"reasoning_details":[{"type":"reasoning.text","text":"a","index":1024}]}`), err: ErrMalformed},
+		{name: "an index not a number", in: reasoningStream(`{"reasoning_details":[{"type":"reasoning.text","index":"0"}]}`), err: ErrMalformed},
+		{name: "a text not a string", in: reasoningStream(`{"reasoning_details":[{"type":"reasoning.text","text":4,"index":0}]}`), err: ErrMalformed},
+		{name: "a detail not an object", in: reasoningStream(`{"reasoning_details":["a"]}`), err: ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := decodeOpenRouter(tt.in, nil)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("error %v, want %v", err, tt.err)
+			}
+			if err != nil {
+				return
+			}
+			if string(resp.Thinking) != tt.thinking || (tt.thinking == "") != (resp.Thinking == nil) {
+				t.Errorf("thinking %s\nwant     %s", resp.Thinking, tt.thinking)
+			}
+			if len(resp.Thinking) > 0 && fastjson.ValidateBytes(resp.Thinking) != nil {
+				t.Errorf("thinking %s is not JSON", resp.Thinking)
+			}
+			// OpenAI sends no reasoning_details; a stream that has them is not read for them.
+			if resp, err := decodeOpenAI(tt.in, nil); err != nil || resp.Thinking != nil {
+				t.Errorf("openai: thinking %s, %v", resp.Thinking, err)
+			}
+		})
 	}
 }
 
@@ -251,8 +357,9 @@ func TestFuzzSeeds(t *testing.T) {
 			Usage: scripted.Usage{Input: 5, Output: 6, CacheRead: 700, CacheWrite: 8}},
 		{Match: "cut", Text: "cut short here", Chunks: 4, Cut: true, AfterChunks: 2},
 	}})
-	for _, provider := range []string{"anthropic", "openai", "ollama"} {
-		dir := filepath.Join("testdata", "fuzz", "Fuzz"+map[string]string{"anthropic": "Anthropic", "openai": "OpenAI", "ollama": "Ollama"}[provider]+"Stream")
+	names := map[string]string{"anthropic": "Anthropic", "openai": "OpenAI", "openrouter": "OpenRouter", "ollama": "Ollama"}
+	for _, provider := range []string{"anthropic", "openai", "openrouter", "ollama"} {
+		dir := filepath.Join("testdata", "fuzz", "Fuzz"+names[provider]+"Stream")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -307,6 +414,17 @@ func FuzzOpenAIStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var frags []string
 		resp, err := decodeOpenAI(b, func(s string) { frags = append(frags, s) })
+		checkDecoded(t, resp, err, frags)
+	})
+}
+
+func FuzzOpenRouterStream(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"a\",\"reasoning_details\":[{\"type\":\"reasoning.summary\",\"summary\":\"a\",\"index\":0}," +
+		"{\"type\":\"reasoning.encrypted\",\"data\":\"e\",\"index\":1,\"x\":[1]}]}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"only text\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var frags []string
+		resp, err := decodeOpenRouter(b, func(s string) { frags = append(frags, s) })
 		checkDecoded(t, resp, err, frags)
 	})
 }
