@@ -62,19 +62,24 @@ func TestSampleProcChild(t *testing.T) {
 	if s.RSS == 0 || s.PSS == 0 {
 		t.Errorf("sleep: rss %d pss %d", s.RSS, s.PSS)
 	}
-	// The child's clock counts its CPU as it runs, to the nanosecond.
-	spin := exec.Command("sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
+	// The child's clock counts its CPU as it runs, to the nanosecond. A
+	// child sampled before it was first scheduled reads zero, so the first
+	// sample is the first that shows it ran.
+	spin := exec.Command("sh", "-c", "while :; do :; done")
 	if err := spin.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := SampleProc(spin.Process.Pid, false)
-	if err != nil {
-		t.Fatal(err)
+	defer spin.Wait()
+	defer spin.Process.Kill()
+	var a ProcSample
+	for deadline := time.Now().Add(5 * time.Second); a.CPUNanos == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		if a, err = SampleProc(spin.Process.Pid, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(30 * time.Millisecond)
 	b, err := SampleProc(spin.Process.Pid, false)
-	spin.Process.Kill()
-	spin.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
