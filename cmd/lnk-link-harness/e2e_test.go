@@ -259,7 +259,16 @@ text = "quick"
 		}
 		res <- err
 	}()
-	time.Sleep(400 * time.Millisecond) // the message is with the model now
+	// The message is with the model once its event is written.
+	events := filepath.Join(h.home, "chats", "t", "events.jsonl")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(events); strings.Contains(string(b), "slow one") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the message was never written")
+		}
+	}
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-res; err != nil {
 		t.Fatalf("a message asked before the stop: %v", err)
