@@ -140,6 +140,47 @@ func TestSeqOf(t *testing.T) {
 	}
 }
 
+func TestMessageID(t *testing.T) {
+	for _, tc := range []struct {
+		in, id  string
+		message bool
+		ok      bool
+	}{
+		{`{"seq":1,"type":"message","id":"m-1","text":"x"}`, "m-1", true, true},
+		{`{"text":"{\"id\":\"no\"}","id":"yes","seq":2,"type":"message"}`, "yes", true, true},
+		{`{"seq":3,"type":"mess\u0061ge","id":"esc"}`, "esc", true, true},
+		{`{"seq":4,"type":"message","id":"a\"b"}`, `a\"b`, true, true},
+		{`{"seq":5,"type":"message","id":7}`, "", true, true},
+		{`{"seq":6,"type":"message","id":"first","id":"second"}`, "first", true, true},
+		{`{"seq":7,"type":"message"}`, "", true, true},
+		{` { "calls" : [{"id":"c"}], "type" : "answer" , "seq":8}`, "", false, true},
+		{`{"seq":9,"type":"answer","id":"a"}`, "", false, true},
+		{`{"seq":10,"type":"answer","text":"unterminated`, "", false, true}, // not read past the type
+		{`{}`, "", false, true},
+		{`not json`, "", false, false},
+		{`{"type":"message","id":"unterminated`, "", false, false},
+		{`{"type":}`, "", false, false},
+		{`["type","message"]`, "", false, false},
+	} {
+		id, message, err := MessageID([]byte(tc.in))
+		if !tc.ok {
+			if !errors.Is(err, ErrBadEvent) {
+				t.Errorf("MessageID(%s) = %q, %v, %v; want ErrBadEvent", tc.in, id, message, err)
+			}
+			continue
+		}
+		if err != nil || string(id) != tc.id || message != tc.message {
+			t.Errorf("MessageID(%s) = %q, %v, %v; want %q, %v", tc.in, id, message, err, tc.id, tc.message)
+		}
+	}
+	if s, err := UnquoteRaw([]byte(`a\"b\u00e9`)); err != nil || s != `a"bé` {
+		t.Errorf("UnquoteRaw = %q, %v", s, err)
+	}
+	if _, err := UnquoteRaw([]byte(`a\`)); !errors.Is(err, ErrBadEvent) {
+		t.Errorf("UnquoteRaw of a lone backslash: %v", err)
+	}
+}
+
 // Allocation budgets of the hot paths: exact, so they can fail CI.
 func TestAllocs(t *testing.T) {
 	if raceEnabled {
@@ -149,6 +190,9 @@ func TestAllocs(t *testing.T) {
 	other := []byte(`{"type":"message","text":"x","seq":99}`)
 	if n := testing.AllocsPerRun(100, func() { SeqOf(line); SeqOf(other) }); n != 0 {
 		t.Errorf("SeqOf allocates %v times, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { MessageID(line); MessageID(other) }); n != 0 {
+		t.Errorf("MessageID allocates %v times, want 0", n)
 	}
 	buf := make([]byte, 0, 4096)
 	e := typicalAnswer()
@@ -184,6 +228,16 @@ func BenchmarkEncode(b *testing.B) {
 		buf = AppendEvent(buf[:0], e)
 	}
 	b.SetBytes(int64(len(buf)))
+}
+
+func BenchmarkMessageID(b *testing.B) {
+	line := AppendEvent(nil, typicalAnswer())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := MessageID(line); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func BenchmarkSeqOf(b *testing.B) {
@@ -226,6 +280,36 @@ func FuzzDecode(f *testing.F) {
 		}
 		if again := AppendEvent(nil, &e2); !bytes.Equal(again, out) {
 			t.Fatalf("not stable:\n%s\n%s", out, again)
+		}
+	})
+}
+
+// MessageID reads what the decoder reads, escapes undone, from any event
+// the encoder writes.
+func FuzzMessageID(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"type":"message","id":"m"}`))
+	f.Add([]byte(`{"seq":2,"type":"mess\u0061ge","id":"\"q\"","text":"t"}`))
+	f.Add([]byte(`{"seq":3,"type":"answer","text":"t"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		MessageID(b) // never panics
+		var (
+			d Decoder
+			e Event
+		)
+		if d.Decode(b, &e) != nil {
+			return
+		}
+		out := AppendEvent(nil, &e)
+		if d.Decode(out, &e) != nil {
+			return // FuzzDecode's to find
+		}
+		raw, message, err := MessageID(out)
+		if err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+		id, err := UnquoteRaw(raw)
+		if err != nil || message != (e.Type == TypeMessage) || (message && id != e.ID) {
+			t.Fatalf("%q: message %v id %q (%v), decoded %q and %q", out, message, id, err, e.Type, e.ID)
 		}
 	})
 }

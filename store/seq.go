@@ -1,6 +1,11 @@
 package store
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/valyala/fastjson"
+)
 
 // SeqOf returns the seq of the event in b without decoding the rest of it,
 // and without allocating. Events written by AppendEvent start with their
@@ -31,11 +36,102 @@ func parseSeq(b []byte) (n int64, rest []byte, ok bool) {
 // scanSeq walks the top level of one JSON object for the key "seq",
 // skipping every other value whole.
 func scanSeq(b []byte) (int64, error) {
+	var (
+		n     int64
+		found bool
+		bad   bool
+	)
+	err := scanObject(b, func(key, value []byte) bool {
+		if string(key) != "seq" {
+			return true
+		}
+		found = true
+		var (
+			rest []byte
+			ok   bool
+		)
+		n, rest, ok = parseSeq(value)
+		bad = !ok || len(rest) > 0
+		return false
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case bad:
+		return 0, fmt.Errorf("%w: seq is not a positive integer", ErrBadEvent)
+	case !found:
+		return 0, fmt.Errorf("%w: no seq", ErrBadEvent)
+	}
+	return n, nil
+}
+
+// MessageID tells whether the event in b is a message and returns its "id"
+// as written, escapes and all, without its quotes: without decoding the
+// rest and without allocating. Events written by AppendEvent name their
+// type near the start, so any other event is told apart after a few bytes.
+// An id that is missing, or not a string, is returned empty; a key written
+// twice is read the first time; the event is not checked further. Unescape
+// the id with UnquoteRaw when it holds a backslash.
+func MessageID(b []byte) (id []byte, message bool, err error) {
+	typed, found := false, false
+	err = scanObject(b, func(key, value []byte) bool {
+		switch {
+		case string(key) == "type" && !typed:
+			typed = true
+			message = string(rawString(value)) == TypeMessage
+			if !message && bytes.IndexByte(value, '\\') >= 0 { // written with escapes
+				t, err := UnquoteRaw(rawString(value))
+				message = err == nil && t == TypeMessage
+			}
+		case string(key) == "id" && !found:
+			found = true
+			id = rawString(value)
+		}
+		return !typed || (message && !found)
+	})
+	if !message {
+		id = nil
+	}
+	return id, message, err
+}
+
+// rawString returns a JSON string value's bytes without its quotes, or nil
+// for any other value.
+func rawString(v []byte) []byte {
+	if len(v) < 2 || v[0] != '"' {
+		return nil
+	}
+	return v[1 : len(v)-1]
+}
+
+// UnquoteRaw unescapes the bytes of a JSON string returned by MessageID,
+// as Decode does.
+func UnquoteRaw(raw []byte) (string, error) {
+	b := make([]byte, 0, len(raw)+2)
+	b = append(append(append(b, '"'), raw...), '"')
+	var p fastjson.Parser
+	v, err := p.ParseBytes(b)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadEvent, err)
+	}
+	s, err := stringValue(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadEvent, err)
+	}
+	return s, nil
+}
+
+// scanObject walks the top level of one JSON object, handing fn each key
+// (as written) and the bytes of its value, until fn returns false or the
+// object ends. Values are skipped whole, not checked.
+func scanObject(b []byte, fn func(key, value []byte) bool) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return 0, fmt.Errorf("%w: not a JSON object", ErrBadEvent)
+		return fmt.Errorf("%w: not a JSON object", ErrBadEvent)
 	}
-	i++
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return nil
+	}
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) || b[i] != '"' {
@@ -52,20 +148,13 @@ func scanSeq(b []byte) (int64, error) {
 			break
 		}
 		i = skipSpace(b, i+1)
-		if string(key) == "seq" {
-			n, rest, ok := parseSeq(b[i:])
-			if !ok {
-				return 0, fmt.Errorf("%w: seq is not a positive integer", ErrBadEvent)
-			}
-			j := skipSpace(rest, 0)
-			if j >= len(rest) || (rest[j] != ',' && rest[j] != '}') {
-				return 0, fmt.Errorf("%w: seq is not a positive integer", ErrBadEvent)
-			}
-			return n, nil
-		}
+		vstart := i
 		i = skipValue(b, i)
-		if i < 0 {
+		if i < 0 || i == vstart {
 			break
+		}
+		if !fn(key, b[vstart:i]) {
+			return nil
 		}
 		i = skipSpace(b, i)
 		if i < len(b) && b[i] == ',' {
@@ -73,11 +162,11 @@ func scanSeq(b []byte) (int64, error) {
 			continue
 		}
 		if i < len(b) && b[i] == '}' {
-			return 0, fmt.Errorf("%w: no seq", ErrBadEvent)
+			return nil
 		}
 		break
 	}
-	return 0, fmt.Errorf("%w: malformed JSON object", ErrBadEvent)
+	return fmt.Errorf("%w: malformed JSON object", ErrBadEvent)
 }
 
 func skipSpace(b []byte, i int) int {
