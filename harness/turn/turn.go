@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,29 +255,31 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 const repeatWindow = 32
 
 // repeated finds a message already taken, by its id, among the last events.
-// Answered, its answer is returned; not answered (its turn crashed), the
-// turn goes on without appending it again.
+// Answered, its answer is returned; not answered (its turn is running
+// elsewhere, or crashed), ErrUnanswered, so no call is made twice. The
+// events are only scanned for a message's id, not decoded: the window
+// decodes them next.
 func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 	if m.ID == "" || t.last == 0 {
 		return Answer{}, false, nil
 	}
 	var (
-		a     Answer
-		found bool
-		n     int
-		e     store.Event
-		err   error
+		at  int64 // the message's seq, once found
+		n   int
+		err error
 	)
 	rerr := t.conv.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
 		t.read += int64(len(ev))
-		if err = t.dec.Decode(ev, &e); err != nil {
+		var (
+			id      []byte
+			message bool
+		)
+		if id, message, err = store.MessageID(ev); err != nil {
+			err = fmt.Errorf("event %d: %w", seq, err)
 			return false
 		}
-		switch {
-		case e.Type == store.TypeAnswer && len(e.Calls) == 0:
-			a = Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true}
-		case e.Type == store.TypeMessage && e.ID == m.ID:
-			found = true
+		if message && sameID(id, m.ID) {
+			at = seq
 			return false
 		}
 		n++
@@ -285,16 +288,51 @@ func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 	if rerr != nil {
 		return Answer{}, false, rerr
 	}
-	if err != nil {
+	if err != nil || at == 0 {
 		return Answer{}, false, err
 	}
-	if !found {
-		return Answer{}, false, nil
+	a, err := t.answerAfter(ctx, at)
+	switch {
+	case err != nil:
+		return Answer{}, false, err
+	case a.Seq == 0:
+		return Answer{}, false, fmt.Errorf("%w: message %q", ErrUnanswered, m.ID)
 	}
-	if a.Seq != 0 {
-		return a, true, nil
+	return a, true, nil
+}
+
+// sameID tells whether an id as written in an event is id.
+func sameID(raw []byte, id string) bool {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == id
 	}
-	return Answer{}, false, fmt.Errorf("%w: message %q", ErrUnanswered, m.ID)
+	s, err := store.UnquoteRaw(raw)
+	return err == nil && s == id
+}
+
+// answerAfter returns the first answer after seq that calls no tool: the
+// one its message was told. None written, the Answer is zero.
+func (t *turn) answerAfter(ctx context.Context, seq int64) (Answer, error) {
+	var (
+		a   Answer
+		e   store.Event
+		err error
+	)
+	rerr := t.conv.Read(ctx, seq+1, false, func(seq int64, ev []byte) bool {
+		t.read += int64(len(ev))
+		if err = t.dec.Decode(ev, &e); err != nil {
+			return false
+		}
+		if e.Type == store.TypeAnswer && len(e.Calls) == 0 {
+			a = Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true}
+			return false
+		}
+		return true
+	})
+	if rerr != nil {
+		return Answer{}, rerr
+	}
+	return a, err
 }
 
 func (t *turn) appendEvent(ctx context.Context, e *store.Event) error {

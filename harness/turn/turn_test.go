@@ -120,7 +120,7 @@ func writeConversation(t testing.TB, dir, thread string, n int) {
 			e.Thread = thread
 		}
 		if seq%2 == 1 {
-			e.Type, e.Text, e.Head = store.TypeMessage, fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
+			e.Type, e.ID, e.Text, e.Head = store.TypeMessage, fmt.Sprintf("m%d", seq), fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
 		} else {
 			e.Type, e.Text = store.TypeAnswer, fmt.Sprintf("answer %d: %s", seq, strings.Repeat("reply ", 40))
 			e.Window = &store.Window{Start: max(1, seq-40), TokensBefore: 0}
@@ -277,5 +277,109 @@ func TestCopyRemade(t *testing.T) {
 	defer conv.Close()
 	if _, err := WriteCopy(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
 		t.Fatalf("the copy added to differs from one made from the events (%v):\n%s\n---\n%s", err, c, whole.String())
+	}
+}
+
+// A message whose id was taken among the last events is told its answer
+// again, the first after it that calls no tool, and nothing is written; one
+// taken and never answered is refused; one taken too long ago is new.
+func TestRepeatedMessage(t *testing.T) {
+	r, m := newRunner(t, nil)
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	os.MkdirAll(dir, 0o700)
+	var events []store.Event
+	add := func(e store.Event) {
+		e.Seq, e.Time = int64(len(events)+1), time.Date(2026, 1, 1, 0, 0, len(events), 0, time.UTC)
+		if e.Seq == 1 {
+			e.Thread = "t"
+		}
+		events = append(events, e)
+	}
+	add(store.Event{Type: store.TypeMessage, ID: "far", Text: "long ago"})
+	add(store.Event{Type: store.TypeAnswer, Text: "long ago answered"})
+	for i := range 40 {
+		add(store.Event{Type: store.TypeMessage, ID: fmt.Sprintf("filler-%d", i), Text: "more"})
+		add(store.Event{Type: store.TypeAnswer, Text: "and more"})
+	}
+	add(store.Event{Type: store.TypeMessage, ID: "m-1", Text: "look it up"})
+	add(store.Event{Type: store.TypeAnswer, Calls: []store.Call{{ID: "c1", Name: "web__echo", Args: []byte(`{}`)}}})
+	add(store.Event{Type: store.TypeResult, CallID: "c1", Name: "web__echo", Text: "found"})
+	add(store.Event{Type: store.TypeAnswer, Text: "first answer"})
+	add(store.Event{Type: store.TypeMessage, ID: `q"é\1`, Text: "quoted"})
+	add(store.Event{Type: store.TypeAnswer, Text: "second answer"})
+	add(store.Event{Type: store.TypeMessage, ID: "m-crashed", Text: "no answer"})
+	var buf []byte
+	for i := range events {
+		buf = append(store.AppendEvent(buf, &events[i]), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	last := int64(len(events))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id, text string
+		seq      int64
+	}{
+		{"m-1", "first answer", last - 3},
+		{`q"é\1`, "second answer", last - 1},
+	} {
+		a, err := r.Message(ctx, "t", Message{ID: tc.id, Text: "again"}, nil)
+		if err != nil || !a.Repeat || a.Seq != tc.seq || a.Text != tc.text {
+			t.Errorf("%q again: %+v, %v; want %q at %d", tc.id, a, err, tc.text, tc.seq)
+		}
+	}
+	if _, err := r.Message(ctx, "t", Message{ID: "m-crashed", Text: "again"}, nil); !errors.Is(err, ErrUnanswered) {
+		t.Errorf("a message taken and not answered: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl")); len(b) != len(buf) || len(m.Requests()) != 0 {
+		t.Fatalf("a repeated message wrote %d bytes or asked the model %d times", len(b)-len(buf), len(m.Requests()))
+	}
+	a, err := r.Message(ctx, "t", Message{ID: "far", Text: "asked again, long after"}, nil)
+	if err != nil || a.Repeat || a.Seq != last+2 || len(m.Requests()) != 1 {
+		t.Errorf("a message id past the last %d events: %+v, %v", repeatWindow, a, err)
+	}
+}
+
+// repeatedWarm opens a conversation of 1,000 events and returns the look
+// for a new message's id in it.
+func repeatedWarm(tb testing.TB) func() {
+	dir := filepath.Join(tb.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: new(Metrics)}
+	cdir, _ := r.Agent.Path(home.Chat, "t")
+	writeConversation(tb, cdir, "t", 1000)
+	tt := &turn{r: r, thread: "t", dir: cdir}
+	tb.Cleanup(tt.close)
+	ctx := context.Background()
+	if err := tt.open(ctx, "log"); err != nil {
+		tb.Fatal(err)
+	}
+	return func() {
+		if _, done, err := tt.repeated(ctx, Message{ID: "new"}); err != nil || done {
+			tb.Fatal(done, err)
+		}
+	}
+}
+
+// The look for a message's id decodes no event, so it allocates the same
+// for any events.
+func TestRepeatedAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
+	const budget = 4
+	if n := testing.AllocsPerRun(100, repeatedWarm(t)); n > budget {
+		t.Errorf("looking for a message's id among %d events allocates %.0f times, over %d", repeatWindow, n, budget)
+	}
+}
+
+// BenchmarkRepeated is the look for a message's id among the last events
+// that every message with an id costs, in the common case: not found.
+func BenchmarkRepeated(b *testing.B) {
+	run := repeatedWarm(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		run()
 	}
 }
