@@ -168,38 +168,6 @@ func keyMatches(a *served, key string) bool {
 	return subtle.ConstantTimeCompare(h[:], a.keyHash[:]) == 1
 }
 
-// messageBody is the body of POST …/messages.
-type messageBody struct {
-	ID         string `json:"id"`
-	Text       *string
-	From       store.Sender `json:"from"`
-	Owner      bool         `json:"owner"`
-	Connection string       `json:"connection"`
-}
-
-func (b *messageBody) UnmarshalJSON(data []byte) error {
-	var raw struct {
-		ID   string  `json:"id"`
-		Text *string `json:"text"`
-		From *struct {
-			ID   string `json:"id"`
-			Name string `json:"name"`
-		} `json:"from"`
-		Owner      bool   `json:"owner"`
-		Connection string `json:"connection"`
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return err
-	}
-	*b = messageBody{ID: raw.ID, Text: raw.Text, Owner: raw.Owner, Connection: raw.Connection}
-	if raw.From != nil {
-		b.From = store.Sender{ID: raw.From.ID, Name: raw.From.Name}
-	}
-	return nil
-}
-
 type answerBody struct {
 	Thread string    `json:"thread"`
 	Seq    int64     `json:"seq"`
@@ -243,8 +211,8 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		writeError(w, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	var mb messageBody
-	if err := json.Unmarshal(body, &mb); err != nil {
+	mb, err := parseMessageBody(body)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "body: %v", err)
 		return
 	}
