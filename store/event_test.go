@@ -179,6 +179,23 @@ func TestMessageID(t *testing.T) {
 	if _, err := UnquoteRaw([]byte(`a\`)); !errors.Is(err, ErrBadEvent) {
 		t.Errorf("UnquoteRaw of a lone backslash: %v", err)
 	}
+	for _, tc := range []struct {
+		raw  []byte
+		s    string
+		want bool
+	}{
+		{[]byte("m-1"), "m-1", true},
+		{[]byte("m-1"), "m-2", false},
+		{[]byte(`a\"b\u00e9`), `a"bé`, true},
+		{[]byte(`a\"b`), `a\"b`, false},
+		{[]byte(""), "", true},
+		{nil, "", false}, // no string at all
+		{[]byte(`a\`), `a\`, false},
+	} {
+		if got := RawIs(tc.raw, tc.s); got != tc.want {
+			t.Errorf("RawIs(%q, %q) = %v", tc.raw, tc.s, got)
+		}
+	}
 }
 
 // Allocation budgets of the hot paths: exact, so they can fail CI.

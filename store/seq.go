@@ -71,18 +71,14 @@ func scanSeq(b []byte) (int64, error) {
 // type near the start, so any other event is told apart after a few bytes.
 // An id that is missing, or not a string, is returned empty; a key written
 // twice is read the first time; the event is not checked further. Unescape
-// the id with UnquoteRaw when it holds a backslash.
+// the id with UnquoteRaw, or compare it with RawIs.
 func MessageID(b []byte) (id []byte, message bool, err error) {
 	typed, found := false, false
 	err = scanObject(b, func(key, value []byte) bool {
 		switch {
 		case string(key) == "type" && !typed:
 			typed = true
-			message = string(rawString(value)) == TypeMessage
-			if !message && bytes.IndexByte(value, '\\') >= 0 { // written with escapes
-				t, err := UnquoteRaw(rawString(value))
-				message = err == nil && t == TypeMessage
-			}
+			message = RawIs(rawString(value), TypeMessage)
 		case string(key) == "id" && !found:
 			found = true
 			id = rawString(value)
@@ -102,6 +98,19 @@ func rawString(v []byte) []byte {
 		return nil
 	}
 	return v[1 : len(v)-1]
+}
+
+// RawIs tells whether the bytes of a JSON string, as MessageID returns
+// them, unescape to s. Without a backslash they are compared as they are.
+func RawIs(raw []byte, s string) bool {
+	if raw == nil {
+		return false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == s
+	}
+	u, err := UnquoteRaw(raw)
+	return err == nil && u == s
 }
 
 // UnquoteRaw unescapes the bytes of a JSON string returned by MessageID,

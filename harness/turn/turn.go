@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -278,7 +277,7 @@ func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 			err = fmt.Errorf("event %d: %w", seq, err)
 			return false
 		}
-		if message && sameID(id, m.ID) {
+		if message && store.RawIs(id, m.ID) {
 			at = seq
 			return false
 		}
@@ -299,15 +298,6 @@ func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 		return Answer{}, false, fmt.Errorf("%w: message %q", ErrUnanswered, m.ID)
 	}
 	return a, true, nil
-}
-
-// sameID tells whether an id as written in an event is id.
-func sameID(raw []byte, id string) bool {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw) == id
-	}
-	s, err := store.UnquoteRaw(raw)
-	return err == nil && s == id
 }
 
 // answerAfter returns the first answer after seq that calls no tool: the
