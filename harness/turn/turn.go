@@ -171,6 +171,7 @@ type turn struct {
 	composed  []prompt.Section  // the prompt's sections as this turn read them, for a fallback model
 	paths     homePaths         // the paths the prompt reads, set when it is composed
 	release   func()            // lets the conversation's lease go, for a store that keeps leases
+	window    *[]store.Event    // the slice the window is decoded into, given back when the turn ends
 
 	last      int64 // the conversation's last seq, as this turn has written it
 	modelTime time.Duration
@@ -179,6 +180,7 @@ type turn struct {
 }
 
 func (t *turn) close() {
+	t.giveWindow()
 	t.offer.End()
 	if t.release != nil {
 		t.release()
@@ -241,6 +243,7 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 		t.in.text(frag)
 	}
 	reply, all, err := t.rounds(ctx, &s, req, cp, events, text)
+	t.keepWindow(all)
 	if err != nil {
 		return Answer{}, err
 	}

@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"sync"
 
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
@@ -11,13 +12,43 @@ import (
 // whatever the window: a window of tokens is at most about this many bytes.
 const maxWindowRead = 64 << 20
 
+// windowSlices holds the slices windows are decoded into, emptied, so a turn
+// does not grow a new one of several hundred bytes an event each time. The
+// pool is the process's, never an agent's, and the collector empties it.
+var windowSlices = sync.Pool{New: func() any { return new([]store.Event) }}
+
+// keepWindow makes events, or a larger slice the turn's events grew into,
+// the slice its turn gives back when it ends.
+func (t *turn) keepWindow(events []store.Event) {
+	if t.window == nil {
+		t.window = windowSlices.Get().(*[]store.Event)
+	}
+	if cap(events) > cap(*t.window) {
+		*t.window = events[:0]
+	}
+}
+
+// giveWindow empties the turn's window slice, so it holds no event's text,
+// and gives it back. Nothing of the window may be used after.
+func (t *turn) giveWindow() {
+	if t.window == nil {
+		return
+	}
+	w := (*t.window)[:cap(*t.window)]
+	clear(w)
+	*t.window = w[:0]
+	windowSlices.Put(t.window)
+	t.window = nil
+}
+
 // readWindow reads the tail the window needs, newest first, back to the
 // latest checkpoint's start (or the first event), and returns the window's
 // events oldest first with where it starts. It stops early once what it has
 // read is more than the share, since a window never reaches further back.
 func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window.Checkpoint, error) {
+	t.keepWindow(nil)
 	var (
-		events []store.Event
+		events = (*t.window)[:0]
 		cp     = window.Checkpoint{Start: 1}
 		found  bool
 		tokens int
@@ -47,6 +78,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 		}
 		return true
 	})
+	t.keepWindow(events)
 	if err == nil {
 		err = derr
 	}
