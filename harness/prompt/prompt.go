@@ -85,7 +85,9 @@ func linkSpeaker(id string) string {
 // since providers want the two roles in turn. A call left without a result
 // (a turn cut short) is answered as unanswered, so the prompt stays valid.
 func Messages(events []store.Event) []model.Message {
-	var out []model.Message
+	// About a message an event (fewer where user messages join; one more
+	// where a call is left unanswered): made at once, rarely grown.
+	out := make([]model.Message, 0, len(events)+1)
 	var open []store.Call // calls of the last answer not yet answered
 	closeCalls := func() {
 		if len(open) == 0 {
