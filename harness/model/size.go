@@ -1,0 +1,30 @@
+package model
+
+// bodySize is about how many bytes req's body takes in any provider's
+// format, a little over for escapes, so the body is made at once rather
+// than grown through its doublings. Text that needs many escapes can still
+// make it grow.
+func bodySize(req *Request) int {
+	const (
+		request = 512 // the keys and values around the messages
+		each    = 96  // a message's, a call's, a result's or a tool's keys
+	)
+	n := request + len(req.Model) + len(req.System) + len(req.CacheKey)
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		n += each + len(t.Name) + len(t.Description) + len(t.Schema)
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		n += each + len(m.Text) + len(m.Thinking)
+		for j := range m.Calls {
+			c := &m.Calls[j]
+			n += each + len(c.ID) + len(c.Name) + 2*len(c.Args) // OpenAI's arguments are a string of JSON
+		}
+		for j := range m.Results {
+			r := &m.Results[j]
+			n += each + len(r.CallID) + len(r.Name) + len(r.Text)
+		}
+	}
+	return n + n/8
+}
