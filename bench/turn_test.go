@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,49 @@ func BenchmarkTurn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A whole turn's allocations, the scripted model's in the same process
+// included, held under a budget: each turn decodes its window into a slice
+// an earlier turn gave back, and makes its model messages and its request's
+// body at about their size. Grown through their doublings instead, a turn
+// in a new conversation allocated about 680 KiB.
+func TestTurnAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
+	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	dir := filepath.Join(t.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+	ctx := context.Background()
+	send := func(i int) {
+		if _, err := r.Message(ctx, "budget", turn.Message{Text: fmt.Sprintf("message %d", i), Owner: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 { // a window of 200 events, and the caches warm
+		send(i)
+	}
+	const (
+		turns  = 50
+		budget = 400 << 10 // bytes a turn
+	)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range turns {
+		send(100 + i)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / turns; per > budget {
+		t.Errorf("a turn allocates %d KiB, over %d KiB", per>>10, budget>>10)
+	} else {
+		t.Logf("a turn allocates %d KiB in %d allocations", per>>10, (after.Mallocs-before.Mallocs)/turns)
 	}
 }
