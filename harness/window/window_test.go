@@ -1,6 +1,10 @@
 package window
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestTokens(t *testing.T) {
 	for _, tc := range []struct {
@@ -8,10 +12,46 @@ func TestTokens(t *testing.T) {
 		want int
 	}{
 		{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"你好", 2}, {"hi 👋", 2}, {"日本語のテキスト", 8},
+		{"sixteen ascii ch", 4}, {"seventeen ascii c", 5}, {"1234567é", 3}, {"é12345678", 3},
+		{strings.Repeat("ab", 100) + "你" + strings.Repeat("c", 7), 53}, {"\xff\xfe12345678", 4},
 	} {
 		if got := Tokens(tc.s); got != tc.want {
 			t.Errorf("Tokens(%q) = %d, want %d", tc.s, got, tc.want)
 		}
+	}
+}
+
+// tokensByRune is Tokens as it reads, a byte or a rune at a time.
+func tokensByRune(s string) int {
+	ascii, other := 0, 0
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			ascii++
+		} else {
+			other++
+		}
+	}
+	return (ascii+3)/4 + other
+}
+
+// Tokens, which reads eight ASCII bytes at once, counts as a rune at a time.
+func FuzzTokens(f *testing.F) {
+	f.Add("plain text of some length, all of it ascii")
+	f.Add("mixed 日本語 and ascii, and an emoji 👋 in between")
+	f.Add("\xff\xfe\xfd bad bytes 12345678")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Tokens(s), tokensByRune(s); got != want {
+			t.Fatalf("Tokens(%q) = %d, a rune at a time %d", s, got, want)
+		}
+	})
+}
+
+func BenchmarkTokens(b *testing.B) {
+	s := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 40)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Tokens(s)
 	}
 }
 
