@@ -50,6 +50,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 	var (
 		events = (*t.window)[:0]
 		cp     = window.Checkpoint{Start: 1}
+		toks   []int // each event's tokens, counted once
 		found  bool
 		tokens int
 		bytes  int
@@ -66,7 +67,9 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 		if !found && e.Window != nil && (e.Type == store.TypeAnswer || e.Type == store.TypeSummary) {
 			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
 		}
-		tokens += eventTokens(e)
+		tok := eventTokens(e)
+		toks = append(toks, tok)
+		tokens += tok
 		if found && seq <= cp.Start {
 			return false
 		}
@@ -88,13 +91,14 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 	// Oldest first, from the checkpoint's start.
 	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
 		events[i], events[j] = events[j], events[i]
+		toks[i], toks[j] = toks[j], toks[i]
 	}
 	for len(events) > 0 && events[0].Seq < cp.Start {
-		events = events[1:]
+		events, toks = events[1:], toks[1:]
 	}
 	items := make([]window.Item, len(events))
 	for i := range events {
-		items[i] = window.Item{Seq: events[i].Seq, Tokens: eventTokens(&events[i]), CanStart: events[i].Type == store.TypeMessage}
+		items[i] = window.Item{Seq: events[i].Seq, Tokens: toks[i], CanStart: events[i].Type == store.TypeMessage}
 	}
 	next := window.Start(cp, items, share)
 	for len(events) > 0 && events[0].Seq < next.Start {
