@@ -12,7 +12,8 @@ import (
 // allocates only the strings it hands out. The zero value is ready to use;
 // a Decoder is not safe for concurrent use.
 type Decoder struct {
-	p fastjson.Parser
+	p       fastjson.Parser
+	scratch []byte // where a string's escapes are undone
 }
 
 // Decode decodes one event from b into e, overwriting it and reusing the
@@ -23,6 +24,23 @@ func (d *Decoder) Decode(b []byte, e *Event) error {
 	if len(b) > MaxEventBytes {
 		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrBadEvent, len(b), MaxEventBytes)
 	}
+	if !d.decodeFast(b, e) {
+		e.Reset()
+		if err := d.decodeTree(b, e); err != nil {
+			return err
+		}
+	}
+	if e.Seq <= 0 {
+		return fmt.Errorf("%w: no seq", ErrBadEvent)
+	}
+	if e.Type == "" {
+		return fmt.Errorf("%w: seq %d: no type", ErrBadEvent, e.Seq)
+	}
+	return nil
+}
+
+// decodeTree decodes b through fastjson's tree, every key of it.
+func (d *Decoder) decodeTree(b []byte, e *Event) error {
 	v, err := d.p.ParseBytes(b)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadEvent, err)
@@ -46,12 +64,6 @@ func (d *Decoder) Decode(b []byte, e *Event) error {
 		if !json.Valid(b) {
 			return fmt.Errorf("%w: not valid JSON", ErrBadEvent)
 		}
-	}
-	if e.Seq <= 0 {
-		return fmt.Errorf("%w: no seq", ErrBadEvent)
-	}
-	if e.Type == "" {
-		return fmt.Errorf("%w: seq %d: no type", ErrBadEvent, e.Seq)
 	}
 	return nil
 }

@@ -1,0 +1,369 @@
+package store
+
+import (
+	"bytes"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/valyala/fastjson/fastfloat"
+)
+
+// decodeFast decodes an event as AppendEvent writes it, and any like it, in
+// one pass over its bytes, without building fastjson's tree. It reports
+// false for anything else: thinking, calls, keys it does not know, escapes
+// it does not undo the same way, values of another type, JSON it does not
+// accept. Decode then starts again through fastjson, which says what is
+// wrong. Whatever it decodes, Decode through fastjson decodes the same
+// (FuzzDecodeFast).
+func (d *Decoder) decodeFast(b []byte, e *Event) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		key, j, ok := plainKey(b, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		if i, ok = d.fastValue(b, skipSpace(b, i+1), key, e); !ok {
+			return false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+// plainKey reads a key at b[i] that needs no unescaping.
+func plainKey(b []byte, i int) (key []byte, next int, ok bool) {
+	return fastBytes(b, i)
+}
+
+// fastValue reads the value of key at b[i] into e.
+func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
+	var ok bool
+	switch string(key) {
+	case "seq":
+		if e.Seq, i, ok = fastInt(b, i); ok && e.Seq <= 0 {
+			return 0, false
+		}
+	case "time":
+		e.Time, i, ok = fastTime(b, i)
+	case "type":
+		var s []byte
+		if s, i, ok = fastBytes(b, i); ok {
+			e.Type = eventType(s)
+		}
+	case "thread":
+		e.Thread, i, ok = d.fastString(b, i)
+	case "id":
+		e.ID, i, ok = d.fastString(b, i)
+	case "from":
+		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
+			switch string(key) {
+			case "id":
+				e.From.ID, next, ok = d.fastString(b, i)
+				return next, 1, ok
+			case "name":
+				e.From.Name, next, ok = d.fastString(b, i)
+				return next, 2, ok
+			}
+			return 0, 0, false
+		})
+	case "owner":
+		e.Owner, i, ok = fastBool(b, i)
+	case "connection":
+		e.Connection, i, ok = d.fastString(b, i)
+	case "head":
+		e.Head, i, ok = d.fastString(b, i)
+	case "text":
+		e.Text, i, ok = d.fastString(b, i)
+	case "model":
+		e.Model, i, ok = d.fastString(b, i)
+	case "provider":
+		e.Provider, i, ok = d.fastString(b, i)
+	case "response_id":
+		e.ResponseID, i, ok = d.fastString(b, i)
+	case "usage":
+		u := &e.Usage
+		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
+			switch string(key) {
+			case "input":
+				u.Input, next, ok = fastInt(b, i)
+				return next, 1, ok
+			case "output":
+				u.Output, next, ok = fastInt(b, i)
+				return next, 2, ok
+			case "cache_read":
+				u.CacheRead, next, ok = fastInt(b, i)
+				return next, 4, ok
+			case "cache_write":
+				u.CacheWrite, next, ok = fastInt(b, i)
+				return next, 8, ok
+			}
+			return 0, 0, false
+		})
+	case "latency_ms":
+		e.LatencyMS, i, ok = fastInt(b, i)
+	case "cost":
+		var n []byte
+		if n, i, ok = numberToken(b, i); ok {
+			var err error
+			// fastjson's own parse, on the bytes where they are: a string
+			// made of them would be the one allocation of a plain answer.
+			// Nothing keeps it: an error is dropped.
+			e.Cost, err = fastfloat.Parse(unsafe.String(unsafe.SliceData(n), len(n)))
+			ok = err == nil
+		}
+	case "window":
+		w := new(Window)
+		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
+			switch string(key) {
+			case "start":
+				w.Start, next, ok = fastInt(b, i)
+				return next, 1, ok
+			case "tokens_before":
+				w.TokensBefore, next, ok = fastInt(b, i)
+				return next, 2, ok
+			case "start_time":
+				w.StartTime, next, ok = fastTime(b, i)
+				return next, 4, ok
+			}
+			return 0, 0, false
+		})
+		e.Window = w
+	case "call_id":
+		e.CallID, i, ok = d.fastString(b, i)
+	case "name":
+		e.Name, i, ok = d.fastString(b, i)
+	case "error":
+		e.Error, i, ok = d.fastString(b, i)
+	case "truncated":
+		e.Truncated, i, ok = fastBool(b, i)
+	case "through":
+		e.Through, i, ok = fastInt(b, i)
+	}
+	return i, ok
+}
+
+// fastObject reads an object at b[i], handing each key to fn, which reads
+// its value and returns the key's bit. A key written twice is not read the
+// same by fastjson's Get, so it is refused.
+func fastObject(b []byte, i int, fn func(key []byte, b []byte, i int) (next int, bit uint8, ok bool)) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return 0, false
+	}
+	var seen uint8
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		key, j, ok := plainKey(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		var bit uint8
+		if i, bit, ok = fn(key, b, skipSpace(b, i+1)); !ok || seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// numberToken returns the bytes of a number at b[i], as fastjson delimits
+// one, and no more.
+func numberToken(b []byte, i int) ([]byte, int, bool) {
+	j := i
+	for j < len(b) {
+		c := b[j]
+		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+' {
+			j++
+			continue
+		}
+		break
+	}
+	if j == i {
+		return nil, 0, false
+	}
+	return b[i:j], j, true
+}
+
+// fastInt reads an integer of at most 18 digits, a minus before it or not,
+// which fastfloat.ParseInt64 (fastjson's) reads the same; any other number
+// is left to fastjson.
+func fastInt(b []byte, i int) (int64, int, bool) {
+	n, j, ok := numberToken(b, i)
+	if !ok {
+		return 0, 0, false
+	}
+	neg := n[0] == '-'
+	if neg {
+		n = n[1:]
+	}
+	if len(n) == 0 || len(n) > 18 {
+		return 0, 0, false
+	}
+	var v int64
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, j, true
+}
+
+func fastBool(b []byte, i int) (bool, int, bool) {
+	switch {
+	case len(b)-i >= 4 && string(b[i:i+4]) == "true":
+		return true, i + 4, true
+	case len(b)-i >= 5 && string(b[i:i+5]) == "false":
+		return false, i + 5, true
+	}
+	return false, 0, false
+}
+
+func fastTime(b []byte, i int) (t time.Time, next int, ok bool) {
+	s, j, ok := fastBytes(b, i)
+	if !ok {
+		return t, 0, false
+	}
+	t, ok = parseTime(s)
+	return t, j, ok
+}
+
+// fastBytes returns the bytes of a string at b[i] that needs no
+// unescaping, without copying them. Control characters are taken as they
+// are, as fastjson takes them.
+func fastBytes(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	q := bytes.IndexByte(b[i+1:], '"')
+	if q < 0 {
+		return nil, 0, false
+	}
+	s := b[i+1 : i+1+q]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return nil, 0, false
+	}
+	return s, i + 2 + q, true
+}
+
+// fastString reads a string at b[i], undoing the escapes fastjson undoes
+// the same way; a surrogate or an escape it keeps as written is refused.
+func (d *Decoder) fastString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	j := i + 1
+	out := d.scratch[:0]
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return "", 0, false
+		}
+		if e := bytes.IndexByte(b[j:j+k], '\\'); e >= 0 {
+			k = e
+		}
+		if b[j+k] == '"' {
+			var s string
+			if len(out) == 0 && j == i+1 {
+				s = string(b[j : j+k]) // no escape: the common case
+			} else {
+				out = append(out, b[j:j+k]...)
+				s = string(out)
+				d.scratch = out[:0]
+			}
+			return s, j + k + 1, true
+		}
+		out = append(out, b[j:j+k]...)
+		j += k // at the backslash
+		if j+1 >= len(b) {
+			return "", 0, false
+		}
+		switch b[j+1] {
+		case '"', '\\', '/':
+			out = append(out, b[j+1])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(b, j+2)
+			if !ok || utf16.IsSurrogate(r) {
+				return "", 0, false
+			}
+			out = utf8.AppendRune(out, r)
+			j += 4
+		default:
+			return "", 0, false
+		}
+		j += 2
+	}
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if len(b)-i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"reflect"
+	"testing"
+)
+
+// What the one-pass decoder decodes, fastjson's tree decodes the same;
+// what it leaves, the tree decodes or refuses.
+func FuzzDecodeFast(f *testing.F) {
+	f.Add(AppendEvent(nil, typicalAnswer()))
+	f.Add([]byte(`{"seq":1,"time":"2026-12-02T10:45:01.123456789Z","type":"message","thread":"t","id":"m\"1","from":{"id":"u7","name":"Ann \u00e9"},"owner":true,"connection":"telegram","head":"[Wed]","text":"line\none\ttab \\ \/ \u263a"}`))
+	f.Add([]byte(`{"seq":3,"type":"result","call_id":"c1","name":"web__get","text":"ok","error":"","truncated":false}`))
+	f.Add([]byte(`{"seq":4,"type":"summary","text":"s","through":3,"window":{"start":4,"start_time":"2026-12-02T11:45:01.123456789+01:00","tokens_before":900}}`))
+	f.Add([]byte(` { "seq" : 5 , "type" : "answer" , "cost" : 1.5e-3 , "latency_ms" : -0 , "usage" : { "input" : 007 } } `))
+	f.Add([]byte(`{"seq":6,"type":"answer","usage":{"input":1,"input":2}}`))
+	f.Add([]byte(`{"seq":7,"type":"message","text":"\ud83d\ude00"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var (
+			d          Decoder
+			fast, tree Event
+		)
+		if !d.decodeFast(b, &fast) {
+			return
+		}
+		if err := d.decodeTree(b, &tree); err != nil {
+			t.Fatalf("%q: decoded in one pass, refused by the tree: %v", b, err)
+		}
+		if !reflect.DeepEqual(fast, tree) {
+			t.Fatalf("%q:\none pass %+v\nthe tree %+v", b, fast, tree)
+		}
+	})
+}
+
+// The events AppendEvent writes without thinking or calls are decoded in
+// one pass, and the same as through the tree.
+func TestDecodeFastTakes(t *testing.T) {
+	var d Decoder
+	for _, e := range []*Event{
+		typicalAnswer(),
+		{Seq: 1, Time: t0, Type: TypeMessage, Thread: "t", ID: "m1", From: Sender{ID: "u", Name: "Ann"}, Owner: true, Connection: "c", Head: "[h]", Text: "a \"quoted\"\nline\t\\ é ☺ \x01"},
+		{Seq: 2, Time: t0, Type: TypeResult, CallID: "c1", Name: "web__get", Text: "ok", Error: "no", Truncated: true},
+		{Seq: 3, Time: t0, Type: TypeSummary, Text: "s", Through: 2, Window: &Window{Start: 3, StartTime: t0, TokensBefore: 10}},
+	} {
+		b := AppendEvent(nil, e)
+		var fast, tree Event
+		if !d.decodeFast(b, &fast) {
+			t.Errorf("%s: not decoded in one pass", b)
+			continue
+		}
+		if err := d.decodeTree(b, &tree); err != nil || !reflect.DeepEqual(fast, tree) {
+			t.Errorf("%s:\none pass %+v\nthe tree %+v, %v", b, fast, tree, err)
+		}
+	}
+}
