@@ -18,44 +18,11 @@ import (
 // wrong. Whatever it decodes, Decode through fastjson decodes the same
 // (FuzzDecodeFast).
 func (d *Decoder) decodeFast(b []byte, e *Event) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		key, j, ok := plainKey(b, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		if i, ok = d.fastValue(b, skipSpace(b, i+1), key, e); !ok {
-			return false
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
-}
-
-// plainKey reads a key at b[i] that needs no unescaping.
-func plainKey(b []byte, i int) (key []byte, next int, ok bool) {
-	return fastBytes(b, i)
+	i, ok := fastObject(b, skipSpace(b, 0), func(key []byte, b []byte, i int) (int, uint8, bool) {
+		next, ok := d.fastValue(b, i, key, e)
+		return next, 0, ok // a key written twice: the last is read, as fastjson's Visit reads it
+	})
+	return ok && skipSpace(b, i) == len(b)
 }
 
 // fastValue reads the value of key at b[i] into e.
@@ -166,8 +133,8 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 }
 
 // fastObject reads an object at b[i], handing each key to fn, which reads
-// its value and returns the key's bit. A key written twice is not read the
-// same by fastjson's Get, so it is refused.
+// its value and returns the key's bit. A key written twice whose bit is not
+// zero is refused: fastjson's Get reads the first, not the last.
 func fastObject(b []byte, i int, fn func(key []byte, b []byte, i int) (next int, bit uint8, ok bool)) (int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return 0, false
@@ -178,7 +145,7 @@ func fastObject(b []byte, i int, fn func(key []byte, b []byte, i int) (next int,
 		return i + 1, true
 	}
 	for {
-		key, j, ok := plainKey(b, i)
+		key, j, ok := fastBytes(b, i)
 		if !ok {
 			return 0, false
 		}
