@@ -16,6 +16,7 @@ import (
 
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/measure"
+	"lnk.dev/linkharness/measure/proc"
 )
 
 // DefaultScript is the scripted model's script when Config has none: a
@@ -160,13 +161,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	pid := unit.PID()
-	if s, err := measure.SampleProc(pid, true); err == nil {
+	if s, err := proc.Read(pid, true); err == nil {
 		res.Start = memOf(s)
 	}
 
 	// Memory over time, while the load runs.
 	sampler := startSampler(pid, cfg.SampleEvery)
-	before, err := measure.SampleProc(pid, false)
+	before, err := proc.Read(pid, false)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	msgs := send(ctx, &cfg, unit, agents, m, say)
 	res.Seconds = time.Since(start).Seconds()
-	after, err := measure.SampleProc(pid, false)
+	after, err := proc.Read(pid, false)
 	if err != nil {
 		return nil, err
 	}

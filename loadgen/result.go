@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/measure"
+	"lnk.dev/linkharness/measure/proc"
 )
 
 // Result is one load run, as `lnk loadgen --json` writes it: times in
@@ -82,7 +83,7 @@ type Memory struct {
 	Anon uint64 `json:"anon"`
 }
 
-func memOf(s measure.ProcSample) Memory { return Memory{RSS: s.RSS, PSS: s.PSS, Anon: s.Anon} }
+func memOf(s proc.Sample) Memory { return Memory{RSS: s.RSS, PSS: s.PSS, Anon: s.Anon} }
 
 // MemorySample is the memory at a moment of the run.
 type MemorySample struct {
@@ -90,7 +91,7 @@ type MemorySample struct {
 	Memory
 }
 
-func (r *Result) fill(msgs []message, before, after measure.ProcSample) {
+func (r *Result) fill(msgs []message, before, after proc.Sample) {
 	var lat, added, mod, addedTools, addedPlain []float64
 	for _, m := range msgs {
 		if m.err != nil {
@@ -120,10 +121,7 @@ func (r *Result) fill(msgs []message, before, after measure.ProcSample) {
 	if r.Seconds > 0 {
 		r.Throughput = float64(r.Messages) / r.Seconds
 	}
-	r.CPU = float64(after.CPUNanos-before.CPUNanos) / 1e9
-	if before.CPUNanos == 0 || after.CPUNanos == 0 {
-		r.CPU = float64(after.CPUTicks-before.CPUTicks) / 100
-	}
+	r.CPU = proc.CPUSeconds(before, after)
 	if r.Messages > 0 {
 		r.CPUPerMessage = r.CPU / float64(r.Messages)
 	}
@@ -172,7 +170,7 @@ func startSampler(pid int, every time.Duration) *sampler {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for range maxSamples {
-			if ps, err := measure.SampleProc(pid, true); err == nil {
+			if ps, err := proc.Read(pid, true); err == nil {
 				s.mu.Lock()
 				s.out = append(s.out, MemorySample{Seconds: time.Since(start).Seconds(), Memory: memOf(ps)})
 				s.mu.Unlock()

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"lnk.dev/linkharness/measure/proc"
 )
 
 // Command is a harness driven by one command per message, as
@@ -101,7 +103,7 @@ type commandUnit struct {
 
 	mu      sync.Mutex
 	sent    map[string]bool // threads with a first message
-	used    ProcSample      // what every message's command cost, summed
+	used    proc.Sample     // what every message's command cost, summed
 	peakRSS uint64          // the largest command's resident bytes
 	idle    *exec.Cmd       // the interactive program, once started
 	pty     *os.File        // its terminal's master side
@@ -178,7 +180,7 @@ func (u *commandUnit) Send(ctx context.Context, agent, thread string, m Message)
 }
 
 // Usage implements UsageCounter.
-func (u *commandUnit) Usage() ProcSample {
+func (u *commandUnit) Usage() proc.Sample {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	s := u.used
@@ -240,7 +242,7 @@ func (u *commandUnit) Kill() {
 	}
 	// Its descendants, some of which leave its session (Codex's
 	// app-server), then the program.
-	for _, pid := range descendants(cmd.Process.Pid) {
+	for _, pid := range proc.Descendants(cmd.Process.Pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

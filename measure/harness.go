@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"lnk.dev/linkharness/measure/proc"
 )
 
 // ErrUnsupported comes from a Harness asked for something it cannot do,
@@ -70,9 +72,9 @@ type (
 
 	// UsageCounter is a unit with no process between messages, which
 	// counts what its messages' commands cost itself: CPU and block I/O
-	// summed in a ProcSample, and the largest command's resident bytes.
+	// summed in a proc.Sample, and the largest command's resident bytes.
 	UsageCounter interface {
-		Usage() ProcSample
+		Usage() proc.Sample
 		PeakRSS() uint64
 	}
 

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/measure/proc"
 )
 
 // burn hashes until the process has spent cpu more CPU time, or 5 s pass.
 func burn(t *testing.T, cpu time.Duration) {
 	t.Helper()
-	a, err := SampleProc(os.Getpid(), false)
+	a, err := proc.Read(os.Getpid(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func burn(t *testing.T, cpu time.Duration) {
 		if i%256 != 0 {
 			continue
 		}
-		if b, err := SampleProc(os.Getpid(), false); err == nil && cpuSeconds(a, b) > cpu.Seconds() {
+		if b, err := proc.Read(os.Getpid(), false); err == nil && proc.CPUSeconds(a, b) > cpu.Seconds() {
 			return
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/measure/proc"
 )
 
 // Config says what to measure. The zero value measures the quick run: 3
@@ -342,11 +343,11 @@ type unitRun struct {
 	unit   Unit
 	agents []int // indexes into caseRun.agents
 
-	fresh        ProcSample  // once listening
-	a, b, c      ProcSample  // before a scrape, after it, after the messages
+	fresh        proc.Sample // once listening
+	a, b, c      proc.Sample // before a scrape, after it, after the messages
 	ma, mb, mc   Metrics     // the scrapes around a and b, and after c
-	idle0, idle1 ProcSample  // the quiet window
-	round        ProcSample  // at the start of the round of messages running
+	idle0, idle1 proc.Sample // the quiet window
+	round        proc.Sample // at the start of the round of messages running
 	roundCPU     []float64   // CPU per message of each round, seconds
 	latencies    [][]float64 // per agent of the unit, seconds
 	errors       []int       // per agent of the unit
@@ -643,7 +644,7 @@ func (r *caseRun) roundEnd(_ int, mu *sync.Mutex, done *int, want int) {
 			continue
 		}
 		if n := len(u.agents); n > 0 {
-			u.roundCPU = append(u.roundCPU, cpuSeconds(u.round, s)/float64(n))
+			u.roundCPU = append(u.roundCPU, proc.CPUSeconds(u.round, s)/float64(n))
 		}
 	}
 }
@@ -734,25 +735,25 @@ func (r *caseRun) sampleIdle(ctx context.Context) error {
 
 // sampleWork samples what a unit's messages cost so far: its process, or
 // what a UsageCounter counted.
-func (u *unitRun) sampleWork() (ProcSample, error) {
+func (u *unitRun) sampleWork() (proc.Sample, error) {
 	if uc, ok := u.unit.(UsageCounter); ok {
 		return uc.Usage(), nil
 	}
-	return SampleProc(u.unit.PID(), false)
+	return proc.Read(u.unit.PID(), false)
 }
 
 // sampleIdle samples a unit's process for its memory and idle CPU: for a
 // unit running a command per message, the whole tree of the program it
 // runs idle; nothing (a zero sample) while no process lives.
-func (u *unitRun) sampleIdle(memory bool) (ProcSample, error) {
+func (u *unitRun) sampleIdle(memory bool) (proc.Sample, error) {
 	pid := u.unit.PID()
 	if pid == 0 {
-		return ProcSample{Time: time.Now()}, nil
+		return proc.Sample{Time: time.Now()}, nil
 	}
 	if _, ok := u.unit.(UsageCounter); ok {
-		return SampleTree(pid, memory)
+		return proc.ReadTree(pid, memory)
 	}
-	return SampleProc(pid, memory)
+	return proc.Read(pid, memory)
 }
 
 // stopAll stops every unit gracefully, together, and keeps their profiles.
@@ -848,7 +849,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	ac.Start = memory(u.fresh, shared)
 	ac.Idle.Memory = memory(u.idle1, shared)
 	if s := u.idle1.Time.Sub(u.idle0.Time).Seconds(); s > 0 {
-		ac.Idle.CPU = cpuSeconds(u.idle0, u.idle1) / s / shared
+		ac.Idle.CPU = proc.CPUSeconds(u.idle0, u.idle1) / s / shared
 	}
 	pm := &ac.PerMessage
 	pm.MessagesCounted = msgs
@@ -863,7 +864,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 		unitMsgs += len(l)
 	}
 	per := func(x float64) float64 { return max(x, 0) / float64(unitMsgs) }
-	pm.CPU = per(cpuSeconds(u.b, u.c) - cpuSeconds(u.a, u.b))
+	pm.CPU = per(proc.CPUSeconds(u.b, u.c) - proc.CPUSeconds(u.a, u.b))
 	if len(u.roundCPU) >= minRounds {
 		pm.CPU = mid(u.roundCPU)
 	}
@@ -903,9 +904,14 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	return ac
 }
 
-func memory(s ProcSample, shared float64) Memory {
+func memory(s proc.Sample, shared float64) Memory {
 	return Memory{RSS: float64(s.RSS) / shared, PSS: float64(s.PSS) / shared, Anon: float64(s.Anon) / shared}
 }
 
 // d is b-a of a counter, as a float.
-func d(a, b uint64) float64 { return float64(sub(b, a)) }
+func d(a, b uint64) float64 {
+	if b < a { // a counter that went back
+		return 0
+	}
+	return float64(b - a)
+}

@@ -1,12 +1,12 @@
-package measure
+package proc
 
 import (
 	"github.com/prometheus/procfs"
 )
 
-// descendants returns the processes below pid (children, theirs, and so
+// Descendants returns the processes below pid (children, theirs, and so
 // on), found by their parents in /proc.
-func descendants(pid int) []int {
+func Descendants(pid int) []int {
 	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil
@@ -32,16 +32,16 @@ func descendants(pid int) []int {
 	return out
 }
 
-// SampleTree samples pid and every process below it and sums them: CPU,
+// ReadTree samples pid and every process below it and sums them: CPU,
 // memory (with memory set) and I/O. A process that ends meanwhile is left
 // out; pid itself must be there.
-func SampleTree(pid int, memory bool) (ProcSample, error) {
-	s, err := SampleProc(pid, memory)
+func ReadTree(pid int, memory bool) (Sample, error) {
+	s, err := Read(pid, memory)
 	if err != nil {
 		return s, err
 	}
-	for _, k := range descendants(pid) {
-		ks, err := SampleProc(k, memory)
+	for _, k := range Descendants(pid) {
+		ks, err := Read(k, memory)
 		if err != nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package measure
+package proc
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-func TestSampleProcSelf(t *testing.T) {
-	a, err := SampleProc(os.Getpid(), true)
+func TestReadSelf(t *testing.T) {
+	a, err := Read(os.Getpid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestSampleProcSelf(t *testing.T) {
 		if n%10000 != 0 {
 			continue
 		}
-		if s, err := SampleProc(os.Getpid(), false); err == nil && s.CPUNanos > a.CPUNanos+30e6 {
+		if s, err := Read(os.Getpid(), false); err == nil && s.CPUNanos > a.CPUNanos+30e6 {
 			break
 		}
 	}
@@ -33,14 +33,14 @@ func TestSampleProcSelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	b, err := SampleProc(os.Getpid(), true)
+	b, err := Read(os.Getpid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.RSS == 0 || b.PSS == 0 || b.PSS > b.RSS {
 		t.Errorf("rss %d pss %d: want 0 < pss <= rss", b.RSS, b.PSS)
 	}
-	if cpu := cpuSeconds(a, b); cpu < 0.03 || cpu > 5 {
+	if cpu := CPUSeconds(a, b); cpu < 0.03 || cpu > 5 {
 		t.Errorf("cpu %.4f s over a spin of 30 ms of cpu: %+v then %+v", cpu, a, b)
 	}
 	if w := b.WChar - a.WChar; w < 1<<16 {
@@ -48,14 +48,14 @@ func TestSampleProcSelf(t *testing.T) {
 	}
 }
 
-func TestSampleProcChild(t *testing.T) {
+func TestReadChild(t *testing.T) {
 	cmd := exec.Command("sleep", "5")
 	if err := cmd.Start(); err != nil {
 		t.Skip("no sleep program:", err)
 	}
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
-	s, err := SampleProc(cmd.Process.Pid, true)
+	s, err := Read(cmd.Process.Pid, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,22 +71,26 @@ func TestSampleProcChild(t *testing.T) {
 	}
 	defer spin.Wait()
 	defer spin.Process.Kill()
-	var a ProcSample
+	var a Sample
 	for deadline := time.Now().Add(5 * time.Second); a.CPUNanos == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
-		if a, err = SampleProc(spin.Process.Pid, false); err != nil {
+		if a, err = Read(spin.Process.Pid, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(30 * time.Millisecond)
-	b, err := SampleProc(spin.Process.Pid, false)
-	if err != nil {
-		t.Fatal(err)
+	// The clock moves on as the child runs: read it until it has, however
+	// busy the machine.
+	b := a
+	for deadline := time.Now().Add(5 * time.Second); b.CPUNanos <= a.CPUNanos && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		if b, err = Read(spin.Process.Pid, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if a.CPUNanos == 0 || b.CPUNanos <= a.CPUNanos {
 		t.Errorf("cpu clock of a spinning child: %d then %d", a.CPUNanos, b.CPUNanos)
 	}
-	if _, err := SampleProc(1<<30, false); err == nil {
+	if _, err := Read(1<<30, false); err == nil {
 		t.Error("a process that does not exist was sampled")
 	}
 }
@@ -94,14 +98,14 @@ func TestSampleProcChild(t *testing.T) {
 func TestCPUSeconds(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		a, b ProcSample
+		a, b Sample
 		want float64
 	}{
-		{"clock", ProcSample{CPUNanos: 1e9, CPUTicks: 100}, ProcSample{CPUNanos: 1.5e9, CPUTicks: 151}, 0.5},
-		{"no clock", ProcSample{CPUTicks: 100}, ProcSample{CPUTicks: 130}, 0.3},
-		{"clock went back", ProcSample{CPUNanos: 2e9, CPUTicks: 200}, ProcSample{CPUNanos: 1e9, CPUTicks: 300}, 0},
+		{"clock", Sample{CPUNanos: 1e9, CPUTicks: 100}, Sample{CPUNanos: 1.5e9, CPUTicks: 151}, 0.5},
+		{"no clock", Sample{CPUTicks: 100}, Sample{CPUTicks: 130}, 0.3},
+		{"clock went back", Sample{CPUNanos: 2e9, CPUTicks: 200}, Sample{CPUNanos: 1e9, CPUTicks: 300}, 0},
 	} {
-		if got := cpuSeconds(tt.a, tt.b); got < tt.want-1e-9 || got > tt.want+1e-9 {
+		if got := CPUSeconds(tt.a, tt.b); got < tt.want-1e-9 || got > tt.want+1e-9 {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}

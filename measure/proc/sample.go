@@ -1,4 +1,4 @@
-package measure
+package proc
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ProcSample is what /proc says of one process at one moment.
-type ProcSample struct {
+// Sample is what /proc says of one process at one moment.
+type Sample struct {
 	Time time.Time
 
 	// CPUNanos is the CPU time of all the process's threads, those ended
@@ -35,17 +35,17 @@ type ProcSample struct {
 // Linux this runs on.
 const ticksPerSecond = 100
 
-// SampleProc reads the process pid from /proc. Memory is read only with
+// Read reads the process pid from /proc. Memory is read only with
 // memory set, since smaps_rollup walks every mapping.
-func SampleProc(pid int, memory bool) (ProcSample, error) {
-	s := ProcSample{Time: time.Now()}
+func Read(pid int, memory bool) (Sample, error) {
+	s := Sample{Time: time.Now()}
 	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return s, fmt.Errorf("measure: process %d: %w", pid, err)
+		return s, fmt.Errorf("proc: process %d: %w", pid, err)
 	}
 	st, err := p.Stat()
 	if err != nil {
-		return s, fmt.Errorf("measure: stat of process %d: %w", pid, err)
+		return s, fmt.Errorf("proc: stat of process %d: %w", pid, err)
 	}
 	s.CPUTicks = uint64(st.UTime + st.STime)
 	s.RSS = uint64(st.ResidentMemory())
@@ -55,13 +55,13 @@ func SampleProc(pid int, memory bool) (ProcSample, error) {
 	}
 	io, err := p.IO()
 	if err != nil {
-		return s, fmt.Errorf("measure: io of process %d: %w", pid, err)
+		return s, fmt.Errorf("proc: io of process %d: %w", pid, err)
 	}
 	s.RChar, s.WChar, s.ReadBytes, s.WriteBytes = io.RChar, io.WChar, io.ReadBytes, io.WriteBytes
 	if memory {
 		r, err := p.ProcSMapsRollup()
 		if err != nil {
-			return s, fmt.Errorf("measure: smaps_rollup of process %d: %w", pid, err)
+			return s, fmt.Errorf("proc: smaps_rollup of process %d: %w", pid, err)
 		}
 		s.RSS, s.PSS, s.Anon = r.Rss, r.Pss, r.Anonymous
 	}
@@ -75,9 +75,9 @@ func processClock(pid int) int32 {
 	return int32(^pid<<3 | 2)
 }
 
-// cpuSeconds returns the CPU time from a to b, from the process's clock
+// CPUSeconds returns the CPU time from a to b, from the process's clock
 // when both samples read it, else from the ticks.
-func cpuSeconds(a, b ProcSample) float64 {
+func CPUSeconds(a, b Sample) float64 {
 	if a.CPUNanos == 0 || b.CPUNanos == 0 {
 		return float64(sub(b.CPUTicks, a.CPUTicks)) / ticksPerSecond
 	}
