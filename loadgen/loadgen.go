@@ -17,6 +17,7 @@ import (
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/measure"
 	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/measure/profile"
 )
 
 // DefaultScript is the scripted model's script when Config has none: a
@@ -194,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if p, ok := unit.(measure.Profiler); ok && p.CPUProfile() != "" {
-		if sum, err := measure.SummarizeProfiles([]string{p.CPUProfile()}, 8); err == nil {
+		if sum, err := profile.Summarize([]string{p.CPUProfile()}, 8); err == nil {
 			res.Profile = sum
 		}
 		if cfg.Profile != "" {

@@ -11,8 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"lnk.dev/linkharness/measure"
 	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/measure/profile"
+	"lnk.dev/linkharness/measure/stats"
 )
 
 // Result is one load run, as `lnk loadgen --json` writes it: times in
@@ -59,7 +60,7 @@ type Result struct {
 	AddedTools    *Quantiles     `json:"added_tools,omitempty"`
 	AddedPlain    *Quantiles     `json:"added_plain,omitempty"`
 
-	Profile *measure.ProfileSummary `json:"profile,omitempty"`
+	Profile *profile.Summary `json:"profile,omitempty"`
 }
 
 // Quantiles of some times.
@@ -72,8 +73,8 @@ type Quantiles struct {
 }
 
 func quantiles(xs []float64) Quantiles {
-	return Quantiles{Mean: measure.Mean(xs), P50: measure.Quantile(xs, 0.5), P90: measure.Quantile(xs, 0.9),
-		P99: measure.Quantile(xs, 0.99), Max: measure.Quantile(xs, 1)}
+	return Quantiles{Mean: stats.Mean(xs), P50: stats.Quantile(xs, 0.5), P90: stats.Quantile(xs, 0.9),
+		P99: stats.Quantile(xs, 0.99), Max: stats.Quantile(xs, 1)}
 }
 
 // Memory is the harness process's memory.

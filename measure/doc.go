@@ -33,7 +33,7 @@
 //
 // The CPU profiles of every process are merged and the top functions by
 // flat and cumulative time named, the scheduler's idle spinning left out
-// (SummarizeProfiles); the largest bottleneck is the top flat function,
+// (measure/profile); the largest bottleneck is the top flat function,
 // with the nearest function of Link Harness's own code beneath it. A
 // profile covers a process's whole life, its warm-up message included.
 //

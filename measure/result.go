@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"time"
+
+	"lnk.dev/linkharness/measure/profile"
 )
 
 // ResultVersion is the version of Result's JSON shape. It changes only when
@@ -34,7 +36,7 @@ type Result struct {
 
 	// Profile is where the harness processes spent their CPU over every
 	// case, nil when no profile was written.
-	Profile *ProfileSummary `json:"profile,omitempty"`
+	Profile *profile.Summary `json:"profile,omitempty"`
 }
 
 // PeerResult is one other harness measured beside Link Harness: one

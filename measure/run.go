@@ -17,6 +17,7 @@ import (
 
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/measure/profile"
 )
 
 // Config says what to measure. The zero value measures the quick run: 3
@@ -304,7 +305,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if len(profiles) > 0 {
 		pr.Phase("reading %d CPU profiles", len(profiles))
-		s, err := SummarizeProfiles(profiles, cfg.Top)
+		s, err := profile.Summarize(profiles, cfg.Top)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package measure
+package profile
 
 import (
 	"crypto/sha256"
@@ -55,7 +55,7 @@ func TestSummarizeProfiles(t *testing.T) {
 	os.WriteFile(empty, nil, 0o600)
 	paths = append(paths, empty, filepath.Join(dir, "missing.pprof"))
 
-	s, err := SummarizeProfiles(paths, 5)
+	s, err := Summarize(paths, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestSummarizeProfiles(t *testing.T) {
 	if !strings.Contains(s.Largest, "sha256") {
 		t.Errorf("largest %q, want the hash", s.Largest)
 	}
-	if s.Via != "lnk.dev/linkharness/measure.burn" {
+	if s.Via != "lnk.dev/linkharness/measure/profile.burn" {
 		t.Errorf("via %q, want the burning function", s.Via)
 	}
 	found := false
@@ -82,7 +82,7 @@ func TestSummarizeProfiles(t *testing.T) {
 		if rootFrames[f.Name] {
 			t.Errorf("root frame %s ranked", f.Name)
 		}
-		if f.Name == "lnk.dev/linkharness/measure.burn" {
+		if f.Name == "lnk.dev/linkharness/measure/profile.burn" {
 			found = true
 			if f.Share < 0.5 {
 				t.Errorf("burn's share %.2f, want most", f.Share)
@@ -98,7 +98,7 @@ func TestSummarizeProfiles(t *testing.T) {
 		}
 	}
 
-	if _, err := SummarizeProfiles([]string{empty}, 5); err == nil {
+	if _, err := Summarize([]string{empty}, 5); err == nil {
 		t.Error("no profile read, and no error")
 	}
 }

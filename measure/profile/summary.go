@@ -1,4 +1,4 @@
-package measure
+package profile
 
 import (
 	"errors"
@@ -7,12 +7,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/pprof/profile"
+	pprof "github.com/google/pprof/profile"
 )
 
-// ProfileSummary is where the harness processes spent their CPU, from the
+// Summary is where the harness processes spent their CPU, from the
 // CPU profiles they wrote, merged.
-type ProfileSummary struct {
+type Summary struct {
 	Profiles int     `json:"profiles"` // profiles read
 	Samples  int64   `json:"samples"`  // samples taken (100 a CPU second), idle scheduling left out
 	Seconds  float64 `json:"seconds"`  // CPU time sampled, idle scheduling left out
@@ -32,7 +32,7 @@ type ProfileSummary struct {
 type FuncTime struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"`
-	Share   float64 `json:"share"` // of ProfileSummary.Seconds, 0 to 1
+	Share   float64 `json:"share"` // of Summary.Seconds, 0 to 1
 }
 
 // ownCode is the prefix of Link Harness's own functions, and main's.
@@ -71,12 +71,12 @@ var rootFrames = map[string]bool{
 	"runtime.(*gcControllerState).revise": true,
 }
 
-// SummarizeProfiles merges the CPU profiles at paths and returns the top n
+// Summarize merges the CPU profiles at paths and returns the top n
 // functions by flat and by cumulative time. A missing or empty file is
 // skipped (a process killed before it wrote its profile); it fails only if
 // no profile could be read.
-func SummarizeProfiles(paths []string, n int) (*ProfileSummary, error) {
-	var ps []*profile.Profile
+func Summarize(paths []string, n int) (*Summary, error) {
+	var ps []*pprof.Profile
 	var errs []error
 	for _, path := range paths {
 		f, err := os.Open(path)
@@ -84,7 +84,7 @@ func SummarizeProfiles(paths []string, n int) (*ProfileSummary, error) {
 			errs = append(errs, err)
 			continue
 		}
-		p, err := profile.Parse(f)
+		p, err := pprof.Parse(f)
 		f.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", path, err))
@@ -93,18 +93,18 @@ func SummarizeProfiles(paths []string, n int) (*ProfileSummary, error) {
 		ps = append(ps, p)
 	}
 	if len(ps) == 0 {
-		return nil, fmt.Errorf("measure: no CPU profile read: %w", errors.Join(append(errs, errors.New("none written"))...))
+		return nil, fmt.Errorf("profile: no CPU profile read: %w", errors.Join(append(errs, errors.New("none written"))...))
 	}
-	p, err := profile.Merge(ps)
+	p, err := pprof.Merge(ps)
 	if err != nil {
-		return nil, fmt.Errorf("measure: merging %d CPU profiles: %w", len(ps), err)
+		return nil, fmt.Errorf("profile: merging %d CPU profiles: %w", len(ps), err)
 	}
 	s := summarize(p, n)
 	s.Profiles = len(ps)
 	return s, nil
 }
 
-func summarize(p *profile.Profile, n int) *ProfileSummary {
+func summarize(p *pprof.Profile, n int) *Summary {
 	vi, ci := len(p.SampleType)-1, -1
 	for i, st := range p.SampleType {
 		switch st.Type {
@@ -114,7 +114,7 @@ func summarize(p *profile.Profile, n int) *ProfileSummary {
 			ci = i
 		}
 	}
-	s := &ProfileSummary{}
+	s := &Summary{}
 	flat := map[string]int64{}
 	cum := map[string]int64{}
 	via := map[string]map[string]int64{}
@@ -175,7 +175,7 @@ func summarize(p *profile.Profile, n int) *ProfileSummary {
 
 // stackOf appends the function names of a sample's stack, leaf first, the
 // functions inlined into a location before the one they were inlined in.
-func stackOf(dst []string, smp *profile.Sample) []string {
+func stackOf(dst []string, smp *pprof.Sample) []string {
 	for _, loc := range smp.Location {
 		for _, l := range loc.Line {
 			if l.Function != nil {
