@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure"
+	"lnk.dev/linkharness/measure/drive"
 	"lnk.dev/linkharness/measure/proc"
 	"lnk.dev/linkharness/measure/profile"
 )
@@ -28,7 +28,7 @@ var DefaultScript []byte
 
 // Config says what load to make. Zero fields take the defaults given.
 type Config struct {
-	Program       string // the lnk-link-harness program (default: as measure.FindHarness finds it)
+	Program       string // the lnk-link-harness program (default: as drive.FindHarness finds it)
 	Agents        int    // agents in the one process (default 100)
 	Conversations int    // conversations per agent (default 10)
 	Messages      int    // messages per conversation (default 10)
@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	program, _, err := measure.FindHarness(ctx, cfg.Program, tmp)
+	program, _, err := drive.FindHarness(ctx, cfg.Program, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	say("starting %s serving %d agents", filepath.Base(program), cfg.Agents)
-	h := &measure.Link{Program: program, Profile: true}
+	h := &drive.Link{Program: program, Profile: true}
 	sctx, scancel := context.WithTimeout(ctx, time.Minute)
 	unit, err := h.Start(sctx, agents)
 	scancel()
@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, ok := unit.(measure.Profiler); ok && p.CPUProfile() != "" {
+	if p, ok := unit.(drive.Profiler); ok && p.CPUProfile() != "" {
 		if sum, err := profile.Summarize([]string{p.CPUProfile()}, 8); err == nil {
 			res.Profile = sum
 		}
@@ -208,11 +208,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // makeAgents makes n agents' homes and key files under dir.
-func makeAgents(dir string, n int, model string) ([]measure.Agent, error) {
-	var out []measure.Agent
+func makeAgents(dir string, n int, model string) ([]drive.Agent, error) {
+	var out []drive.Agent
 	for i := range n {
 		name := fmt.Sprintf("agent-%d", i+1)
-		a := measure.Agent{
+		a := drive.Agent{
 			Name:    name,
 			Home:    filepath.Join(dir, "agents", name),
 			KeyFile: filepath.Join(dir, "keys", name+".key"),
@@ -249,7 +249,7 @@ type message struct {
 
 // send sends every conversation its messages in order, Concurrency
 // conversations at once, and returns each message's outcome.
-func send(ctx context.Context, cfg *Config, unit measure.Unit, agents []measure.Agent, m *model, say func(string, ...any)) []message {
+func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model, say func(string, ...any)) []message {
 	type conv struct {
 		agent string
 		n     int
@@ -270,7 +270,7 @@ func send(ctx context.Context, cfg *Config, unit measure.Unit, agents []measure.
 					token := fmt.Sprintf("lg-%s-%d-%d", c.agent, c.n, i)
 					tool := toolMessage(c.k+i-1, cfg.ToolShare)
 					mctx, mcancel := context.WithTimeout(ctx, cfg.Timeout)
-					rep, err := unit.Send(mctx, c.agent, thread, measure.Message{ID: token, Text: messageText(token, tool)})
+					rep, err := unit.Send(mctx, c.agent, thread, drive.Message{ID: token, Text: messageText(token, tool)})
 					mcancel()
 					if err == nil && tool != "" && !afterTool(rep.Text) {
 						err = fmt.Errorf("loadgen: message %s asked for %s, and its answer is not the one after the tool's result: %.80q", token, tool, rep.Text)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure"
+	"lnk.dev/linkharness/measure/drive"
 )
 
 func TestLastToken(t *testing.T) {
@@ -136,7 +136,7 @@ var buildHarness = sync.OnceValues(func() (string, error) {
 	buildDir = dir
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return measure.BuildHarness(ctx, dir)
+	return drive.BuildHarness(ctx, dir)
 })
 
 func harness(t *testing.T) string {

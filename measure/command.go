@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"lnk.dev/linkharness/measure/drive"
 	"lnk.dev/linkharness/measure/proc"
 )
 
@@ -51,9 +52,9 @@ func (c *Command) Name() string { return c.Label }
 
 // Start implements Harness: it makes the agent's HOME and workspace. No
 // process runs until a message.
-func (c *Command) Start(ctx context.Context, agents []Agent) (Unit, error) {
+func (c *Command) Start(ctx context.Context, agents []drive.Agent) (drive.Unit, error) {
 	if len(agents) != 1 {
-		return nil, fmt.Errorf("%w: %s runs a process per agent, asked for %d agents in one", ErrUnsupported, c.Label, len(agents))
+		return nil, fmt.Errorf("%w: %s runs a process per agent, asked for %d agents in one", drive.ErrUnsupported, c.Label, len(agents))
 	}
 	if len(c.First) == 0 || len(c.Next) == 0 {
 		return nil, fmt.Errorf("%w: %s has no command for a message", ErrConfig, c.Label)
@@ -82,7 +83,7 @@ func (c *Command) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	if err := os.WriteFile(filepath.Join(u.ws, "README.md"), []byte("A workspace for measuring.\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("measure: %s: %w", c.Label, err)
 	}
-	u.env = harnessEnv(os.Environ(), a.Model)
+	u.env = drive.HarnessEnv(os.Environ(), a.Model)
 	u.env = append(u.env[:len(u.env)-1], "HOME="+a.Home) // no LNK_MODEL_PROXY: it is no Link harness
 	for _, kv := range c.Env {
 		u.env = append(u.env, u.repl.Replace(kv))
@@ -94,7 +95,7 @@ func (c *Command) Start(ctx context.Context, agents []Agent) (Unit, error) {
 // concurrent use, though its messages run one at a time.
 type commandUnit struct {
 	c     *Command
-	agent Agent
+	agent drive.Agent
 	ws    string
 	env   []string
 	repl  *strings.Replacer
@@ -124,7 +125,7 @@ func (u *commandUnit) PID() int {
 }
 
 // Send implements Unit: it runs the message's command and waits for it.
-func (u *commandUnit) Send(ctx context.Context, agent, thread string, m Message) (Reply, error) {
+func (u *commandUnit) Send(ctx context.Context, agent, thread string, m drive.Message) (drive.Reply, error) {
 	u.send.Lock()
 	defer u.send.Unlock()
 	u.mu.Lock()
@@ -167,16 +168,16 @@ func (u *commandUnit) Send(ctx context.Context, agent, thread string, m Message)
 		}
 	}
 	if err != nil {
-		return Reply{}, fmt.Errorf("measure: %s: message %s: %v: %s", u.c.Label, m.ID, err, tail(errOut.Bytes(), 400))
+		return drive.Reply{}, fmt.Errorf("measure: %s: message %s: %v: %s", u.c.Label, m.ID, err, tail(errOut.Bytes(), 400))
 	}
 	text := strings.TrimSpace(out.String())
 	if text == "" {
-		return Reply{}, fmt.Errorf("measure: %s: message %s: no answer printed: %s", u.c.Label, m.ID, tail(errOut.Bytes(), 400))
+		return drive.Reply{}, fmt.Errorf("measure: %s: message %s: no answer printed: %s", u.c.Label, m.ID, tail(errOut.Bytes(), 400))
 	}
 	u.mu.Lock()
 	u.sent[thread] = true
 	u.mu.Unlock()
-	return Reply{Seq: 1, Text: text, Latency: latency}, nil
+	return drive.Reply{Seq: 1, Text: text, Latency: latency}, nil
 }
 
 // Usage implements UsageCounter.

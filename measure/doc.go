@@ -2,7 +2,7 @@
 // idle and per message, as Link Harness is judged.
 //
 // Run sets everything up itself on a temporary folder: it finds the
-// harness program (FindHarness: --harness, PATH, beside lnk, or built from
+// harness program (drive.FindHarness: --harness, PATH, beside lnk, or built from
 // the source tree), serves the scripted model (loadgen/scripted) on
 // loopback in its own process, and, for each case, makes each agent a home
 // (its conversation written ahead when the case has a length), a key file,
@@ -75,8 +75,8 @@
 //
 // # Other harnesses
 //
-// A harness is reached through Harness and Unit: Link is Link Harness over
-// HTTP; Command drives another harness by one command per message
+// A harness is reached through drive.Harness and drive.Unit: drive.Link is
+// Link Harness over HTTP; Command drives another harness by one command per message
 // (`claude -p TEXT`, then `claude -p --continue TEXT`), each agent with its
 // own HOME holding the harness's settings pointed at the scripted model.
 // Peer knows Claude Code, Codex, opencode and pi as
@@ -95,4 +95,12 @@
 // processes' summed idle memory against the count of agents) and what one
 // more message costs (all the processes' CPU over all the messages): the
 // figures to compare with a harness that runs a process per agent.
+//
+// # Packages
+//
+// The parts `lnk loadgen` shares live beneath: measure/drive starts a
+// harness and sends it messages, measure/proc samples a process from
+// /proc, measure/profile summarizes CPU profiles, measure/stats holds the
+// quantiles. None of them imports measure, and measure imports no part of
+// loadgen but its scripted model.
 package measure

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/measure/drive"
 )
 
 // TestRunLinkHarness measures the real harness, built from this tree: one
@@ -19,7 +21,7 @@ func TestRunLinkHarness(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	program, err := BuildHarness(ctx, t.TempDir())
+	program, err := drive.BuildHarness(ctx, t.TempDir())
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)

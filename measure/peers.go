@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"lnk.dev/linkharness/measure/drive"
 )
 
 // Peers are the harnesses measured side by side with Link Harness, each as
@@ -148,7 +150,7 @@ func Peer(ctx context.Context, name, bin string) (*Command, error) {
 		path, err = exec.LookPath(prog)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: peer %s: %v", ErrNoHarness, name, err)
+		return nil, fmt.Errorf("%w: peer %s: %v", drive.ErrNoHarness, name, err)
 	}
 	c := p
 	for _, argv := range []*[]string{&c.First, &c.Next, &c.Idle} {
@@ -158,7 +160,7 @@ func Peer(ctx context.Context, name, bin string) (*Command, error) {
 	defer cancel()
 	out, err := exec.CommandContext(vctx, path, "--version").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("%w: peer %s: %s --version: %v", ErrNoHarness, name, path, err)
+		return nil, fmt.Errorf("%w: peer %s: %s --version: %v", drive.ErrNoHarness, name, path, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	c.Version = strings.TrimSpace(lines[len(lines)-1])

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/measure/drive"
 	"lnk.dev/linkharness/measure/proc"
 	"lnk.dev/linkharness/measure/profile"
 )
@@ -25,7 +26,7 @@ import (
 type Config struct {
 	// Harness is the harness measured; nil is Link Harness, its program
 	// Program or, if empty, the one FindHarness finds or builds.
-	Harness Harness
+	Harness drive.Harness
 	Program string
 
 	Agents   []int // agent counts, each a case (default 3)
@@ -46,7 +47,7 @@ type Config struct {
 	// scripted model, after Link Harness's cases: one agent each,
 	// PeerMessages messages (default 3) after one warm-up, and a quiet
 	// window of PeerIdle (default 10 s) after their idle program starts.
-	Peers        []Harness
+	Peers        []drive.Harness
 	PeerMessages int
 	PeerIdle     time.Duration
 
@@ -240,8 +241,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	h := cfg.Harness
 	program := cfg.Program
 	if h == nil {
-		pr.Phase("finding %s", ProgramName)
-		p, built, err := FindHarness(ctx, cfg.Program, tmp)
+		pr.Phase("finding %s", drive.ProgramName)
+		p, built, err := drive.FindHarness(ctx, cfg.Program, tmp)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			pr.Phase("built %s", p)
 		}
 		program = p
-		h = &Link{Program: p, Profile: !cfg.NoProfile}
+		h = &drive.Link{Program: p, Profile: !cfg.NoProfile}
 	}
 
 	m, err := startModel(cfg.Script)
@@ -329,30 +330,30 @@ func machine() Machine {
 type caseRun struct {
 	cfg   *Config
 	spec  caseSpec
-	h     Harness
+	h     drive.Harness
 	model *model
 	pr    *progress
 	dir   string
 
-	agents   []Agent
+	agents   []drive.Agent
 	units    []*unitRun
 	profiles []string
 }
 
 // unitRun is one unit of a case and what was sampled of it.
 type unitRun struct {
-	unit   Unit
+	unit   drive.Unit
 	agents []int // indexes into caseRun.agents
 
-	fresh        proc.Sample // once listening
-	a, b, c      proc.Sample // before a scrape, after it, after the messages
-	ma, mb, mc   Metrics     // the scrapes around a and b, and after c
-	idle0, idle1 proc.Sample // the quiet window
-	round        proc.Sample // at the start of the round of messages running
-	roundCPU     []float64   // CPU per message of each round, seconds
-	latencies    [][]float64 // per agent of the unit, seconds
-	errors       []int       // per agent of the unit
-	firstErr     []string    // per agent of the unit
+	fresh        proc.Sample   // once listening
+	a, b, c      proc.Sample   // before a scrape, after it, after the messages
+	ma, mb, mc   drive.Metrics // the scrapes around a and b, and after c
+	idle0, idle1 proc.Sample   // the quiet window
+	round        proc.Sample   // at the start of the round of messages running
+	roundCPU     []float64     // CPU per message of each round, seconds
+	latencies    [][]float64   // per agent of the unit, seconds
+	errors       []int         // per agent of the unit
+	firstErr     []string      // per agent of the unit
 	hasMetrics   bool
 }
 
@@ -425,7 +426,7 @@ func (r *caseRun) makeHomes() error {
 	}
 	for i := range r.spec.Agents {
 		name := fmt.Sprintf("agent-%d", i+1)
-		a := Agent{
+		a := drive.Agent{
 			Name:    name,
 			Home:    filepath.Join(r.dir, "agents", name),
 			KeyFile: filepath.Join(r.dir, "keys", name+".key"),
@@ -471,18 +472,18 @@ func (r *caseRun) startUnits(ctx context.Context) error {
 		r.units = append(r.units, u)
 	}
 	return r.eachUnit(ctx, startAtOnce, func(ctx context.Context, i int, u *unitRun) error {
-		agents := make([]Agent, len(u.agents))
+		agents := make([]drive.Agent, len(u.agents))
 		for k, ai := range u.agents {
 			agents[k] = r.agents[ai]
 		}
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		sctx, cancel := context.WithTimeout(ctx, drive.StartTimeout)
 		defer cancel()
 		unit, err := r.h.Start(sctx, agents)
 		if err != nil {
 			return err
 		}
 		u.unit = unit
-		_, u.hasMetrics = unit.(MetricsReader)
+		_, u.hasMetrics = unit.(drive.MetricsReader)
 		r.pr.Step(i+1, len(r.units))
 		return nil
 	})
@@ -554,7 +555,7 @@ func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool)
 			defer wg.Done()
 			for j := range jobs {
 				mctx, mcancel := context.WithTimeout(ctx, r.cfg.Timeout)
-				rep, err := j.u.unit.Send(mctx, j.name, Thread, Message{
+				rep, err := j.u.unit.Send(mctx, j.name, Thread, drive.Message{
 					ID:   fmt.Sprintf("%s%d", prefix, j.n),
 					Text: fmt.Sprintf("Hello, this is message %d of the measurement. Please answer briefly.", j.n),
 				})
@@ -678,8 +679,8 @@ func (r *caseRun) sampleAfter(ctx context.Context) error {
 	})
 }
 
-func scrape(ctx context.Context, u *unitRun) (Metrics, error) {
-	mr, ok := u.unit.(MetricsReader)
+func scrape(ctx context.Context, u *unitRun) (drive.Metrics, error) {
+	mr, ok := u.unit.(drive.MetricsReader)
 	if !ok {
 		return nil, nil
 	}
@@ -706,7 +707,7 @@ func (r *caseRun) sampleIdle(ctx context.Context) error {
 	}
 	started := false
 	for _, u := range r.units {
-		if is, ok := u.unit.(IdleStarter); ok {
+		if is, ok := u.unit.(drive.IdleStarter); ok {
 			if err := is.StartIdle(ctx); err != nil {
 				return err
 			}
@@ -737,7 +738,7 @@ func (r *caseRun) sampleIdle(ctx context.Context) error {
 // sampleWork samples what a unit's messages cost so far: its process, or
 // what a UsageCounter counted.
 func (u *unitRun) sampleWork() (proc.Sample, error) {
-	if uc, ok := u.unit.(UsageCounter); ok {
+	if uc, ok := u.unit.(drive.UsageCounter); ok {
 		return uc.Usage(), nil
 	}
 	return proc.Read(u.unit.PID(), false)
@@ -751,7 +752,7 @@ func (u *unitRun) sampleIdle(memory bool) (proc.Sample, error) {
 	if pid == 0 {
 		return proc.Sample{Time: time.Now()}, nil
 	}
-	if _, ok := u.unit.(UsageCounter); ok {
+	if _, ok := u.unit.(drive.UsageCounter); ok {
 		return proc.ReadTree(pid, memory)
 	}
 	return proc.Read(pid, memory)
@@ -772,7 +773,7 @@ func (r *caseRun) stopAll() error {
 	}
 	wg.Wait()
 	for _, u := range r.units {
-		if p, ok := u.unit.(Profiler); ok && p.CPUProfile() != "" {
+		if p, ok := u.unit.(drive.Profiler); ok && p.CPUProfile() != "" {
 			r.profiles = append(r.profiles, p.CPUProfile())
 		}
 	}
@@ -873,7 +874,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	pm.WrittenChars = per(d(u.b.WChar, u.c.WChar) - d(u.a.WChar, u.b.WChar))
 	pm.DiskRead = per(d(u.b.ReadBytes, u.c.ReadBytes) - d(u.a.ReadBytes, u.b.ReadBytes))
 	pm.DiskWritten = per(d(u.b.WriteBytes, u.c.WriteBytes) - d(u.a.WriteBytes, u.b.WriteBytes))
-	if uc, ok := u.unit.(UsageCounter); ok {
+	if uc, ok := u.unit.(drive.UsageCounter); ok {
 		pm.PeakRSS = float64(uc.PeakRSS())
 	}
 
@@ -881,8 +882,8 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	// else the model server's own time.
 	model := modelPerMsg
 	if u.hasMetrics {
-		own := u.mc.agent(name).minus(u.mb.agent(name))
-		scrapeCost := u.mb.agent(name).minus(u.ma.agent(name))
+		own := countersOf(u.mc, name).minus(countersOf(u.mb, name))
+		scrapeCost := countersOf(u.mb, name).minus(countersOf(u.ma, name))
 		pm.StoreRead = max(own.StoreRead, 0) / float64(msgs)
 		pm.StoreWritten = max(own.StoreWritten, 0) / float64(msgs)
 		if own.TurnCount > 0 {
@@ -893,7 +894,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 		pm.TurnErrorsCounted = own.TurnErrors
 		pm.Allocs = per(own.AllocObjects - scrapeCost.AllocObjects)
 		pm.AllocBytes = per(own.AllocBytes - scrapeCost.AllocBytes)
-		ac.Idle.Goroutines = u.mc.agent(name).Goroutines
+		ac.Idle.Goroutines = countersOf(u.mc, name).Goroutines
 		model = pm.Model
 	}
 	pm.Latency = spread(lat)

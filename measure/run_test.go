@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/measure/drive"
 )
 
 // fakeHarness serves agents inside the test's own process, so Run's
@@ -27,7 +29,7 @@ type fakeHarness struct {
 
 func (h *fakeHarness) Name() string { return "fake" }
 
-func (h *fakeHarness) Start(ctx context.Context, agents []Agent) (Unit, error) {
+func (h *fakeHarness) Start(ctx context.Context, agents []drive.Agent) (drive.Unit, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, a := range agents {
@@ -53,20 +55,20 @@ type fakeUnit struct {
 
 func (u *fakeUnit) PID() int { return os.Getpid() }
 
-func (u *fakeUnit) Send(ctx context.Context, agent, thread string, m Message) (Reply, error) {
+func (u *fakeUnit) Send(ctx context.Context, agent, thread string, m drive.Message) (drive.Reply, error) {
 	if thread != Thread {
-		return Reply{}, fmt.Errorf("thread %q", thread)
+		return drive.Reply{}, fmt.Errorf("thread %q", thread)
 	}
 	if u.h.fail != "" && strings.Contains(m.ID, u.h.fail) {
-		return Reply{}, errors.New("fake: failed as asked")
+		return drive.Reply{}, errors.New("fake: failed as asked")
 	}
 	u.mu.Lock()
 	u.turns[agent]++
 	u.mu.Unlock()
-	return Reply{Seq: 2, Text: "ok", Latency: 2 * time.Millisecond}, nil
+	return drive.Reply{Seq: 2, Text: "ok", Latency: 2 * time.Millisecond}, nil
 }
 
-func (u *fakeUnit) Metrics(ctx context.Context) (Metrics, error) {
+func (u *fakeUnit) Metrics(ctx context.Context) (drive.Metrics, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var b strings.Builder
@@ -78,7 +80,7 @@ func (u *fakeUnit) Metrics(ctx context.Context) (Metrics, error) {
 		fmt.Fprintf(&b, "lnk_store_bytes_read_total{agent=%q} %v\n", agent, n*1000)
 	}
 	fmt.Fprintf(&b, "go_goroutines 5\n")
-	return ParseMetrics(strings.NewReader(b.String()))
+	return drive.ParseMetrics(strings.NewReader(b.String()))
 }
 
 func (u *fakeUnit) Stop(ctx context.Context) error {
@@ -219,42 +221,6 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestParseListening(t *testing.T) {
-	for _, c := range []struct {
-		line        string
-		named       bool
-		name, addr  string
-		errContains string
-	}{
-		{"listening on 127.0.0.1:4000\n", false, "", "127.0.0.1:4000", ""},
-		{"listening on 127.0.0.1:4000 for agent-2\n", true, "agent-2", "127.0.0.1:4000", ""},
-		{"listening on [::1]:80 for a", true, "a", "[::1]:80", ""},
-		{"listening on 127.0.0.1:4000\n", true, "", "", "for NAME"},
-		{"listening on 10.0.0.1:4000", false, "", "", "not on loopback"},
-		{"hello", false, "", "", "want"},
-	} {
-		name, addr, err := parseListening(c.line, c.named)
-		if c.errContains != "" {
-			if err == nil || !strings.Contains(err.Error(), c.errContains) {
-				t.Errorf("%q: err %v, want one saying %q", c.line, err, c.errContains)
-			}
-			continue
-		}
-		if err != nil || name != c.name || addr != c.addr {
-			t.Errorf("%q: %q %q %v, want %q %q", c.line, name, addr, err, c.name, c.addr)
-		}
-	}
-}
-
-func TestAgentsFile(t *testing.T) {
-	got := string(agentsFile([]Agent{{Name: "agent-1", Home: "/h/a\"b", KeyFile: "/k/1"}, {Name: "agent-2", Home: "/h/2", KeyFile: "/k/2"}}))
-	want := "[[agent]]\nname = \"agent-1\"\nhome = \"/h/a\\\"b\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/1\"\n\n" +
-		"[[agent]]\nname = \"agent-2\"\nhome = \"/h/2\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/2\"\n\n"
-	if got != want {
-		t.Errorf("agents file:\n%s\nwant:\n%s", got, want)
-	}
-}
-
 func TestLine(t *testing.T) {
 	slope, base := line([]float64{1, 10, 100}, []float64{10.5, 15, 60})
 	if math.Abs(slope-0.5) > 1e-9 || math.Abs(base-10) > 1e-9 {
@@ -292,14 +258,6 @@ func TestMarginals(t *testing.T) {
 	}
 }
 
-func TestHarnessEnv(t *testing.T) {
-	got := harnessEnv([]string{"PATH=/bin", "LNK_TOOL_X=http://a", "LNK_MODEL_PROXY_OPENAI=http://b", "HOME=/h"}, "http://127.0.0.1:9")
-	want := "PATH=/bin HOME=/h LNK_MODEL_PROXY=http://127.0.0.1:9"
-	if strings.Join(got, " ") != want {
-		t.Errorf("env %q, want %q", got, want)
-	}
-}
-
 // TestCommandHarness runs a command per message (sh, standing for a peer):
 // its CPU is counted from the commands, its idle program's tree sampled.
 func TestCommandHarness(t *testing.T) {
@@ -312,7 +270,7 @@ func TestCommandHarness(t *testing.T) {
 		Files: map[string]string{"peer.conf": "model = MODEL_ADDR\nworkspace = WORKSPACE\n"},
 	}
 	res, err := Run(context.Background(), Config{Harness: &fakeHarness{}, Agents: []int{1}, Messages: 1, Idle: time.Millisecond,
-		Peers: []Harness{h}, PeerMessages: 2, PeerIdle: 300 * time.Millisecond, Dir: t.TempDir(), NoProfile: true})
+		Peers: []drive.Harness{h}, PeerMessages: 2, PeerIdle: 300 * time.Millisecond, Dir: t.TempDir(), NoProfile: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/measure/drive"
 )
 
 // TestTrustFigures runs the same measurement three times and checks the
@@ -24,7 +26,7 @@ func TestTrustFigures(t *testing.T) {
 	program := os.Getenv("LNK_MEASURE_HARNESS")
 	if program == "" {
 		var err error
-		if program, err = BuildHarness(ctx, t.TempDir()); err != nil {
+		if program, err = drive.BuildHarness(ctx, t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
 	}

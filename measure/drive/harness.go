@@ -1,4 +1,4 @@
-package measure
+package drive
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // ErrUnsupported comes from a Harness asked for something it cannot do,
 // such as serving several agents in one process before it knows how.
-var ErrUnsupported = errors.New("measure: unsupported")
+var ErrUnsupported = errors.New("drive: unsupported")
 
 // Harness starts the agents of one harness program for a measurement. Link
 // Harness over HTTP (Link) is the first; a harness driven by one command

@@ -1,4 +1,4 @@
-package measure
+package drive
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// Link is Link Harness as measure drives it: `lnk-link-harness serve`
+// Link is Link Harness as measure and loadgen drive it: `lnk-link-harness serve`
 // serving one agent (--home) or several (--agents FILE) in one process,
 // messages over its HTTP API, its /metrics page, and the CPU profile it
 // writes when stopped.
@@ -32,8 +32,9 @@ type Link struct {
 // Name implements Harness.
 func (l *Link) Name() string { return "link" }
 
-// startTimeout bounds how long a process may take to say where it listens.
-const startTimeout = 30 * time.Second
+// StartTimeout bounds how long a unit may take to start: for Link, how
+// long its process may take to say where it listens.
+const StartTimeout = 30 * time.Second
 
 // Start implements Harness: it starts one process serving the agents, one
 // agent with `serve --home`, several with `serve --agents FILE` (each on
@@ -50,7 +51,7 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	} else {
 		file := filepath.Join(a.Scratch, "agents.toml")
 		if err := os.WriteFile(file, agentsFile(agents), 0o600); err != nil {
-			return nil, fmt.Errorf("measure: agents file: %w", err)
+			return nil, fmt.Errorf("drive: agents file: %w", err)
 		}
 		args = []string{"serve", "--agents", file}
 	}
@@ -65,23 +66,23 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	logPath := filepath.Join(a.Scratch, "stderr.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, fmt.Errorf("measure: agent %s: %w", a.Name, err)
+		return nil, fmt.Errorf("drive: agent %s: %w", a.Name, err)
 	}
 	defer logf.Close()
 	u.log = logPath
 	cmd := exec.Command(l.Program, args...)
-	cmd.Env = harnessEnv(os.Environ(), a.Model)
+	cmd.Env = HarnessEnv(os.Environ(), a.Model)
 	cmd.Dir = a.Scratch
 	cmd.Stderr = logf
-	// Its own process group, so a ^C at the terminal reaches measure alone,
-	// which stops it in order; and killed if measure dies.
+	// Its own process group, so a ^C at the terminal reaches the measuring
+	// program alone, which stops it in order; and killed if that dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("measure: agent %s: %w", a.Name, err)
+		return nil, fmt.Errorf("drive: agent %s: %w", a.Name, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("measure: starting %s for agent %s: %w", l.Program, a.Name, err)
+		return nil, fmt.Errorf("drive: starting %s for agent %s: %w", l.Program, a.Name, err)
 	}
 	u.cmd = cmd
 	go func() {
@@ -110,10 +111,10 @@ func agentsFile(agents []Agent) []byte {
 	return b.Bytes()
 }
 
-// harnessEnv is measure's environment less every LNK_ variable (a tool or
-// a model override of the person running it must not reach the agents),
-// with the model proxy set.
-func harnessEnv(env []string, model string) []string {
+// HarnessEnv is env, the measuring program's environment, less every LNK_
+// variable (a tool or a model override of the person running it must not
+// reach the agents), with the model proxy set.
+func HarnessEnv(env []string, model string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, "LNK_") {
@@ -165,7 +166,7 @@ func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader, agents [
 		}
 		io.Copy(io.Discard, br)
 	}()
-	timer := time.NewTimer(startTimeout)
+	timer := time.NewTimer(StartTimeout)
 	defer timer.Stop()
 	for range agents {
 		var l line
@@ -174,22 +175,22 @@ func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader, agents [
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			return fmt.Errorf("measure: agent %s: no `listening on` line in %v%s", u.agent.Name, startTimeout, u.logTail())
+			return fmt.Errorf("drive: agent %s: no `listening on` line in %v%s", u.agent.Name, StartTimeout, u.logTail())
 		}
 		if l.err != nil {
 			<-u.done
-			return fmt.Errorf("measure: agent %s: the harness ended before listening (%v)%s", u.agent.Name, u.waitErr, u.logTail())
+			return fmt.Errorf("drive: agent %s: the harness ended before listening (%v)%s", u.agent.Name, u.waitErr, u.logTail())
 		}
 		name, addr, err := parseListening(l.s, len(agents) > 1)
 		if err != nil {
-			return fmt.Errorf("measure: agent %s: %w", u.agent.Name, err)
+			return fmt.Errorf("drive: agent %s: %w", u.agent.Name, err)
 		}
 		if name == "" {
 			name = u.agent.Name
 		}
 		a, ok := u.agents[name]
 		if !ok || a.base != "" {
-			return fmt.Errorf("measure: agent %s: line %q names an agent not asked for, or twice", u.agent.Name, l.s)
+			return fmt.Errorf("drive: agent %s: line %q names an agent not asked for, or twice", u.agent.Name, l.s)
 		}
 		a.base = "http://" + addr
 	}
@@ -261,7 +262,7 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 	}
 	a, ok := u.agents[agent]
 	if !ok {
-		return Reply{}, fmt.Errorf("measure: message %s: agent %s is not this unit's", m.ID, agent)
+		return Reply{}, fmt.Errorf("drive: message %s: agent %s is not this unit's", m.ID, agent)
 	}
 	path := "/v1/agents/" + url.PathEscape(agent) + "/chats/" + url.PathEscape(thread) + "/messages"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+path, bytes.NewReader(body))
@@ -273,16 +274,16 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 	start := time.Now()
 	resp, err := u.client.Do(req)
 	if err != nil {
-		return Reply{}, fmt.Errorf("measure: message %s to %s: %w", m.ID, agent, err)
+		return Reply{}, fmt.Errorf("drive: message %s to %s: %w", m.ID, agent, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 	resp.Body.Close()
 	latency := time.Since(start)
 	if err != nil {
-		return Reply{}, fmt.Errorf("measure: message %s to %s: reading the answer: %w", m.ID, agent, err)
+		return Reply{}, fmt.Errorf("drive: message %s to %s: reading the answer: %w", m.ID, agent, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Reply{}, fmt.Errorf("measure: message %s to %s: %s: %s", m.ID, agent, resp.Status, bytes.TrimSpace(b))
+		return Reply{}, fmt.Errorf("drive: message %s to %s: %s: %s", m.ID, agent, resp.Status, bytes.TrimSpace(b))
 	}
 	var r struct {
 		Thread string `json:"thread"`
@@ -290,10 +291,10 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 		Text   string `json:"text"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return Reply{}, fmt.Errorf("measure: message %s to %s: the answer is not JSON: %w", m.ID, agent, err)
+		return Reply{}, fmt.Errorf("drive: message %s to %s: the answer is not JSON: %w", m.ID, agent, err)
 	}
 	if r.Seq <= 0 {
-		return Reply{}, fmt.Errorf("measure: message %s to %s: an answer without its seq: %s", m.ID, agent, b)
+		return Reply{}, fmt.Errorf("drive: message %s to %s: an answer without its seq: %s", m.ID, agent, b)
 	}
 	return Reply{Seq: r.Seq, Text: r.Text, Latency: latency}, nil
 }
@@ -306,11 +307,11 @@ func (u *linkUnit) Metrics(ctx context.Context) (Metrics, error) {
 	}
 	resp, err := u.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("measure: metrics of %s: %w", u.agent.Name, err)
+		return nil, fmt.Errorf("drive: metrics of %s: %w", u.agent.Name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("measure: metrics of %s: %s", u.agent.Name, resp.Status)
+		return nil, fmt.Errorf("drive: metrics of %s: %s", u.agent.Name, resp.Status)
 	}
 	return ParseMetrics(io.LimitReader(resp.Body, 16<<20))
 }
@@ -319,19 +320,19 @@ func (u *linkUnit) Metrics(ctx context.Context) (Metrics, error) {
 func (u *linkUnit) Stop(ctx context.Context) error {
 	select {
 	case <-u.done:
-		return fmt.Errorf("measure: agent %s: the harness had ended (%v)%s", u.agent.Name, u.waitErr, u.logTail())
+		return fmt.Errorf("drive: agent %s: the harness had ended (%v)%s", u.agent.Name, u.waitErr, u.logTail())
 	default:
 	}
 	u.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-u.done:
 		if u.waitErr != nil {
-			return fmt.Errorf("measure: agent %s: the harness ended with %v%s", u.agent.Name, u.waitErr, u.logTail())
+			return fmt.Errorf("drive: agent %s: the harness ended with %v%s", u.agent.Name, u.waitErr, u.logTail())
 		}
 		return nil
 	case <-ctx.Done():
 		u.Kill()
-		return fmt.Errorf("measure: agent %s: not stopped after SIGTERM: %w", u.agent.Name, ctx.Err())
+		return fmt.Errorf("drive: agent %s: not stopped after SIGTERM: %w", u.agent.Name, ctx.Err())
 	}
 }
 

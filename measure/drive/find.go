@@ -1,4 +1,4 @@
-package measure
+package drive
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const buildTimeout = 5 * time.Minute
 
 // ErrNoHarness comes from FindHarness when the program is nowhere and
 // cannot be built.
-var ErrNoHarness = errors.New("measure: no " + ProgramName)
+var ErrNoHarness = errors.New("drive: no " + ProgramName)
 
 // FindHarness returns the harness program: path when given; else
 // lnk-link-harness on PATH; else beside this program; else, when the
