@@ -106,11 +106,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.MaxTime)
 	defer cancel()
-	say := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "lnk loadgen: "+format+"\n", args...)
-		}
-	}
 	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-loadgen-")
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
@@ -128,14 +123,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	script := cfg.Script
 	var tools *toolServers
 	if cfg.ToolShare > 0 {
-		script = withTools(script)
-		if tools, err = startTools(tmp); err != nil {
+		if tools, program, script, err = serveTools(tmp, program, script); err != nil {
 			return nil, err
 		}
 		defer tools.close()
-		if program, err = wrapHarness(tmp, program, tools); err != nil {
-			return nil, err
-		}
 	}
 	m, err := startModel(script)
 	if err != nil {
@@ -143,15 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer m.close()
 
-	agents, err := makeAgents(tmp, cfg.Agents, m.url)
-	if err != nil {
-		return nil, err
-	}
-	say("starting %s serving %d agents", filepath.Base(program), cfg.Agents)
-	h := &drive.Link{Program: program, Profile: true}
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
-	unit, err := h.Start(sctx, agents)
-	scancel()
+	unit, agents, err := startHarness(ctx, tmp, program, cfg.Agents, m.url, cfg.say)
 	if err != nil {
 		return nil, err
 	}
@@ -161,50 +144,113 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			unit.Kill()
 		}
 	}()
-	pid := unit.PID()
-	if s, err := proc.Read(pid, true); err == nil {
-		res.Start = memOf(s)
-	}
-
-	// Memory over time, while the load runs.
-	sampler := startSampler(pid, cfg.SampleEvery)
-	before, err := proc.Read(pid, false)
-	if err != nil {
+	if err := res.load(ctx, &cfg, unit, agents, m); err != nil {
 		return nil, err
 	}
-	say("sending %d messages: %d conversations of %d agents, %d messages each, %d at once",
-		cfg.Agents*cfg.Conversations*cfg.Messages, cfg.Conversations, cfg.Agents, cfg.Messages, cfg.Concurrency)
-	start := time.Now()
-	msgs := send(ctx, &cfg, unit, agents, m, say)
-	res.Seconds = time.Since(start).Seconds()
-	after, err := proc.Read(pid, false)
-	if err != nil {
-		return nil, err
-	}
-	res.Memory = sampler.stop()
-	res.fill(msgs, before, after)
 	if tools != nil {
 		res.fillTools(tools)
 	}
-	say("stopping the harness")
+	cfg.say("stopping the harness")
 	stopped = true
-	stctx, stcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = unit.Stop(stctx)
-	stcancel()
-	if err != nil {
+	if err := stopHarness(unit); err != nil {
 		return nil, err
 	}
-	if p, ok := unit.(drive.Profiler); ok && p.CPUProfile() != "" {
-		if sum, err := profile.Summarize([]string{p.CPUProfile()}, 8); err == nil {
-			res.Profile = sum
-		}
-		if cfg.Profile != "" {
-			if err := copyFile(p.CPUProfile(), cfg.Profile); err != nil {
-				return nil, err
-			}
-		}
+	if err := res.readProfile(unit, cfg.Profile); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// say writes a line of progress, if cfg has somewhere to write it.
+func (c *Config) say(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, "lnk loadgen: "+format+"\n", args...)
+	}
+}
+
+// serveTools starts the memory and file tool servers over a home under
+// tmp, and returns them with the program to run in place of program (which
+// points the harness at them) and script taught to call them.
+func serveTools(tmp, program string, script *scripted.Script) (*toolServers, string, *scripted.Script, error) {
+	tools, err := startTools(tmp)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	wrapped, err := wrapHarness(tmp, program, tools)
+	if err != nil {
+		tools.close()
+		return nil, "", nil, err
+	}
+	return tools, wrapped, withTools(script), nil
+}
+
+// startHarness makes n agents under tmp, their model at modelURL, and
+// starts one harness process serving them all.
+func startHarness(ctx context.Context, tmp, program string, n int, modelURL string, say func(string, ...any)) (drive.Unit, []drive.Agent, error) {
+	agents, err := makeAgents(tmp, n, modelURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	say("starting %s serving %d agents", filepath.Base(program), n)
+	h := &drive.Link{Program: program, Profile: true}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	unit, err := h.Start(ctx, agents)
+	if err != nil {
+		return nil, nil, err
+	}
+	return unit, agents, nil
+}
+
+// load sends every message (send) and measures the harness meanwhile: its
+// memory at the start and over time, its CPU from the first message to the
+// last, and what each message took.
+func (r *Result) load(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model) error {
+	pid := unit.PID()
+	if s, err := proc.Read(pid, true); err == nil {
+		r.Start = memOf(s)
+	}
+	sampler := startSampler(pid, cfg.SampleEvery)
+	before, err := proc.Read(pid, false)
+	if err != nil {
+		sampler.stop()
+		return err
+	}
+	cfg.say("sending %d messages: %d conversations of %d agents, %d messages each, %d at once",
+		cfg.Agents*cfg.Conversations*cfg.Messages, cfg.Conversations, cfg.Agents, cfg.Messages, cfg.Concurrency)
+	start := time.Now()
+	msgs := send(ctx, cfg, unit, agents, m)
+	r.Seconds = time.Since(start).Seconds()
+	after, err := proc.Read(pid, false)
+	r.Memory = sampler.stop()
+	if err != nil {
+		return err
+	}
+	r.fill(msgs, before, after)
+	return nil
+}
+
+// stopHarness stops the harness gracefully, so it writes its profile.
+func stopHarness(unit drive.Unit) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return unit.Stop(ctx)
+}
+
+// readProfile summarizes the CPU profile the stopped harness wrote, and
+// copies it to copyTo unless that is "".
+func (r *Result) readProfile(unit drive.Unit, copyTo string) error {
+	p, ok := unit.(drive.Profiler)
+	if !ok || p.CPUProfile() == "" {
+		return nil
+	}
+	if sum, err := profile.Summarize([]string{p.CPUProfile()}, 8); err == nil {
+		r.Profile = sum
+	}
+	if copyTo != "" {
+		return copyFile(p.CPUProfile(), copyTo)
+	}
+	return nil
 }
 
 // makeAgents makes n agents' homes and key files under dir.
@@ -249,7 +295,7 @@ type message struct {
 
 // send sends every conversation its messages in order, Concurrency
 // conversations at once, and returns each message's outcome.
-func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model, say func(string, ...any)) []message {
+func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model) []message {
 	type conv struct {
 		agent string
 		n     int
@@ -300,7 +346,7 @@ func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agen
 						mu.Lock()
 						done := len(out)
 						mu.Unlock()
-						say("%d of %d messages answered", done, total)
+						cfg.say("%d of %d messages answered", done, total)
 						continue
 					case <-ctx.Done():
 						return

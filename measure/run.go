@@ -237,31 +237,60 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-
-	h := cfg.Harness
-	program := cfg.Program
-	if h == nil {
-		pr.Phase("finding %s", drive.ProgramName)
-		p, built, err := drive.FindHarness(ctx, cfg.Program, tmp)
-		if err != nil {
-			return nil, err
-		}
-		if built {
-			pr.Phase("built %s", p)
-		}
-		program = p
-		h = &drive.Link{Program: p, Profile: !cfg.NoProfile}
+	h, program, err := harnessOf(ctx, &cfg, tmp, pr)
+	if err != nil {
+		return nil, err
 	}
-
 	m, err := startModel(cfg.Script)
 	if err != nil {
 		return nil, err
 	}
 	defer m.close()
 
-	res := &Result{
+	res := newResult(&cfg, h.Name(), program, started)
+	profiles, err := runCases(ctx, &cfg, h, m, pr, tmp, res)
+	if err != nil {
+		return nil, err
+	}
+	if err := runPeers(ctx, &cfg, m, pr, tmp, res); err != nil {
+		return nil, err
+	}
+	if len(profiles) > 0 {
+		pr.Phase("reading %d CPU profiles", len(profiles))
+		s, err := profile.Summarize(profiles, cfg.Top)
+		if err != nil {
+			return nil, err
+		}
+		res.Profile = s
+	}
+	res.Marginal = marginals(res.Cases, cfg.Layouts)
+	res.Seconds = time.Since(started).Seconds()
+	return res, nil
+}
+
+// harnessOf returns the harness to measure and its program: cfg.Harness
+// when given, else Link Harness, its program found (or built into tmp).
+func harnessOf(ctx context.Context, cfg *Config, tmp string, pr *progress) (drive.Harness, string, error) {
+	if cfg.Harness != nil {
+		return cfg.Harness, cfg.Program, nil
+	}
+	pr.Phase("finding %s", drive.ProgramName)
+	p, built, err := drive.FindHarness(ctx, cfg.Program, tmp)
+	if err != nil {
+		return nil, "", err
+	}
+	if built {
+		pr.Phase("built %s", p)
+	}
+	return &drive.Link{Program: p, Profile: !cfg.NoProfile}, p, nil
+}
+
+// newResult is a run's Result before any case: what was measured, where
+// and how.
+func newResult(cfg *Config, harness, program string, started time.Time) *Result {
+	return &Result{
 		Version: ResultVersion,
-		Harness: h.Name(),
+		Harness: harness,
 		Program: program,
 		Started: started.UTC(),
 		Machine: machine(),
@@ -271,9 +300,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			AgentsPerProcess: cfg.AgentsPerProcess, Layouts: cfg.Layouts, Thread: Thread, Profiled: !cfg.NoProfile,
 		},
 	}
+}
+
+// runCases measures each case of cfg's plan in turn, each in a folder of
+// its own under tmp, adds them to res, and returns the CPU profiles the
+// processes wrote.
+func runCases(ctx context.Context, cfg *Config, h drive.Harness, m *model, pr *progress, tmp string, res *Result) ([]string, error) {
 	var profiles []string
 	for i, cs := range plan(cfg.Lengths, cfg.Agents, cfg.Layouts, cfg.AgentsPerProcess) {
-		r := &caseRun{cfg: &cfg, spec: cs, h: h, model: m, pr: pr,
+		r := &caseRun{cfg: cfg, spec: cs, h: h, model: m, pr: pr,
 			dir: filepath.Join(tmp, fmt.Sprintf("case%d-len%d-agents%d-%s", i+1, cs.Length, cs.Agents, cs.Layout))}
 		c, err := r.run(ctx)
 		if err != nil {
@@ -287,15 +322,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			os.RemoveAll(filepath.Join(r.dir, "agents"))
 		}
 	}
+	return profiles, nil
+}
+
+// runPeers measures each of cfg.Peers as one agent with a short
+// conversation, against the same model, and adds them to res.
+func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp string, res *Result) error {
 	for i, ph := range cfg.Peers {
-		pcfg := cfg
+		pcfg := *cfg
 		pcfg.Messages, pcfg.Warmup, pcfg.Idle, pcfg.Concurrency = cfg.PeerMessages, 1, cfg.PeerIdle, 1
 		pr.Phase("peer %s", ph.Name())
 		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: Each}, h: ph, model: m, pr: pr,
 			dir: filepath.Join(tmp, fmt.Sprintf("peer%d-%s", i+1, ph.Name()))}
 		c, err := r.run(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("measure: peer %s: %w", ph.Name(), err)
+			return fmt.Errorf("measure: peer %s: %w", ph.Name(), err)
 		}
 		pres := PeerResult{Harness: ph.Name(), Messages: pcfg.Messages, IdleSeconds: pcfg.Idle.Seconds(), Case: c}
 		if cmd, ok := ph.(*Command); ok {
@@ -304,17 +345,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Peers = append(res.Peers, pres)
 	}
-	if len(profiles) > 0 {
-		pr.Phase("reading %d CPU profiles", len(profiles))
-		s, err := profile.Summarize(profiles, cfg.Top)
-		if err != nil {
-			return nil, err
-		}
-		res.Profile = s
-	}
-	res.Marginal = marginals(res.Cases, cfg.Layouts)
-	res.Seconds = time.Since(started).Seconds()
-	return res, nil
+	return nil
 }
 
 func machine() Machine {
@@ -533,77 +564,20 @@ func (r *caseRun) eachUnit(ctx context.Context, n int, fn func(ctx context.Conte
 // that cannot answer a warm-up message cannot be measured); otherwise
 // errors are counted.
 func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool) error {
-	type job struct {
-		u    *unitRun
-		k    int // the agent's index in its unit
-		name string
-		n    int // the message's number, from 1
-	}
-	total := count * len(r.agents)
-	jobs := make(chan job)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		mu      sync.Mutex
-		done    int
-		failure error
-		wg      sync.WaitGroup
-	)
-	for range min(r.cfg.Concurrency, total) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	s := &sending{r: r, prefix: prefix, must: must, total: count * len(r.agents), cancel: cancel}
+	s.answered.L = &s.mu
+	jobs := make(chan sendJob)
+	var wg sync.WaitGroup
+	for range min(r.cfg.Concurrency, s.total) {
+		wg.Go(func() {
 			for j := range jobs {
-				mctx, mcancel := context.WithTimeout(ctx, r.cfg.Timeout)
-				rep, err := j.u.unit.Send(mctx, j.name, Thread, drive.Message{
-					ID:   fmt.Sprintf("%s%d", prefix, j.n),
-					Text: fmt.Sprintf("Hello, this is message %d of the measurement. Please answer briefly.", j.n),
-				})
-				mcancel()
-				mu.Lock()
-				done++
-				if err != nil {
-					if must && failure == nil {
-						failure = err
-						cancel()
-					}
-					j.u.errors[j.k]++
-					if j.u.firstErr[j.k] == "" {
-						j.u.firstErr[j.k] = err.Error()
-					}
-				} else if !must {
-					j.u.latencies[j.k] = append(j.u.latencies[j.k], rep.Latency.Seconds())
-				}
-				d := done
-				mu.Unlock()
-				r.pr.Step(d, total)
+				s.one(ctx, j)
 			}
-		}()
+		})
 	}
-	func() {
-		defer close(jobs)
-		for n := 1; n <= count; n++ {
-			if !must {
-				// Each round a batch of its own: the processes' CPU is
-				// sampled between rounds, so a message's CPU is the
-				// median round's, which a burst of another program's
-				// work on the machine does not move.
-				r.roundStart()
-			}
-			for _, u := range r.units {
-				for k, ai := range u.agents {
-					select {
-					case jobs <- job{u, k, r.agents[ai].Name, n}:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
-			if !must {
-				r.roundEnd(len(r.agents), &mu, &done, n*len(r.agents))
-			}
-		}
-	}()
+	s.feed(ctx, jobs, count)
 	wg.Wait()
 	if must {
 		// The warm-up's errors are not the measurement's.
@@ -612,10 +586,99 @@ func (r *caseRun) send(ctx context.Context, prefix string, count int, must bool)
 			clear(u.firstErr)
 		}
 	}
-	if failure != nil {
-		return failure
+	if s.failure != nil {
+		return s.failure
 	}
 	return ctx.Err()
+}
+
+// sending is one call of send under way, shared by its senders.
+type sending struct {
+	r      *caseRun
+	prefix string // of the messages' ids
+	must   bool   // the first error ends the sending
+	total  int    // messages to send
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	answered sync.Cond // broadcast each time done grows; its L is &mu
+	done     int       // messages answered or failed
+	failure  error     // with must, the first error
+}
+
+// sendJob is one message to send: the nth to an agent, the kth of unit u.
+type sendJob struct {
+	u    *unitRun
+	k    int // the agent's index in its unit
+	name string
+	n    int // the message's number, from 1
+}
+
+// feed hands out every agent's messages, round after round, until all are
+// sent or ctx ends, then closes jobs. Outside a warm-up, each round is a
+// batch of its own: the processes' CPU is sampled between rounds, so a
+// message's CPU is the median round's, which a burst of another program's
+// work on the machine does not move.
+func (s *sending) feed(ctx context.Context, jobs chan<- sendJob, count int) {
+	defer close(jobs)
+	r := s.r
+	for n := 1; n <= count; n++ {
+		if !s.must {
+			r.roundStart()
+		}
+		for _, u := range r.units {
+			for k, ai := range u.agents {
+				select {
+				case jobs <- sendJob{u, k, r.agents[ai].Name, n}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+		if !s.must {
+			s.wait(n * len(r.agents))
+			r.roundEnd()
+		}
+	}
+}
+
+// wait returns once want messages are answered or failed. Every message
+// handed out ends, answered, failed, or at its timeout.
+func (s *sending) wait(want int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.done < want {
+		s.answered.Wait()
+	}
+}
+
+// one sends one message and counts what came of it: its latency, or its
+// error.
+func (s *sending) one(ctx context.Context, j sendJob) {
+	mctx, cancel := context.WithTimeout(ctx, s.r.cfg.Timeout)
+	rep, err := j.u.unit.Send(mctx, j.name, Thread, drive.Message{
+		ID:   fmt.Sprintf("%s%d", s.prefix, j.n),
+		Text: fmt.Sprintf("Hello, this is message %d of the measurement. Please answer briefly.", j.n),
+	})
+	cancel()
+	s.mu.Lock()
+	s.done++
+	if err != nil {
+		if s.must && s.failure == nil {
+			s.failure = err
+			s.cancel()
+		}
+		j.u.errors[j.k]++
+		if j.u.firstErr[j.k] == "" {
+			j.u.firstErr[j.k] = err.Error()
+		}
+	} else if !s.must {
+		j.u.latencies[j.k] = append(j.u.latencies[j.k], rep.Latency.Seconds())
+	}
+	done := s.done
+	s.answered.Broadcast()
+	s.mu.Unlock()
+	s.r.pr.Step(done, s.total)
 }
 
 // roundStart samples each unit's CPU before a round of messages.
@@ -627,19 +690,9 @@ func (r *caseRun) roundStart() {
 	}
 }
 
-// roundEnd waits until the round's messages are answered (every message
-// sent so far, want, is done), then samples each unit's CPU again and keeps
-// its CPU per message over the round.
-func (r *caseRun) roundEnd(_ int, mu *sync.Mutex, done *int, want int) {
-	for range 60_000 { // bounded: a minute at most, a message's timeout apart
-		mu.Lock()
-		d := *done
-		mu.Unlock()
-		if d >= want {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+// roundEnd samples each unit's CPU once a round's messages are answered,
+// and keeps its CPU per message over the round.
+func (r *caseRun) roundEnd() {
 	for _, u := range r.units {
 		s, err := u.sampleWork()
 		if err != nil || u.round.Time.IsZero() {

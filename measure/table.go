@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"lnk.dev/linkharness/measure/profile"
 )
 
 // WriteTable writes r for people: a table per case, an agent a row and
@@ -14,87 +16,104 @@ import (
 // Sizes are in decimal units (1 kB = 1000 bytes).
 func (r *Result) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
-	for i, c := range r.Cases {
+	for i := range r.Cases {
 		if i > 0 {
 			fmt.Fprintln(ew)
 		}
-		fmt.Fprintf(ew, "%s harness (%s): %s in %s, %s each after %d warm-up, in a conversation of %s\n",
-			r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), processes(c),
-			plural(r.Settings.Messages, "message"), r.Settings.Warmup, plural(c.Length, "event"))
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "\tidle\t\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
-		fmt.Fprintln(tw, "agent\tRSS\tPSS\tanon\tCPU\tCPU\tadded\tp50\tp99\tturn\tallocs\talloc\tstore r/w\tio r/w\tdisk w\t")
-		row := func(name string, a *AgentCost) {
-			p := &a.PerMessage
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-				name, bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), bytesStr(a.Idle.Anon), percent(a.Idle.CPU),
-				secs(p.CPU), secs(p.Added.Mean), secs(p.Added.P50), secs(p.Added.P99), secs(p.Turn),
-				count(p.Allocs), bytesStr(p.AllocBytes),
-				bytesStr(p.StoreRead)+" / "+bytesStr(p.StoreWritten),
-				bytesStr(p.ReadChars)+" / "+bytesStr(p.WrittenChars),
-				bytesStr(p.DiskWritten))
-		}
-		if len(c.PerAgent) <= 12 {
-			for j := range c.PerAgent {
-				row(c.PerAgent[j].Name, &c.PerAgent[j])
-			}
-		}
-		row("median", &c.Median)
-		tw.Flush()
-		fmt.Fprintf(ew, "(added: the latency less the model's share; turn: the harness's own time; io: read and write calls of any kind)\n")
-		fmt.Fprintf(ew, "latency p50 %s p99 %s; at start %s RSS, %s PSS; %.0f goroutines idle; model: %.2f requests per message, %s per request (largest %s)\n",
-			secs(c.Median.PerMessage.Latency.P50), secs(c.Median.PerMessage.Latency.P99),
-			bytesStr(c.Median.Start.RSS), bytesStr(c.Median.Start.PSS), c.Median.Idle.Goroutines,
-			c.Model.Requests, bytesStr(c.Model.RequestBytes), bytesStr(c.Model.MaxBytes))
-		if c.Errors > 0 {
-			fmt.Fprintf(ew, "%d of %d messages not answered; the first: %s\n", c.Errors, c.Errors+c.Messages, c.FirstError)
-		}
+		r.writeCase(ew, &r.Cases[i])
 	}
 	if len(r.Marginal) > 0 {
-		fmt.Fprintf(ew, "\nwhat one more agent and one more message cost (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "layout\tagents\tidle RSS per agent\tPSS\tanon\tprocess RSS\tCPU per message\tmessages\t")
-		for _, m := range r.Marginal {
-			counts := make([]string, len(m.Agents))
-			for i, n := range m.Agents {
-				counts[i] = strconv.Itoa(n)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", m.Layout, strings.Join(counts, ","),
-				bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), bytesStr(m.IdleMemoryPerAgent.Anon),
-				bytesStr(m.IdleMemoryBase.RSS), secs(m.CPUPerMessage), m.Messages)
-		}
-		tw.Flush()
-		fmt.Fprintln(ew, "(per agent: the slope of the processes' idle memory against the agents; process: the line at no agent)")
+		r.writeMarginal(ew)
 	}
 	if len(r.Peers) > 0 {
 		r.writePeers(ew)
 	}
 	if p := r.Profile; p != nil && len(p.Flat) > 0 {
-		fmt.Fprintf(ew, "\nlargest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
-		if p.Via != "" {
-			fmt.Fprintf(ew, ", via %s", p.Via)
-		}
-		fmt.Fprintln(ew)
-		if p.Samples < fewSamples {
-			fmt.Fprintf(ew, "(from %d samples only, at 100 a CPU second: send more messages, e.g. --messages 1000, for a surer answer)\n", p.Samples)
-		}
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "flat\t\tcumulative\t")
-		for i := range max(len(p.Flat), len(p.Cum)) {
-			var f, c string
-			if i < len(p.Flat) {
-				f = percent(p.Flat[i].Share) + "\t" + p.Flat[i].Name
-			} else {
-				f = "\t"
-			}
-			if i < len(p.Cum) {
-				c = percent(p.Cum[i].Share) + "  " + p.Cum[i].Name
-			}
-			fmt.Fprintf(tw, "%s\t%s\t\n", f, c)
-		}
-		tw.Flush()
+		writeProfile(ew, p)
 	}
 	return ew.err
+}
+
+// writeCase writes one case: an agent a row, their median last, then the
+// latency, the start and the model's side.
+func (r *Result) writeCase(ew io.Writer, c *Case) {
+	fmt.Fprintf(ew, "%s harness (%s): %s in %s, %s each after %d warm-up, in a conversation of %s\n",
+		r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), processes(*c),
+		plural(r.Settings.Messages, "message"), r.Settings.Warmup, plural(c.Length, "event"))
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tidle\t\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
+	fmt.Fprintln(tw, "agent\tRSS\tPSS\tanon\tCPU\tCPU\tadded\tp50\tp99\tturn\tallocs\talloc\tstore r/w\tio r/w\tdisk w\t")
+	row := func(name string, a *AgentCost) {
+		p := &a.PerMessage
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			name, bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), bytesStr(a.Idle.Anon), percent(a.Idle.CPU),
+			secs(p.CPU), secs(p.Added.Mean), secs(p.Added.P50), secs(p.Added.P99), secs(p.Turn),
+			count(p.Allocs), bytesStr(p.AllocBytes),
+			bytesStr(p.StoreRead)+" / "+bytesStr(p.StoreWritten),
+			bytesStr(p.ReadChars)+" / "+bytesStr(p.WrittenChars),
+			bytesStr(p.DiskWritten))
+	}
+	if len(c.PerAgent) <= 12 {
+		for j := range c.PerAgent {
+			row(c.PerAgent[j].Name, &c.PerAgent[j])
+		}
+	}
+	row("median", &c.Median)
+	tw.Flush()
+	fmt.Fprintf(ew, "(added: the latency less the model's share; turn: the harness's own time; io: read and write calls of any kind)\n")
+	fmt.Fprintf(ew, "latency p50 %s p99 %s; at start %s RSS, %s PSS; %.0f goroutines idle; model: %.2f requests per message, %s per request (largest %s)\n",
+		secs(c.Median.PerMessage.Latency.P50), secs(c.Median.PerMessage.Latency.P99),
+		bytesStr(c.Median.Start.RSS), bytesStr(c.Median.Start.PSS), c.Median.Idle.Goroutines,
+		c.Model.Requests, bytesStr(c.Model.RequestBytes), bytesStr(c.Model.MaxBytes))
+	if c.Errors > 0 {
+		fmt.Fprintf(ew, "%d of %d messages not answered; the first: %s\n", c.Errors, c.Errors+c.Messages, c.FirstError)
+	}
+}
+
+// writeMarginal writes what one more agent and one more message cost, per
+// layout.
+func (r *Result) writeMarginal(ew io.Writer) {
+	fmt.Fprintf(ew, "\nwhat one more agent and one more message cost (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "layout\tagents\tidle RSS per agent\tPSS\tanon\tprocess RSS\tCPU per message\tmessages\t")
+	for _, m := range r.Marginal {
+		counts := make([]string, len(m.Agents))
+		for i, n := range m.Agents {
+			counts[i] = strconv.Itoa(n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", m.Layout, strings.Join(counts, ","),
+			bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), bytesStr(m.IdleMemoryPerAgent.Anon),
+			bytesStr(m.IdleMemoryBase.RSS), secs(m.CPUPerMessage), m.Messages)
+	}
+	tw.Flush()
+	fmt.Fprintln(ew, "(per agent: the slope of the processes' idle memory against the agents; process: the line at no agent)")
+}
+
+// writeProfile writes the largest bottleneck and the top functions.
+func writeProfile(ew io.Writer, p *profile.Summary) {
+	fmt.Fprintf(ew, "\nlargest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
+	if p.Via != "" {
+		fmt.Fprintf(ew, ", via %s", p.Via)
+	}
+	fmt.Fprintln(ew)
+	if p.Samples < fewSamples {
+		fmt.Fprintf(ew, "(from %d samples only, at 100 a CPU second: send more messages, e.g. --messages 1000, for a surer answer)\n", p.Samples)
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "flat\t\tcumulative\t")
+	for i := range max(len(p.Flat), len(p.Cum)) {
+		var f, c string
+		if i < len(p.Flat) {
+			f = percent(p.Flat[i].Share) + "\t" + p.Flat[i].Name
+		} else {
+			f = "\t"
+		}
+		if i < len(p.Cum) {
+			c = percent(p.Cum[i].Share) + "  " + p.Cum[i].Name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", f, c)
+	}
+	tw.Flush()
 }
 
 // processes says how a case's agents were served.
