@@ -230,7 +230,7 @@ func (t *toolServers) close() {
 
 // wrapHarness writes a script into dir that runs program with the tool
 // servers' addresses in its environment, keeping its process id (exec):
-// measure starts the harness with no LNK_ variable but the model proxy's.
+// drive.Link starts the harness with no LNK_ variable but the model proxy's.
 func wrapHarness(dir, program string, t *toolServers) (string, error) {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	script := "#!/bin/sh\nexport LNK_MEMORY=" + q(t.memory) + " LNK_FILE=" + q(t.file) + "\nexec " + q(program) + ` "$@"` + "\n"

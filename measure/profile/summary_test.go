@@ -33,7 +33,7 @@ func burn(t *testing.T, cpu time.Duration) {
 	}
 }
 
-func TestSummarizeProfiles(t *testing.T) {
+func TestSummarize(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
 	for i := range 2 {
