@@ -50,10 +50,16 @@ var buildDrivers = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	var err error
+	if allBin, err = os.MkdirTemp("", "lnk-help-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if dir, err := buildDrivers(); err == nil {
 		os.RemoveAll(dir)
 	}
+	os.RemoveAll(allBin)
 	os.Exit(code)
 }
 
