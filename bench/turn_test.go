@@ -64,7 +64,7 @@ func BenchmarkTurn(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "ada")
 			os.Mkdir(dir, 0o700)
-			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
 			if n > 0 {
 				chat, _ := r.Agent.Path(home.Chat, "bench")
 				writeConversation(b, chat, "bench", n)
@@ -114,7 +114,7 @@ func TestTurnAllocs(t *testing.T) {
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
 	ctx := context.Background()
 	send := func(i int) {
 		if _, err := r.Message(ctx, "budget", turn.Message{Text: fmt.Sprintf("message %d", i), Owner: true}, nil); err != nil {
@@ -140,3 +140,7 @@ func TestTurnAllocs(t *testing.T) {
 		t.Logf("a turn allocates %d KiB in %d allocations", per>>10, (after.Mallocs-before.Mallocs)/turns)
 	}
 }
+
+// openLog keeps the benchmarks' conversations as logs: the programs wire
+// the other ways.
+func openLog(dir, _ string) (store.Conversation, error) { return eventlog.Open(dir) }

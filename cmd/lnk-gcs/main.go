@@ -29,12 +29,14 @@ import (
 	"lnk.dev/linkharness/store/gcs"
 )
 
-func main() { driver.Main("lnk-gcs", open) }
+func main() {
+	bucket, prefix := os.Getenv(gcs.BucketEnv), os.Getenv(gcs.PrefixEnv)
+	driver.Main("lnk-gcs", func(dir string) (store.Driver, error) { return open(bucket, prefix, dir) })
+}
 
-// open reaches the bucket LNK_GCS_BUCKET names, as the agent the home
-// folder is named for.
-func open(dir string) (store.Driver, error) {
-	bucket := os.Getenv(gcs.BucketEnv)
+// open reaches bucket (LNK_GCS_BUCKET), its objects under prefix
+// (LNK_GCS_PREFIX), as the agent the home folder dir is named for.
+func open(bucket, prefix, dir string) (store.Driver, error) {
 	if bucket == "" {
 		return nil, fmt.Errorf("%s is not set", gcs.BucketEnv)
 	}
@@ -43,7 +45,7 @@ func open(dir string) (store.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := gcs.Open(client, bucket, os.Getenv(gcs.PrefixEnv), filepath.Base(dir), true)
+	d, err := gcs.Open(client, bucket, prefix, filepath.Base(dir), true)
 	if err != nil {
 		client.Close()
 		return nil, err

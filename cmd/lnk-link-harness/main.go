@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,21 +27,44 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 )
 
+const usage = `usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]
+       lnk-link-harness serve --agents FILE
+
+Takes an agent's turns over HTTP. The model is reached through Link's model
+proxy: LNK_MODEL_PROXY, or LNK_MODEL_PROXY_<PROVIDER> for one provider.
+lnk-link-harness serve --help lists serve's flags.`
+
 func main() {
+	if len(os.Args) == 2 && isHelp(os.Args[1]) {
+		fmt.Println(usage)
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: lnk-link-harness serve --home DIR --listen ADDR --key-file F [--agent NAME]\n       lnk-link-harness serve --agents FILE")
+		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	if err := serve(os.Args[2:]); err != nil {
+	opener, err := stores.FromEnv(os.Getenv)
+	if err == nil {
+		err = serve(os.Args[2:], os.Environ(), opener)
+		opener.Close()
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "lnk-link-harness:", err)
 		os.Exit(1)
 	}
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
 // unit is one agent to serve: its name, home, key and address.
@@ -51,8 +75,14 @@ type unit struct {
 	KeyFile string `toml:"key_file"`
 }
 
-func serve(args []string) error {
+// serve serves the agents args name, in the environment environ, opening
+// their conversations with opener.
+func serve(args, environ []string, opener *stores.Opener) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]\n       lnk-link-harness serve --agents FILE\n\nServes the agents' turns over HTTP, printing \"listening on ADDR\" for each. It refuses to\nstart without a model proxy for an agent's provider (LNK_MODEL_PROXY, or\nLNK_MODEL_PROXY_<PROVIDER>), or with a [storage] conversations it cannot keep.\n\nflags:")
+		fs.PrintDefaults()
+	}
 	homeDir := fs.String("home", "", "the agent's home folder")
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
@@ -60,8 +90,11 @@ func serve(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file when stopped")
 	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
 	var units []unit
 	switch {
@@ -82,10 +115,15 @@ func serve(args []string) error {
 	}
 	// One client for the model proxy, its connections shared by every agent.
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}}
+	getenv := lookup(environ)
 	var served []server.Agent
 	for _, u := range units {
-		a, err := u.agent(hc)
+		a, held, err := u.agent(hc, environ, opener)
 		if err != nil {
+			return err
+		}
+		defer held.Close()
+		if err := ready(a.Runner, getenv, opener); err != nil {
 			return err
 		}
 		served = append(served, a)
@@ -154,32 +192,106 @@ func serve(args []string) error {
 	return serveErr
 }
 
-// agent makes the served agent of u.
-func (u unit) agent(hc *http.Client) (server.Agent, error) {
+// agent makes the served agent of u, in the environment environ, and
+// returns it with its home held (holdHome).
+func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener) (server.Agent, io.Closer, error) {
 	dir, err := filepath.Abs(u.Home)
 	if err != nil {
-		return server.Agent{}, err
+		return server.Agent{}, nil, err
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return server.Agent{}, fmt.Errorf("home %s is not a folder", u.Home)
-	}
-	if err := holdHome(dir); err != nil {
-		return server.Agent{}, err
+		return server.Agent{}, nil, fmt.Errorf("home %s is not a folder", u.Home)
 	}
 	key, err := readKey(u.KeyFile)
 	if err != nil {
-		return server.Agent{}, err
+		return server.Agent{}, nil, err
 	}
 	name := u.Name
 	if name == "" {
 		name = filepath.Base(dir)
 	}
 	if err := home.Plain(name); err != nil {
-		return server.Agent{}, fmt.Errorf("agent name %q: %w", name, err)
+		return server.Agent{}, nil, fmt.Errorf("agent name %q: %w", name, err)
+	}
+	held, err := holdHome(dir)
+	if err != nil {
+		return server.Agent{}, nil, err
 	}
 	agent := home.Agent{Name: name, Dir: dir}
-	servers, _ := tools.FromEnviron(os.Environ()) // a variable that names no usable tool offers none
-	return server.Agent{Key: key, Runner: &turn.Runner{Agent: agent, Open: stores.Open, HTTP: hc, Tools: tools.New(agent, servers, tools.Options{})}}, nil
+	servers, _ := tools.FromEnviron(environ) // a variable that names no usable tool offers none
+	r := &turn.Runner{Agent: agent, Getenv: lookup(environ), Open: opener.Open, HTTP: hc, Tools: tools.New(agent, servers, tools.Options{})}
+	return server.Agent{Key: key, Runner: r}, held, nil
+}
+
+// ready says why the agent r serves cannot take a turn as its settings
+// stand, before it is served: its settings cannot be read, its
+// conversations' kind is not one opener keeps, or no model proxy reaches
+// its model's provider (or its fallback's). Each turn reads the settings
+// again, and fails with the same error when one of these comes later.
+func ready(r *turn.Runner, getenv func(string) string, opener *stores.Opener) error {
+	path, err := r.Agent.Path(home.Config, "")
+	if err != nil {
+		return err
+	}
+	s, err := settings.Read(path)
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", r.Agent.Name, err)
+	}
+	if err := opener.Check(r.Agent.Dir, s.Storage.Conversations); err != nil {
+		return fmt.Errorf("agent %s: [storage] conversations: %w", r.Agent.Name, err)
+	}
+	factsPath, err := facts.UserPath(getenv)
+	if err != nil {
+		return err
+	}
+	book, err := facts.Load(factsPath)
+	if err != nil {
+		return err
+	}
+	for _, m := range []struct {
+		what string
+		settings.Model
+	}{{"model", s.Model}, {"fallback model", settings.Model{Name: s.Model.Fallback}}} {
+		if m.Name == "" {
+			continue
+		}
+		provider := m.Provider
+		if provider == "" {
+			f := book.Model(m.Name)
+			provider = f.Provider.Value
+		}
+		if _, err := model.New(provider, getenv, nil); err != nil {
+			return fmt.Errorf("agent %s: %s %s: %w", r.Agent.Name, m.what, m.Name, err)
+		}
+	}
+	return nil
+}
+
+// lookup reads environ, a copy of the environment as os.Environ gives it:
+// the last setting of a name counts.
+func lookup(environ []string) func(string) string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return func(k string) string { return env[k] }
+}
+
+// parse parses fs's flags from args: --help prints its usage on standard
+// output, and a mistake it on standard error.
+func parse(fs *flag.FlagSet, args []string) error {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Stdout.Write(out.Bytes())
+	case err != nil:
+		os.Stderr.Write(out.Bytes())
+	}
+	return err
 }
 
 // readAgents reads serve --agents' file, strictly.

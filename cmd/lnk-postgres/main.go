@@ -26,12 +26,15 @@ import (
 	"lnk.dev/linkharness/store/postgres"
 )
 
-func main() { driver.Main("lnk-postgres", open) }
+func main() {
+	url := os.Getenv(postgres.URLEnv)
+	driver.Main("lnk-postgres", func(dir string) (store.Driver, error) { return open(url, dir) })
+}
 
-// open connects to the database LNK_POSTGRES_URL names, as the agent the
-// home folder is named for.
-func open(dir string) (store.Driver, error) {
+// open connects to the database url names (LNK_POSTGRES_URL; when empty,
+// the PG* variables), as the agent the home folder dir is named for.
+func open(url, dir string) (store.Driver, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), driver.CallTimeout)
 	defer cancel()
-	return postgres.Open(ctx, os.Getenv(postgres.URLEnv), filepath.Base(dir))
+	return postgres.Open(ctx, url, filepath.Base(dir))
 }

@@ -16,21 +16,60 @@ import (
 	"lnk.dev/linkharness/store"
 )
 
-func cmdAgent(args []string) error {
+const agentUsage = `usage:
+  lnk agent configure --spec FILE [--home DIR | --agent NAME]
+  lnk agent chat list [--home DIR | --agent NAME]
+  lnk agent chat show THREAD [--home DIR | --agent NAME]
+  lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
+
+Every lnk agent command names its agent by its home folder, --home DIR, or by
+its name, --agent NAME, for $LNK_HOME/agents/NAME (LNK_HOME is ~/.lnk unless set).
+lnk agent COMMAND --help says more of each.`
+
+const chatUsage = `usage:
+  lnk agent chat list [--home DIR | --agent NAME]      the agent's conversations
+  lnk agent chat show THREAD [--home DIR | --agent NAME]   a conversation's copy for people
+  lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]`
+
+func cmdAgent(args []string, getenv func(string) string) error {
 	switch {
+	case len(args) == 1 && isHelp(args[0]):
+		fmt.Println(agentUsage)
+		return nil
 	case len(args) >= 1 && args[0] == "configure":
-		return cmdConfigure(args[1:])
-	case len(args) >= 2 && args[0] == "chat" && args[1] == "show":
-		return cmdChatShow(args[2:])
-	case len(args) >= 2 && args[0] == "chat" && args[1] == "convert":
-		return cmdChatConvert(args[2:])
+		return cmdConfigure(args[1:], getenv)
+	case len(args) >= 1 && args[0] == "chat":
+		return cmdChat(args[1:], getenv)
 	}
-	return usageError("lnk agent: configure, chat show or chat convert")
+	return usageError("lnk agent: configure or chat")
+}
+
+func cmdChat(args []string, getenv func(string) string) error {
+	switch {
+	case len(args) == 1 && isHelp(args[0]):
+		fmt.Println(chatUsage)
+		return nil
+	case len(args) >= 1 && args[0] == "list":
+		return cmdChatList(args[1:], getenv)
+	case len(args) >= 1 && args[0] == "show":
+		return cmdChatShow(args[1:], getenv)
+	case len(args) >= 1 && args[0] == "convert":
+		return cmdChatConvert(args[1:], getenv)
+	}
+	return usageError("lnk agent chat: list, show or convert")
+}
+
+// usageOf sets fs's usage: the line, what the command does, its flags.
+func usageOf(fs *flag.FlagSet, line, does string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n\n%s\n\nflags:\n", line, does)
+		fs.PrintDefaults()
+	}
 }
 
 // agentFlags adds --home and --agent to fs; the returned function gives the
-// agent they name.
-func agentFlags(fs *flag.FlagSet) func() (home.Agent, error) {
+// agent they name, under getenv's LNK_HOME for --agent.
+func agentFlags(fs *flag.FlagSet, getenv func(string) string) func() (home.Agent, error) {
 	dir := fs.String("home", "", "the agent's home (default $LNK_HOME/agents/<agent>)")
 	name := fs.String("agent", "", "the agent's name")
 	return func() (home.Agent, error) {
@@ -51,7 +90,7 @@ func agentFlags(fs *flag.FlagSet) func() (home.Agent, error) {
 		if _, err := home.ThreadDir(*name); err != nil || home.Plain(*name) != nil {
 			return home.Agent{}, fmt.Errorf("--agent %q is not a plain name", *name)
 		}
-		root := os.Getenv("LNK_HOME")
+		root := getenv("LNK_HOME")
 		if root == "" {
 			h, err := os.UserHomeDir()
 			if err != nil {
@@ -67,7 +106,7 @@ func agentFlags(fs *flag.FlagSet) func() (home.Agent, error) {
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parse(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -78,10 +117,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func cmdConfigure(args []string) error {
+func cmdConfigure(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("lnk agent configure", flag.ContinueOnError)
+	usageOf(fs, "lnk agent configure --spec FILE [--home DIR | --agent NAME]",
+		"Checks the agent's spec (TOML: [model], [window], [storage], [instructions]) and writes\nit as the agent's config.json, which each turn reads.")
 	spec := fs.String("spec", "", "the agent's spec, a TOML file")
-	agent := agentFlags(fs)
+	agent := agentFlags(fs, getenv)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -111,9 +152,11 @@ func cmdConfigure(args []string) error {
 	return nil
 }
 
-func cmdChatShow(args []string) error {
+func cmdChatShow(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("lnk agent chat show", flag.ContinueOnError)
-	agent := agentFlags(fs)
+	usageOf(fs, "lnk agent chat show THREAD [--home DIR | --agent NAME]",
+		"Prints the conversation's copy for people, made from its events.")
+	agent := agentFlags(fs, getenv)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -125,7 +168,12 @@ func cmdChatShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &turn.Runner{Agent: a, Open: stores.Open}
+	opener, err := stores.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	defer opener.Close()
+	r := &turn.Runner{Agent: a, Open: opener.Open}
 	conv, err := r.Conversation(pos[0])
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no conversation %q in %s", pos[0], a.Dir)

@@ -27,7 +27,7 @@ func cmdStoreBridge(args []string) error {
 	home := fs.String("home", "", "the agent's home, handed to the driver")
 	name := fs.String("driver", "", "the driver: the program lnk-NAME")
 	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -18,6 +18,7 @@ import (
 
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/convert"
 	"lnk.dev/linkharness/store/driver"
 	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/storetest"
@@ -49,25 +50,36 @@ var buildDrivers = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	var err error
+	if allBin, err = os.MkdirTemp("", "lnk-help-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if dir, err := buildDrivers(); err == nil {
 		os.RemoveAll(dir)
 	}
+	os.RemoveAll(allBin)
 	os.Exit(code)
 }
 
-// withDrivers puts the driver programs on PATH, with no store bridge, and
-// ends what the test's own calls started when it is done.
-func withDrivers(t *testing.T) {
+// withDrivers puts the driver programs on PATH and returns the opener the
+// test reads with, with no store bridge, ending what it started when the
+// test is done.
+func withDrivers(t *testing.T) *stores.Opener {
 	bin, err := buildDrivers()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("LNK_STORE_BRIDGE", "")
-	t.Setenv("LNK_POSTGRES_URL", postgresURL)
-	t.Cleanup(func() { stores.CloseDrivers() })
+	t.Setenv("LNK_POSTGRES_URL", postgresURL) // lnk-postgres's, read from its environment
+	o := new(stores.Opener)
+	t.Cleanup(func() { o.Close() })
+	return o
 }
+
+// noEnv is the environment of the commands the tests run: nothing set.
+func noEnv(string) string { return "" }
 
 const toolsJSON = `{"tools":["file__read","memory__search"]}` + "\n"
 
@@ -108,9 +120,9 @@ func convHome(t *testing.T) (string, string, [][]byte) {
 
 // events reads every event of the conversation in dir the way its folder
 // says it is kept.
-func events(t *testing.T, dir string) [][]byte {
+func events(t *testing.T, o *stores.Opener, dir string) [][]byte {
 	t.Helper()
-	c, err := stores.Open(dir, "")
+	c, err := o.Open(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +169,12 @@ func keptTools(t *testing.T, c store.Conversation) (string, error) {
 	return string(b), err
 }
 
-func convert(t *testing.T, h, to string) {
+// convertTo runs the command, after ending the drivers the test's opener
+// started: lnk-pebble keeps its folder locked while it runs.
+func convertTo(t *testing.T, o *stores.Opener, h, to string) {
 	t.Helper()
-	if err := cmdChatConvert([]string{"--home", h, "--to", to}); err != nil {
+	o.Close()
+	if err := cmdChatConvert([]string{"--home", h, "--to", to}, noEnv); err != nil {
 		t.Fatalf("--to %s: %v", to, err)
 	}
 }
@@ -171,7 +186,7 @@ func convert(t *testing.T, h, to string) {
 // becomes the driver's narrowing, and comes back from it. A driver left
 // keeps nothing of the conversation.
 func TestConvertDrivers(t *testing.T) {
-	withDrivers(t)
+	o := withDrivers(t)
 	paths := [][]string{
 		{"sqlite", "compact", "log"},
 		{"pebble", "compact", "log"},
@@ -186,30 +201,30 @@ func TestConvertDrivers(t *testing.T) {
 			orig, _ := os.ReadFile(filepath.Join(dir, eventlog.FileName))
 			prev := "log"
 			for _, to := range path {
-				convert(t, h, to)
+				convertTo(t, o, h, to)
 				what := prev + " → " + to
-				sameEvents(t, what, events(t, dir), want)
-				sameEvents(t, what+" (the other conversation)", events(t, filepath.Join(h, "chats", "b"))[:1], [][]byte{storetest.Event("b", 1, 0)})
+				sameEvents(t, what, events(t, o, dir), want)
+				sameEvents(t, what+" (the other conversation)", events(t, o, filepath.Join(h, "chats", "b"))[:1], [][]byte{storetest.Event("b", 1, 0)})
 				if m, _ := filepath.Glob(filepath.Join(h, "chats", "*~convert")); len(m) != 0 {
 					t.Fatalf("%s: left behind %v", what, m)
 				}
 				if b, _ := os.ReadFile(filepath.Join(dir, "pending", "7.json")); string(b) != `{"seq":7}` {
 					t.Fatalf("%s: pending/ did not move along", what)
 				}
-				if isDriver(to) {
+				if convert.IsDriver(to) {
 					got := slices.DeleteFunc(names(t, dir), func(n string) bool { return n == "chat.md" })
 					if want := []string{"end", "pending", "store." + to}; !slices.Equal(got, want) {
 						t.Fatalf("%s: the folder holds %v, want %v", what, got, want)
 					}
-					c, _ := stores.Open(dir, "")
+					c, _ := o.Open(dir, "")
 					if tools, err := keptTools(t, c); err != nil || tools != `["file__read","memory__search"]` {
 						t.Fatalf("%s: the driver's narrowing %s, %v", what, tools, err)
 					}
 				} else if b, _ := os.ReadFile(filepath.Join(dir, "tools.json")); string(b) != toolsJSON {
 					t.Fatalf("%s: tools.json %q", what, b)
 				}
-				if isDriver(prev) {
-					c, err := stores.OpenKept(dir, prev)
+				if convert.IsDriver(prev) {
+					c, err := o.OpenKept(dir, prev)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -235,10 +250,10 @@ func TestConvertDrivers(t *testing.T) {
 // TestConvertDriverRerun runs conversions again after ones that stopped
 // short, each stop made as it leaves the folders.
 func TestConvertDriverRerun(t *testing.T) {
-	withDrivers(t)
+	o := withDrivers(t)
 	ctx := context.Background()
 	write := func(t *testing.T, dir, drv string, evs [][]byte) {
-		c, err := stores.OpenKept(dir, drv)
+		c, err := o.OpenKept(dir, drv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +264,7 @@ func TestConvertDriverRerun(t *testing.T) {
 		}
 	}
 	last := func(t *testing.T, dir, drv string) int64 {
-		c, err := stores.OpenKept(dir, drv)
+		c, err := o.OpenKept(dir, drv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,19 +278,19 @@ func TestConvertDriverRerun(t *testing.T) {
 	t.Run("stopped while writing to the driver", func(t *testing.T) {
 		h, dir, want := convHome(t)
 		write(t, dir, "sqlite", want[:30])
-		os.Mkdir(dir+convertSuffix, 0o700)
-		convert(t, h, "sqlite") // finds the first 30 again, same bytes
-		sameEvents(t, "rerun", events(t, dir), want)
+		os.Mkdir(dir+convert.Suffix, 0o700)
+		convertTo(t, o, h, "sqlite") // finds the first 30 again, same bytes
+		sameEvents(t, "rerun", events(t, o, dir), want)
 	})
 	t.Run("stopped before the exchange, then to another way", func(t *testing.T) {
 		h, dir, want := convHome(t)
 		write(t, dir, "pebble", want)
-		os.Mkdir(dir+convertSuffix, 0o700)
-		if err := stores.Mark(dir+convertSuffix, "pebble"); err != nil {
+		os.Mkdir(dir+convert.Suffix, 0o700)
+		if err := o.Mark(dir+convert.Suffix, "pebble"); err != nil {
 			t.Fatal(err)
 		}
-		convert(t, h, "compact")
-		sameEvents(t, "to compact", events(t, dir), want)
+		convertTo(t, o, h, "compact")
+		sameEvents(t, "to compact", events(t, o, dir), want)
 		if n := last(t, dir, "pebble"); n != 0 {
 			t.Fatalf("pebble keeps %d events nothing reads", n)
 		}
@@ -283,29 +298,30 @@ func TestConvertDriverRerun(t *testing.T) {
 	t.Run("stopped before forgetting", func(t *testing.T) {
 		h, dir, want := convHome(t)
 		write(t, dir, "sqlite", want)
-		os.Mkdir(dir+convertSuffix, 0o700)
-		os.Mkdir(filepath.Join(dir+convertSuffix, "pending"), 0o700)
-		if err := stores.Mark(dir+convertSuffix, "sqlite"); err != nil {
+		os.Mkdir(dir+convert.Suffix, 0o700)
+		os.Mkdir(filepath.Join(dir+convert.Suffix, "pending"), 0o700)
+		if err := o.Mark(dir+convert.Suffix, "sqlite"); err != nil {
 			t.Fatal(err)
 		}
-		convert(t, h, "log")
+		convertTo(t, o, h, "log")
 		if n := last(t, dir, "sqlite"); n != 0 {
 			t.Fatalf("sqlite keeps %d events nothing reads", n)
 		}
-		if _, err := os.Stat(dir + convertSuffix); err == nil {
+		if _, err := os.Stat(dir + convert.Suffix); err == nil {
 			t.Fatal("the old folder is still there")
 		}
-		sameEvents(t, "the log", events(t, dir), want)
+		sameEvents(t, "the log", events(t, o, dir), want)
 	})
 	t.Run("a driver keeping other bytes", func(t *testing.T) {
 		h, dir, want := convHome(t)
 		write(t, dir, "sqlite", [][]byte{storetest.Event("telegram-42", 1, 1)})
-		err := cmdChatConvert([]string{"--home", h, "--to", "sqlite"})
+		o.Close()
+		err := cmdChatConvert([]string{"--home", h, "--to", "sqlite"}, noEnv)
 		if !errors.Is(err, store.ErrSeqTaken) {
 			t.Fatalf("to a driver keeping other bytes: %v", err)
 		}
-		sameEvents(t, "the log", events(t, dir), want)
-		convert(t, h, "compact")
+		sameEvents(t, "the log", events(t, o, dir), want)
+		convertTo(t, o, h, "compact")
 		if n := last(t, dir, "sqlite"); n != 1 {
 			t.Fatalf("rows no conversion wrote were forgotten: sqlite keeps %d", n)
 		}
@@ -324,20 +340,31 @@ func TestConvertThroughBridge(t *testing.T) {
 	defer srv.Close()
 	keyFile := filepath.Join(t.TempDir(), "key")
 	os.WriteFile(keyFile, append(key, '\n'), 0o600)
-	t.Setenv("LNK_STORE_BRIDGE", srv.URL)
-	t.Setenv("LNK_STORE_BRIDGE_KEY_FILE", keyFile)
+	env := map[string]string{stores.BridgeEnv: srv.URL, stores.BridgeKeyEnv: keyFile}
+	getenv := func(k string) string { return env[k] }
+	o, err := stores.FromEnv(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	convertTo := func(t *testing.T, _ *stores.Opener, h, to string) {
+		t.Helper()
+		if err := cmdChatConvert([]string{"--home", h, "--to", to}, getenv); err != nil {
+			t.Fatalf("--to %s: %v", to, err)
+		}
+	}
 
 	h, dir, want := convHome(t)
-	convert(t, h, "sqlite")
-	sameEvents(t, "through the bridge", events(t, dir), want)
+	convertTo(t, o, h, "sqlite")
+	sameEvents(t, "through the bridge", events(t, o, dir), want)
 	if _, err := os.Stat(filepath.Join(h, "chats", "events.sqlite")); err == nil {
 		t.Fatal("the agent's home holds the driver's file, not the bridge's")
 	}
-	if err := cmdChatConvert([]string{"--home", h, "--to", "pebble"}); err == nil || !strings.Contains(err.Error(), "bridge") {
+	if err := cmdChatConvert([]string{"--home", h, "--to", "pebble"}, getenv); err == nil || !strings.Contains(err.Error(), "bridge") {
 		t.Fatalf("driver to driver through the bridge: %v", err)
 	}
-	convert(t, h, "log")
-	sameEvents(t, "back to the log", events(t, dir), want)
+	convertTo(t, o, h, "log")
+	sameEvents(t, "back to the log", events(t, o, dir), want)
 	if th, err := behind.Threads(context.Background()); err != nil || len(th) != 0 {
 		t.Fatalf("the bridge's driver still keeps %v (%v)", th, err)
 	}

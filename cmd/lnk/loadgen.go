@@ -35,7 +35,7 @@ func cmdLoadgen(args []string) error {
 	profile := fs.String("profile", "", "write the harness's CPU profile of the run to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

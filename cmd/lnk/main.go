@@ -3,6 +3,7 @@
 // model that tests and measurements talk to.
 //
 //	lnk agent configure --spec FILE [--home DIR | --agent NAME]
+//	lnk agent chat list [--home DIR | --agent NAME]
 //	lnk agent chat show THREAD [--home DIR | --agent NAME]
 //	lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
 //	lnk model show NAME
@@ -14,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 
 const usage = `usage:
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
+  lnk agent chat list [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk model show NAME                      what is known of a model, and where each field came from
@@ -29,10 +32,12 @@ const usage = `usage:
   lnk loadgen [flags]                      many agents and conversations under load
   lnk scripted-model --listen ADDR [--script FILE]
   lnk tool-server memory|file --listen ADDR --home DIR   a built-in tool server
-  lnk store-bridge [flags]                 a store driver's methods over HTTP`
+  lnk store-bridge [flags]                 a store driver's methods over HTTP
+
+Each command's --help says more of it.`
 
 func main() {
-	err := run(os.Args[1:])
+	err := run(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
@@ -51,15 +56,16 @@ type usageError string
 
 func (u usageError) Error() string { return string(u) }
 
-func run(args []string) error {
+// run runs the command args name, in the environment getenv reads.
+func run(args []string, getenv func(string) string) error {
 	if len(args) == 0 {
 		return usageError("no command")
 	}
 	switch args[0] {
 	case "agent":
-		return cmdAgent(args[1:])
+		return cmdAgent(args[1:], getenv)
 	case "model":
-		return cmdModel(args[1:])
+		return cmdModel(args[1:], getenv)
 	case "measure":
 		return cmdMeasure(args[1:])
 	case "loadgen":
@@ -70,9 +76,29 @@ func run(args []string) error {
 		return cmdScriptedModel(args[1:])
 	case "tool-server":
 		return cmdToolServer(args[1:])
-	case "help", "-h", "--help":
+	}
+	if isHelp(args[0]) {
 		fmt.Println(usage)
 		return nil
 	}
 	return usageError(fmt.Sprintf("unknown command %q", args[0]))
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// parse parses fs's flags from args: --help prints its usage on standard
+// output, and a mistake it on standard error.
+func parse(fs *flag.FlagSet, args []string) error {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Stdout.Write(out.Bytes())
+	case err != nil:
+		os.Stderr.Write(out.Bytes())
+	}
+	return err
 }

@@ -46,7 +46,7 @@ func cmdMeasure(args []string) error {
 	report := fs.String("report", "", "write result.json, result.txt and SVG plots into this folder")
 	keep := fs.Bool("keep", false, "keep the temporary folder (homes, logs, profiles)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

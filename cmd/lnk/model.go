@@ -19,11 +19,15 @@ import (
 
 // cmdModel is `lnk model show NAME`: what is known of a model, and where
 // each field came from.
-func cmdModel(args []string) error {
+func cmdModel(args []string, getenv func(string) string) error {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Println("usage: lnk model show NAME    what is known of a model, and where each field came from")
+		return nil
+	}
 	if len(args) == 0 || args[0] != "show" {
 		return usageError("model: lnk model show NAME")
 	}
-	return modelShow(os.Stdout, args[1:], os.Getenv)
+	return modelShow(os.Stdout, args[1:], getenv)
 }
 
 // showTimeout bounds asking a runtime about a model.

@@ -20,7 +20,7 @@ func cmdScriptedModel(args []string) error {
 	}
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	scriptFile := fs.String("script", "", "the script, a TOML file")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

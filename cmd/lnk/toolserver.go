@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -23,14 +24,19 @@ func cmdToolServer(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: lnk tool-server memory|file [--listen ADDR] --home DIR\n\nServes a built-in tool server over the agent's home: streamable HTTP at /mcp,\nHTTP+SSE at /sse. Point LNK_MEMORY or LNK_FILE at it.\n\nflags:")
 		fs.PrintDefaults()
 	}
+	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+	homeDir := fs.String("home", "", "the agent's home folder")
+	if len(args) == 1 && isHelp(args[0]) {
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "memory" && args[0] != "file") {
 		fs.Usage()
 		return usageError("tool-server: name memory or file")
 	}
 	which := args[0]
-	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
-	homeDir := fs.String("home", "", "the agent's home folder")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if *homeDir == "" || fs.NArg() > 0 {

@@ -20,6 +20,8 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store"
+	eventlog "lnk.dev/linkharness/store/log"
 )
 
 const key = "k-0123456789abcdef0123456789abcdef"
@@ -44,7 +46,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 		t.Fatal(err)
 	}
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}}
+	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
 	for _, f := range setup {
 		f(r)
 	}
@@ -359,3 +361,7 @@ func TestIdleHoldsNothing(t *testing.T) {
 		t.Errorf("%d goroutines after five turns, %d before", after, before)
 	}
 }
+
+// openLog keeps the tests' conversations as logs: the programs wire the
+// other ways.
+func openLog(dir, _ string) (store.Conversation, error) { return eventlog.Open(dir) }

@@ -158,58 +158,65 @@ func Parse(name string, src []byte) (Settings, error) {
 	bad := func(table, key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s:%d: [%s] %s: %s", ErrBadSpec, name, lineOf(src, table, key), table, key, fmt.Sprintf(format, args...))
 	}
+	for _, step := range []func(*spec, *Settings, badFunc) error{parseModel, parseWindow, parseStorage, parseInstructions} {
+		if err := step(&sp, &s, bad); err != nil {
+			return s, err
+		}
+	}
+	return s, s.check()
+}
+
+// badFunc makes the error of a bad value of key in [table], naming the
+// spec and the line.
+type badFunc func(table, key, format string, args ...any) error
+
+// parseModel takes [model].
+func parseModel(sp *spec, s *Settings, bad badFunc) error {
 	m := &sp.Model
 	if m.Name != nil {
 		if _, _, ok := strings.Cut(*m.Name, "/"); !ok || strings.TrimSpace(*m.Name) != *m.Name {
-			return s, bad("model", "name", "%q is not maker/model (anthropic/claude-opus-5-5, ollama/qwen3:8b)", *m.Name)
+			return bad("model", "name", "%q is not maker/model (anthropic/claude-opus-5-5, ollama/qwen3:8b)", *m.Name)
 		}
 		s.Model.Name = *m.Name
 	}
 	if m.Provider != nil {
 		if !contains(providers, *m.Provider) {
-			return s, bad("model", "provider", "%q is not one of %s", *m.Provider, strings.Join(providers, ", "))
+			return bad("model", "provider", "%q is not one of %s", *m.Provider, strings.Join(providers, ", "))
 		}
 		s.Model.Provider = *m.Provider
 	} else if maker, _, _ := strings.Cut(s.Model.Name, "/"); !contains(providers, maker) {
-		return s, bad("model", "name", "no provider is named for maker %q: set [model] provider", maker)
+		return bad("model", "name", "no provider is named for maker %q: set [model] provider", maker)
 	}
 	if m.Fallback != nil {
 		if _, _, ok := strings.Cut(*m.Fallback, "/"); !ok {
-			return s, bad("model", "fallback", "%q is not maker/model", *m.Fallback)
+			return bad("model", "fallback", "%q is not maker/model", *m.Fallback)
 		}
 		s.Model.Fallback = *m.Fallback
 	}
 	if m.Answer != nil {
 		if *m.Answer <= 0 || *m.Answer > 1<<24 {
-			return s, bad("model", "answer", "%d tokens is out of range", *m.Answer)
+			return bad("model", "answer", "%d tokens is out of range", *m.Answer)
 		}
 		s.Model.Answer = int(*m.Answer)
 	}
+	return nil
+}
+
+// parseWindow takes [window].
+func parseWindow(sp *spec, s *Settings, bad badFunc) error {
 	w := &sp.Window
 	if w.Max != nil {
 		if *w.Max < 1024 || *w.Max > 1<<26 {
-			return s, bad("window", "max", "%d tokens is out of range (1024 to %d)", *w.Max, 1<<26)
+			return bad("window", "max", "%d tokens is out of range (1024 to %d)", *w.Max, 1<<26)
 		}
 		s.Window.Max, s.Window.MaxSet = int(*w.Max), true
 	}
-	switch v := w.CompactAt.(type) {
-	case nil:
-	case string:
-		if v != "never" {
-			return s, bad("window", "compact_at", "%q is neither a share (0.75) nor \"never\"", v)
-		}
-		s.Window.CompactAt = 0
-	case float64:
-		if !(v > 0 && v <= 1) {
-			return s, bad("window", "compact_at", "%v is not a share between 0 and 1", v)
-		}
-		s.Window.CompactAt = v
-	default:
-		return s, bad("window", "compact_at", "%v is neither a share (0.75) nor \"never\"", v)
+	if err := parseCompactAt(w.CompactAt, s, bad); err != nil {
+		return err
 	}
 	if w.Unknown != nil {
 		if *w.Unknown < 1024 || *w.Unknown > 1<<26 {
-			return s, bad("window", "unknown", "%d tokens is out of range", *w.Unknown)
+			return bad("window", "unknown", "%d tokens is out of range", *w.Unknown)
 		}
 		s.Window.Unknown = int(*w.Unknown)
 	}
@@ -222,33 +229,63 @@ func Parse(name string, src []byte) (Settings, error) {
 			continue
 		}
 		if !(*f.v >= 0 && *f.v < 1) || math.IsNaN(*f.v) {
-			return s, bad("window", f.key, "%v is not a share between 0 and 1", *f.v)
+			return bad("window", f.key, "%v is not a share between 0 and 1", *f.v)
 		}
 		*f.to = *f.v
 	}
 	if w.SaveNotes != nil {
 		s.Window.SaveNotes = *w.SaveNotes
 	}
+	return nil
+}
+
+// parseCompactAt takes [window] compact_at: a share, or "never".
+func parseCompactAt(v any, s *Settings, bad badFunc) error {
+	switch v := v.(type) {
+	case nil:
+	case string:
+		if v != "never" {
+			return bad("window", "compact_at", "%q is neither a share (0.75) nor \"never\"", v)
+		}
+		s.Window.CompactAt = 0
+	case float64:
+		if !(v > 0 && v <= 1) {
+			return bad("window", "compact_at", "%v is not a share between 0 and 1", v)
+		}
+		s.Window.CompactAt = v
+	default:
+		return bad("window", "compact_at", "%v is neither a share (0.75) nor \"never\"", v)
+	}
+	return nil
+}
+
+// parseStorage takes [storage].
+func parseStorage(sp *spec, s *Settings, bad badFunc) error {
 	if c := sp.Storage.Conversations; c != nil {
 		if err := checkStorage(*c); err != nil {
-			return s, bad("storage", "conversations", "%v", err)
+			return bad("storage", "conversations", "%v", err)
 		}
 		s.Storage.Conversations = *c
 	}
+	return nil
+}
+
+// parseInstructions takes [instructions], a source for each section.
+func parseInstructions(sp *spec, s *Settings, bad badFunc) error {
 	if len(sp.Instructions) > 0 {
 		s.Instructions = map[string]Section{}
 	}
 	for key, v := range sp.Instructions {
 		if !contains(Sections, key) {
-			return s, bad("instructions", key, "no such section (the sections: %s)", strings.Join(Sections, ", "))
+			return bad("instructions", key, "no such section (the sections: %s)", strings.Join(Sections, ", "))
 		}
 		sec, err := section(v)
 		if err != nil {
-			return s, bad("instructions", key, "%v", err)
+			return bad("instructions", key, "%v", err)
 		}
 		s.Instructions[key] = sec
 	}
-	return s, s.check()
+	return nil
 }
 
 func section(v any) (Section, error) {

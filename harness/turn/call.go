@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -216,11 +215,12 @@ func (t *turn) answerCost(s *settings.Settings, u store.Usage) float64 {
 	return facts.Cost(&m, u)
 }
 
+// getenv reads the environment the runner was given; none is an empty one.
 func (r *Runner) getenv(k string) string {
 	if r.Getenv != nil {
 		return r.Getenv(k)
 	}
-	return os.Getenv(k)
+	return ""
 }
 
 // stall is how long a model's stream may go without a byte:

@@ -39,7 +39,7 @@ func modelRunner(t *testing.T, script *scripted.Script, s settings.Settings, env
 	for k, v := range env {
 		all[k] = v
 	}
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return all[k] }, HTTP: &http.Client{}, Metrics: new(Metrics)}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return all[k] }, HTTP: &http.Client{}, Metrics: new(Metrics), Open: openLog}
 	return r, srv, root
 }
 

@@ -2,23 +2,26 @@ package turn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
-	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // Opener opens the conversation kept in folder dir, which exists. What the
 // folder holds says how it is kept (a store.<driver> marker, events.zst, or
 // else the log); kind, the spec's [storage] conversations, says only how a
-// conversation with nothing in it yet starts. The programs wire the ways of
-// keeping a conversation in one switch.
+// conversation with nothing in it yet starts, and a kind it does not know
+// is an error naming the kinds, never another way. An empty kind opens the
+// conversation to read it: a folder holding none is store.ErrNotFound. The
+// programs wire the ways of keeping a conversation in one switch.
 type Opener func(dir, kind string) (store.Conversation, error)
 
-// OpenLog opens every conversation as a log, whatever kind says.
-func OpenLog(dir, kind string) (store.Conversation, error) { return eventlog.Open(dir) }
+// ErrNoOpener comes when a Runner has no Opener: it cannot reach any
+// conversation.
+var ErrNoOpener = errors.New("turn: the runner has no Opener for its conversations")
 
 // open opens the conversation, takes its lease where its store keeps
 // leases, and checks its folder holds this thread.
@@ -26,11 +29,10 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err := os.MkdirAll(t.dir, 0o700); err != nil {
 		return err
 	}
-	open := t.r.Open
-	if open == nil {
-		open = OpenLog
+	if t.r.Open == nil {
+		return ErrNoOpener
 	}
-	conv, err := open(t.dir, kind)
+	conv, err := t.r.Open(t.dir, kind)
 	if err != nil {
 		return err
 	}
@@ -74,9 +76,8 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("%w: %q", store.ErrNotFound, thread)
 	}
-	open := r.Open
-	if open == nil {
-		open = OpenLog
+	if r.Open == nil {
+		return nil, ErrNoOpener
 	}
-	return open(dir, "")
+	return r.Open(dir, "")
 }

@@ -40,11 +40,11 @@ const MaxTextBytes = 256 << 10
 // conversation while its turn runs steers that turn (see steer.go).
 type Runner struct {
 	Agent   home.Agent
-	Getenv  func(string) string // the environment: LNK_MODEL_PROXY and the rest
+	Getenv  func(string) string // the environment: LNK_MODEL_PROXY and the rest; nil is an empty one
 	HTTP    *http.Client        // for the model proxy
 	Now     func() time.Time    // the clock; nil means time.Now
 	Metrics *Metrics            // may be nil
-	Open    Opener              // how conversations are opened; nil means OpenLog
+	Open    Opener              // how conversations are opened; needed
 	Tools   *tools.Set          // the agent's tools; nil offers none
 
 	locks   keyedMutex

@@ -15,6 +15,7 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	eventlog "lnk.dev/linkharness/store/log"
 )
 
 func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server) {
@@ -27,7 +28,16 @@ func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: new(Metrics)}, model
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: new(Metrics), Open: openLog}, model
+}
+
+// openLog keeps the tests' conversations as logs: the programs wire the
+// other ways, and a kind it does not keep is an error, as theirs are.
+func openLog(dir, kind string) (store.Conversation, error) {
+	if kind != "" && kind != "log" {
+		return nil, fmt.Errorf("the tests keep conversations as logs, not %q", kind)
+	}
+	return eventlog.Open(dir)
 }
 
 func lastRequest(t *testing.T, m *scripted.Server) string {
@@ -346,7 +356,7 @@ func TestRepeatedMessage(t *testing.T) {
 func repeatedWarm(tb testing.TB) func() {
 	dir := filepath.Join(tb.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: new(Metrics)}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: new(Metrics), Open: openLog}
 	cdir, _ := r.Agent.Path(home.Chat, "t")
 	writeConversation(tb, cdir, "t", 1000)
 	tt := &turn{r: r, thread: "t", dir: cdir}

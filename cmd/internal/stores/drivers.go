@@ -6,60 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
-)
-
-// Where the store bridge is: LNK_STORE_BRIDGE is its base URL, and
-// LNK_STORE_BRIDGE_KEY_FILE a file holding the agent's key on one line (the
-// key file the harness serves with). The key stays in a file so it is not
-// handed down to every program the harness starts with its environment.
-const (
-	bridgeEnv    = "LNK_STORE_BRIDGE"
-	bridgeKeyEnv = "LNK_STORE_BRIDGE_KEY_FILE"
 )
 
 // markerPrefix starts the empty file that says a driver keeps a folder:
 // store.<driver>.
 const markerPrefix = "store."
 
-// drivers are the drivers in use, one per agent home and driver, kept for
-// the process's life: a driver holds no process once idle.
-var drivers struct {
-	sync.Mutex
-	m map[string]*driver.Driver
-}
-
-// openDriver opens the conversation in dir when a driver keeps it: its
-// folder holds a store.<driver> marker, or it is new (no log, no frames)
-// and kind names a driver, in which case the marker is made. It reports
-// false when no driver keeps the folder.
-func openDriver(dir, kind string, f folder) (store.Conversation, bool, error) {
-	name, err := marked(dir, f)
-	if err != nil {
-		return nil, true, err
-	}
-	if name == "" {
-		if kind == "" || kind == "log" || kind == "compact" || !f.isNew() {
-			return nil, false, nil
-		}
-		if err := checkName(kind); err != nil {
-			return nil, true, err
-		}
-		if err := mark(dir, kind); err != nil {
-			return nil, true, err
-		}
-		name = kind
-	}
-	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name)
-	if err != nil {
-		return nil, true, err
-	}
-	c, err := d.Open(filepath.Base(dir))
-	return c, true, err
-}
+// homeOf is the agent's home of the conversation folder dir
+// (<home>/chats/<dir>).
+func homeOf(dir string) string { return filepath.Dir(filepath.Dir(dir)) }
 
 // marked returns the driver the folder's marker names, or "".
 func marked(dir string, f folder) (string, error) {
@@ -101,24 +59,19 @@ func mark(dir, name string) error {
 // driverFor returns the driver keeping home's conversations for name: the
 // store bridge when one is set, which answers for whatever driver it runs,
 // or else the plugin program lnk-<name>, beside this program or on PATH.
-func driverFor(home, name string) (*driver.Driver, error) {
-	bridge := os.Getenv(bridgeEnv)
+func (o *Opener) driverFor(home, name string) (*driver.Driver, error) {
 	key := home + "\x00" + name
-	if bridge != "" {
-		key = bridge
+	if o.Bridge != "" {
+		key = o.Bridge
 	}
-	drivers.Lock()
-	defer drivers.Unlock()
-	if d := drivers.m[key]; d != nil {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if d := o.drivers[key]; d != nil {
 		return d, nil
 	}
 	var t driver.Transport
-	if bridge != "" {
-		b, err := os.ReadFile(os.Getenv(bridgeKeyEnv))
-		if err != nil {
-			return nil, fmt.Errorf("stores: the store bridge's key (%s): %w", bridgeKeyEnv, err)
-		}
-		t = driver.NewHTTP(bridge, []byte(strings.TrimSpace(string(b))), nil)
+	if o.Bridge != "" {
+		t = driver.NewHTTP(o.Bridge, o.BridgeKey, nil)
 	} else {
 		path, err := driver.Find(name)
 		if err != nil {
@@ -126,17 +79,17 @@ func driverFor(home, name string) (*driver.Driver, error) {
 		}
 		t = driver.NewProcess(path, "--home", home)
 	}
-	if drivers.m == nil {
-		drivers.m = make(map[string]*driver.Driver)
+	if o.drivers == nil {
+		o.drivers = make(map[string]*driver.Driver)
 	}
 	d := driver.New(t)
-	drivers.m[key] = d
+	o.drivers[key] = d
 	return d, nil
 }
 
 // Kept returns the driver whose marker is in folder dir, or "" when the
 // folder keeps its conversation itself (the log, compact).
-func Kept(dir string) (string, error) {
+func (o *Opener) Kept(dir string) (string, error) {
 	f, err := look(dir)
 	if err != nil {
 		return "", err
@@ -146,7 +99,7 @@ func Kept(dir string) (string, error) {
 
 // Mark makes the marker saying driver name keeps the conversation of
 // folder dir, durably.
-func Mark(dir, name string) error {
+func (o *Opener) Mark(dir, name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -157,40 +110,49 @@ func Mark(dir, name string) error {
 // folder dir, whatever the folder says now. lnk agent chat convert writes
 // a conversation into a driver while its folder still keeps it another
 // way, and forgets a driver's copy once the folder no longer names it.
-func OpenKept(dir, name string) (store.Conversation, error) {
+func (o *Opener) OpenKept(dir, name string) (store.Conversation, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name)
+	d, err := o.driverFor(homeOf(dir), name)
 	if err != nil {
 		return nil, err
 	}
 	return d.Open(filepath.Base(dir))
 }
 
-// CloseDrivers ends every driver this process reached, waiting for their
-// programs to end, for a command done with them.
-func CloseDrivers() error {
-	drivers.Lock()
-	defer drivers.Unlock()
+// Close ends every driver the opener reached, waiting for their programs
+// to end. The opener can be used again after.
+func (o *Opener) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var errs []error
-	for key, d := range drivers.m {
+	for key, d := range o.drivers {
 		errs = append(errs, d.Close())
-		delete(drivers.m, key)
+		delete(o.drivers, key)
 	}
 	return errors.Join(errs...)
 }
 
-// Reach makes sure driver name can be reached for the agent at home: its
-// name is one, and its program is there or the store bridge is set.
-func Reach(home, name string) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	_, err := driverFor(home, name)
-	return err
-}
-
 // Bridged says whether the store bridge answers for every driver, so that
 // two drivers' names reach one store.
-func Bridged() bool { return os.Getenv(bridgeEnv) != "" }
+func (o *Opener) Bridged() bool { return o.Bridge != "" }
+
+// FromEnv is the opener main builds from the environment getenv reads:
+// the store bridge and its key when LNK_STORE_BRIDGE is set.
+func FromEnv(getenv func(string) string) (*Opener, error) {
+	o := &Opener{Bridge: getenv(BridgeEnv)}
+	if o.Bridge == "" {
+		return o, nil
+	}
+	path := getenv(BridgeKeyEnv)
+	if path == "" {
+		return nil, fmt.Errorf("stores: %s is set, and %s, the file of the agent's key it is proved with, is not", BridgeEnv, BridgeKeyEnv)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("stores: the store bridge's key (%s): %w", BridgeKeyEnv, err)
+	}
+	o.BridgeKey = []byte(strings.TrimSpace(string(b)))
+	return o, nil
+}

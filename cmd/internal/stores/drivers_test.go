@@ -2,9 +2,11 @@ package stores
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lnk.dev/linkharness/store"
@@ -35,9 +37,9 @@ func chat(t *testing.T, home, folder string) string {
 	return dir
 }
 
-func roundTrip(t *testing.T, dir, kind string) {
+func roundTrip(t *testing.T, o *Opener, dir, kind string) {
 	t.Helper()
-	c, err := Open(dir, kind)
+	c, err := o.Open(dir, kind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +59,14 @@ func TestDriverByMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv(bridgeEnv, "")
 	home := t.TempDir()
+	o := new(Opener)
+	defer o.Close()
 
 	// A new conversation whose kind names a driver gets the marker, and its
 	// events go to the driver, not the folder.
 	dir := chat(t, home, "telegram-42")
-	roundTrip(t, dir, "testdrv")
+	roundTrip(t, o, dir, "testdrv")
 	if _, err := os.Stat(filepath.Join(dir, "store.testdrv")); err != nil {
 		t.Fatalf("no marker: %v", err)
 	}
@@ -74,7 +77,7 @@ func TestDriverByMarker(t *testing.T) {
 		t.Fatalf("the driver did not keep it: %v", err)
 	}
 	// Read later with no kind, the marker says who keeps it.
-	c, err := Open(dir, "")
+	c, err := o.Open(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,14 +86,27 @@ func TestDriverByMarker(t *testing.T) {
 	}
 	// A folder already kept as a log stays a log, whatever kind says.
 	logDir := chat(t, home, "old")
-	roundTrip(t, logDir, "")
-	roundTrip(t, logDir, "testdrv")
+	roundTrip(t, o, logDir, "log")
+	roundTrip(t, o, logDir, "testdrv")
 	if _, err := os.Stat(filepath.Join(logDir, "store.testdrv")); err == nil {
 		t.Fatal("a log was marked for a driver")
 	}
-	// A driver with no program is a clear error.
-	if _, err := Open(chat(t, home, "nope"), "nosuchdriver"); err == nil {
-		t.Fatal("a driver with no program opened")
+	// A driver with no program is a clear error naming the kinds, and so
+	// is a name no driver has; neither falls back to the log, and the
+	// folder is left as it was.
+	for _, kind := range []string{"nosuchdriver", "No Such", "perevent"} {
+		dir := chat(t, home, "nope")
+		_, err := o.Open(dir, kind)
+		if !errors.Is(err, ErrBadKind) || !strings.Contains(err.Error(), "log, compact, or a driver's name") {
+			t.Fatalf("kind %q: %v", kind, err)
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 0 {
+			t.Fatalf("kind %q: the folder holds %v", kind, names)
+		}
+	}
+	// Read with no kind, a folder holding nothing is not found.
+	if _, err := o.Open(chat(t, home, "empty"), ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an empty folder read: %v", err)
 	}
 }
 
@@ -100,10 +116,13 @@ func TestDriverThroughBridge(t *testing.T) {
 	defer srv.Close()
 	keyFile := filepath.Join(t.TempDir(), "key")
 	os.WriteFile(keyFile, []byte("k3y\n"), 0o600)
-	t.Setenv(bridgeEnv, srv.URL)
-	t.Setenv(bridgeKeyEnv, keyFile)
+	o, err := FromEnv(func(k string) string { return map[string]string{BridgeEnv: srv.URL, BridgeKeyEnv: keyFile}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
 	dir := chat(t, home, "a")
-	roundTrip(t, dir, "anydriver")
+	roundTrip(t, o, dir, "anydriver")
 	if _, err := os.Stat(filepath.Join(bridgeHome, "kept", "a", "events.jsonl")); err != nil {
 		t.Fatalf("the bridge's driver did not keep it: %v", err)
 	}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// refusal starts serve for an agent whose spec is spec (none when "") in
+// the environment env, and returns what it said on standard error, having
+// failed with exit status 1 without printing an address.
+func refusal(t *testing.T, spec string, env ...string) string {
+	t.Helper()
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	h := filepath.Join(dir, "ada")
+	os.Mkdir(h, 0o700)
+	if spec != "" {
+		p := filepath.Join(dir, "spec.toml")
+		os.WriteFile(p, []byte(spec), 0o600)
+		if out, err := exec.Command(filepath.Join(bin, "lnk"), "agent", "configure", "--spec", p, "--home", h).CombinedOutput(); err != nil {
+			t.Fatalf("configure: %v\n%s", err, out)
+		}
+	}
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, []byte("k-e2e-0123456789abcdef0123456789\n"), 0o600)
+	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--home", h, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	cmd.Env = append(withoutProxy(os.Environ()), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("serve: %v, want exit status 1; it said %s%s", err, stdout.String(), stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("serve printed %q", stdout.String())
+	}
+	return stderr.String()
+}
+
+// withoutProxy is environ without the model proxy's variables.
+func withoutProxy(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "LNK_MODEL_PROXY") && !strings.HasPrefix(kv, "LNK_STORE_BRIDGE") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// serve refuses to start without a model proxy for the agent's provider,
+// saying what to set; a proxy for another provider alone does not do.
+func TestServeNeedsModelProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		env        []string
+		want       []string
+	}{
+		{"none", "", nil, []string{"anthropic", "LNK_MODEL_PROXY", "LNK_MODEL_PROXY_ANTHROPIC"}},
+		{"another provider's", "[model]\nname = \"openai/gpt-6\"\n", []string{"LNK_MODEL_PROXY_ANTHROPIC=http://127.0.0.1:1"}, []string{"openai", "LNK_MODEL_PROXY_OPENAI"}},
+		{"the fallback's", "[model]\nname = \"openai/gpt-6\"\nfallback = \"anthropic/claude-opus-5-5\"\n", []string{"LNK_MODEL_PROXY_OPENAI=http://127.0.0.1:1"}, []string{"fallback", "claude-opus-5-5", "LNK_MODEL_PROXY_ANTHROPIC"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			said := refusal(t, tc.spec, tc.env...)
+			for _, w := range tc.want {
+				if !strings.Contains(said, w) {
+					t.Errorf("serve said %q, which does not name %s", said, w)
+				}
+			}
+		})
+	}
+}
+
+// serve refuses to start for an agent whose conversations' kind is no way
+// of keeping them, naming the kinds; and a turn after its spec says so
+// fails with the same error, since each turn reads the settings again.
+func TestServeBadStorageKind(t *testing.T) {
+	said := refusal(t, "[storage]\nconversations = \"nosuch\"\n", "LNK_MODEL_PROXY=http://127.0.0.1:1")
+	for _, w := range []string{`"nosuch"`, "log, compact, or a driver's name", "no program lnk-nosuch"} {
+		if !strings.Contains(said, w) {
+			t.Errorf("serve said %q, which does not name %s", said, w)
+		}
+	}
+
+	h := startHarness(t, "")
+	if _, err := h.message("t", "m1", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "nosuch"}}`), 0o600)
+	_, err := h.message("new-thread", "m2", "hello")
+	if err == nil || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "log, compact, or a driver") || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("a turn with a bad kind: %v", err)
+	}
+	if names, _ := os.ReadDir(filepath.Join(h.home, "chats", "new-thread")); len(names) != 0 {
+		t.Errorf("the new thread's folder holds %v", names)
+	}
+	if _, err := h.message("t", "m3", "again"); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("a turn of a kept conversation with a bad kind: %v", err)
+	}
+}

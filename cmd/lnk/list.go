@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/convert"
+)
+
+// cmdChatList is `lnk agent chat list`: the agent's conversations, a line
+// each.
+func cmdChatList(args []string, getenv func(string) string) error {
+	fs := flag.NewFlagSet("lnk agent chat list", flag.ContinueOnError)
+	usageOf(fs, "lnk agent chat list [--home DIR | --agent NAME]",
+		"Lists the agent's conversations, one line each, sorted by thread, its fields separated\nby tabs: the thread, how it is kept (log, compact or the driver), its events, and\nits last activity (the last event's time, RFC 3339 UTC).")
+	agent := agentFlags(fs, getenv)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError("lnk agent chat list takes no THREAD")
+	}
+	a, err := agent()
+	if err != nil {
+		return err
+	}
+	opener, err := stores.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	defer opener.Close()
+	w := bufio.NewWriter(os.Stdout)
+	if err := listChats(context.Background(), w, a, opener); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// chatLine is one conversation as chat list shows it.
+type chatLine struct {
+	thread, kind string
+	events       int64
+	last         time.Time
+}
+
+// listChats writes a line for each conversation of agent a, sorted by
+// thread. A folder holding none (an empty one, a driver's own, one a
+// conversion left beside) is left out.
+func listChats(ctx context.Context, w io.Writer, a home.Agent, opener *stores.Opener) error {
+	chats, err := a.Path(home.Chats, "")
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(chats)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var lines []chatLine
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), convert.Suffix) {
+			continue
+		}
+		dir := filepath.Join(chats, e.Name())
+		kind, err := opener.Kind(dir)
+		if err != nil {
+			return err
+		}
+		if kind == "" {
+			continue
+		}
+		l, err := describe(ctx, opener, dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		if l.events == 0 {
+			continue
+		}
+		l.kind = kind
+		lines = append(lines, l)
+	}
+	slices.SortFunc(lines, func(x, y chatLine) int { return strings.Compare(x.thread, y.thread) })
+	for _, l := range lines {
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", l.thread, l.kind, l.events, l.last.UTC().Format(time.RFC3339)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe reads the conversation in dir's thread (its first event's),
+// its events and its last event's time.
+func describe(ctx context.Context, opener *stores.Opener, dir string) (chatLine, error) {
+	l := chatLine{thread: filepath.Base(dir)}
+	conv, err := opener.Open(dir, "")
+	if err != nil {
+		return l, err
+	}
+	defer conv.Close()
+	if l.events, err = conv.Last(ctx); err != nil || l.events == 0 {
+		return l, err
+	}
+	var (
+		dec  store.Decoder
+		derr error
+	)
+	read := func(seq int64, into func(*store.Event)) error {
+		err := conv.Read(ctx, seq, false, func(_ int64, ev []byte) bool {
+			var e store.Event
+			if derr = dec.Decode(ev, &e); derr == nil {
+				into(&e)
+			}
+			return false
+		})
+		if err == nil {
+			err = derr
+		}
+		return err
+	}
+	if err := read(1, func(e *store.Event) {
+		if e.Thread != "" {
+			l.thread = e.Thread
+		}
+	}); err != nil {
+		return l, err
+	}
+	return l, read(l.events, func(e *store.Event) { l.last = e.Time })
+}
