@@ -80,7 +80,9 @@ func TestServeNeedsModelProxy(t *testing.T) {
 
 // serve refuses to start for an agent whose conversations' kind is no way
 // of keeping them, naming the kinds; and a turn after its spec says so
-// fails with the same error, since each turn reads the settings again.
+// fails with the same error when it starts a conversation, since each turn
+// reads the settings again. A conversation already kept is read where it
+// is: changing the spec moves nothing.
 func TestServeBadStorageKind(t *testing.T) {
 	said := refusal(t, "[storage]\nconversations = \"nosuch\"\n", "LNK_MODEL_PROXY=http://127.0.0.1:1")
 	for _, w := range []string{`"nosuch"`, "log, compact, or a driver's name", "no program lnk-nosuch"} {
@@ -101,7 +103,7 @@ func TestServeBadStorageKind(t *testing.T) {
 	if names, _ := os.ReadDir(filepath.Join(h.home, "chats", "new-thread")); len(names) != 0 {
 		t.Errorf("the new thread's folder holds %v", names)
 	}
-	if _, err := h.message("t", "m3", "again"); err == nil || !strings.Contains(err.Error(), "nosuch") {
-		t.Fatalf("a turn of a kept conversation with a bad kind: %v", err)
+	if _, err := h.message("t", "m3", "again"); err != nil {
+		t.Fatalf("a turn of a kept conversation, its spec's kind bad: %v", err)
 	}
 }

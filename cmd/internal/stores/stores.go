@@ -49,17 +49,13 @@ type Opener struct {
 
 // Open opens the conversation in folder dir the way the folder says it is
 // kept; kind, the spec's [storage] conversations, says how one with nothing
-// in it yet starts: log, compact, or a driver's name. A kind that names no
-// way reached is ErrBadKind, even when the folder says otherwise, so a
-// spec's mistake is seen at its first turn. An empty kind opens a
-// conversation to read it: a folder holding none is store.ErrNotFound.
-// The folder is read once, by name, whatever it holds.
+// in it yet starts: log, compact, or a driver's name. For a new
+// conversation, a kind that names no way reached is ErrBadKind; one already
+// kept is read where it is, whatever kind says, since changing the spec
+// moves nothing (programs check the spec's kind once at start, with Check).
+// An empty kind opens a conversation to read it: a folder holding none is
+// store.ErrNotFound. The folder is read once, by name, whatever it holds.
 func (o *Opener) Open(dir, kind string) (store.Conversation, error) {
-	if kind != "" {
-		if err := o.Check(homeOf(dir), kind); err != nil {
-			return nil, err
-		}
-	}
 	f, err := look(dir)
 	if err != nil {
 		return nil, err
@@ -78,9 +74,13 @@ func (o *Opener) Open(dir, kind string) (store.Conversation, error) {
 	case f.log:
 		return eventlog.Open(dir)
 	}
-	switch kind {
-	case "":
+	if kind == "" {
 		return nil, fmt.Errorf("%w: %s holds no conversation", store.ErrNotFound, dir)
+	}
+	if err := o.Check(homeOf(dir), kind); err != nil {
+		return nil, err
+	}
+	switch kind {
 	case "log":
 		return eventlog.Open(dir)
 	case "compact":
