@@ -48,7 +48,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	for _, f := range setup {
 		f(r)
 	}
-	srv, err := New(Agent{Runner: r, Key: key})
+	srv, err := New(Options{}, Agent{Runner: r, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestChatAndMetrics(t *testing.T) {
 		t.Errorf("a missing conversation: %d", code)
 	}
 	_, _, body = get("/metrics", "")
-	for _, want := range []string{`lnk_turns_total{agent="ada"} 3`, `lnk_turn_errors_total{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
+	for _, want := range []string{`lnk_turns_total{agent="ada",outcome="ok"} 3`, `lnk_turns_total{agent="ada",outcome="error"} 0`, `lnk_turn_seconds_count{agent="ada",outcome="ok"} 3`, `lnk_recover_waiting{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
