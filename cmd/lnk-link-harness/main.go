@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
@@ -60,7 +62,12 @@ func serve(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file when stopped")
 	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
+	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(*logLevel)
+	if err != nil {
 		return err
 	}
 	var units []unit
@@ -71,7 +78,6 @@ func serve(args []string) error {
 		if *homeDir != "" || *keyFile != "" {
 			return errors.New("--agents names every agent's home and key: give no --home or --key-file with it")
 		}
-		var err error
 		if units, err = readAgents(*agents); err != nil {
 			return err
 		}
@@ -84,13 +90,13 @@ func serve(args []string) error {
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}}
 	var served []server.Agent
 	for _, u := range units {
-		a, err := u.agent(hc)
+		a, err := u.agent(hc, log)
 		if err != nil {
 			return err
 		}
 		served = append(served, a)
 	}
-	srv, err := server.New(served...)
+	srv, err := server.New(server.Options{Log: log}, served...)
 	if err != nil {
 		return err
 	}
@@ -141,6 +147,9 @@ func serve(args []string) error {
 	// A graceful stop: no new connection is taken, every message already
 	// asked is answered, and turns whose caller left run to their end.
 	signal.Stop(stop)
+	stopping := time.Now()
+	running := srv.Running()
+	log.Info("stopping", "turns", running)
 	var wg sync.WaitGroup
 	for _, hs := range servers {
 		wg.Add(1)
@@ -148,14 +157,34 @@ func serve(args []string) error {
 	}
 	wg.Wait()
 	srv.Wait()
+	log.Info("stopped", "turns", running, "seconds", time.Since(stopping).Seconds())
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
 	return serveErr
 }
 
+// newLogger is the process's one logger: JSON lines on stderr from level
+// on.
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	switch level {
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
 // agent makes the served agent of u.
-func (u unit) agent(hc *http.Client) (server.Agent, error) {
+func (u unit) agent(hc *http.Client, log *slog.Logger) (server.Agent, error) {
 	dir, err := filepath.Abs(u.Home)
 	if err != nil {
 		return server.Agent{}, err
@@ -179,7 +208,11 @@ func (u unit) agent(hc *http.Client) (server.Agent, error) {
 	}
 	agent := home.Agent{Name: name, Dir: dir}
 	servers, _ := tools.FromEnviron(os.Environ()) // a variable that names no usable tool offers none
-	return server.Agent{Key: key, Runner: &turn.Runner{Agent: agent, Open: stores.Open, HTTP: hc, Tools: tools.New(agent, servers, tools.Options{})}}, nil
+	m := &metrics.Agent{Name: name}
+	return server.Agent{Key: key, Runner: &turn.Runner{
+		Agent: agent, Open: stores.Synced(m.Synced), HTTP: hc, Metrics: m, Log: log,
+		Tools: tools.New(agent, servers, tools.Options{Log: log}),
+	}}, nil
 }
 
 // readAgents reads serve --agents' file, strictly.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/compact"
@@ -19,7 +20,15 @@ import (
 // Open opens the conversation in folder dir the way the folder says it is
 // kept; kind, the spec's [storage] conversations, says how one with nothing
 // in it yet starts. The folder is read once, by name, whatever it holds.
-func Open(dir, kind string) (store.Conversation, error) {
+func Open(dir, kind string) (store.Conversation, error) { return open(dir, kind, nil) }
+
+// Synced returns Open with synced called after each fsync of a log or of
+// compact frames, with how long it took.
+func Synced(synced func(time.Duration)) func(dir, kind string) (store.Conversation, error) {
+	return func(dir, kind string) (store.Conversation, error) { return open(dir, kind, synced) }
+}
+
+func open(dir, kind string, synced func(time.Duration)) (store.Conversation, error) {
 	f, err := look(dir)
 	if err != nil {
 		return nil, err
@@ -29,13 +38,13 @@ func Open(dir, kind string) (store.Conversation, error) {
 	}
 	switch {
 	case f.frames:
-		return compact.Open(dir)
+		return compact.OpenOptions(dir, compact.Options{Synced: synced})
 	case f.perEvent && !f.log:
 		return perevent.Open(dir) // the form before the log, read only
 	case kind == "compact" && f.isNew():
-		return compact.Open(dir)
+		return compact.OpenOptions(dir, compact.Options{Synced: synced})
 	}
-	return eventlog.Open(dir)
+	return eventlog.OpenOptions(dir, eventlog.Options{Synced: synced})
 }
 
 // folder is what a conversation's folder holds, by name.
