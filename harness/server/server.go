@@ -126,7 +126,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 2 && seg[0] == "_link" && seg[1] == "recover":
 		s.recover(w, r)
 	case len(seg) >= 4 && seg[0] == "v1" && seg[1] == "agents" && seg[3] == "chats":
-		a, ok := s.authorize(w, r, seg[2])
+		thread := ""
+		if len(seg) > 4 {
+			thread = seg[4]
+		}
+		a, ok := s.authorize(w, r, seg[2], thread)
 		if !ok {
 			return
 		}
@@ -184,21 +188,21 @@ func (s *Server) refuse(w http.ResponseWriter, agent, thread string, code int, f
 
 // authorize checks the request's bearer key against the named agent's, in
 // constant time (the hashes are compared, so not even the length leaks).
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, agent string) (*served, bool) {
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, agent, thread string) (*served, bool) {
 	a := s.agents[agent]
 	if a == nil {
-		s.refuse(w, agent, "", http.StatusForbidden, "agent %q is not served here", agent)
+		s.refuse(w, agent, thread, http.StatusForbidden, "agent %q is not served here", agent)
 		return nil, false
 	}
 	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || key == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lnk"`)
-		s.refuse(w, agent, "", http.StatusUnauthorized, "no bearer key: send Authorization: Bearer <the agent's key>")
+		s.refuse(w, agent, thread, http.StatusUnauthorized, "no bearer key: send Authorization: Bearer <the agent's key>")
 		return nil, false
 	}
 	if !keyMatches(a, key) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lnk"`)
-		s.refuse(w, agent, "", http.StatusUnauthorized, "wrong key for agent %q", agent)
+		s.refuse(w, agent, thread, http.StatusUnauthorized, "wrong key for agent %q", agent)
 		return nil, false
 	}
 	return a, true

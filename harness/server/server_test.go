@@ -48,7 +48,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	for _, f := range setup {
 		f(r)
 	}
-	srv, err := New(Options{}, Agent{Runner: r, Key: key})
+	srv, err := New(Options{Log: r.Log}, Agent{Runner: r, Key: key}) // the server logs where its runner does
 	if err != nil {
 		t.Fatal(err)
 	}
