@@ -46,6 +46,7 @@ type Config struct {
 	Profile  string    // copy the harness's CPU profile here; "" keeps none
 	Dir      string    // where the temporary folder goes (default the system's)
 	Progress io.Writer // a line per phase and every few seconds; nil for none
+	Metrics  io.Writer // gets the harness's /metrics page once every message is answered; nil reads none
 }
 
 // Bounds on a Config.
@@ -184,6 +185,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if tools != nil {
 		res.fillTools(tools)
 	}
+	if cfg.Metrics != nil {
+		if err := writeMetrics(ctx, unit, cfg.Metrics); err != nil {
+			return nil, err
+		}
+	}
 	say("stopping the harness")
 	stopped = true
 	stctx, stcancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -203,6 +209,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// writeMetrics writes the harness's /metrics page to w.
+func writeMetrics(ctx context.Context, unit measure.Unit, w io.Writer) error {
+	p, ok := unit.(interface {
+		MetricsPage(context.Context) ([]byte, error)
+	})
+	if !ok {
+		return fmt.Errorf("loadgen: the harness gives no /metrics page")
+	}
+	page, err := p.MetricsPage(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(page)
+	return err
 }
 
 // makeAgents makes n agents' homes and key files under dir.
