@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // TestRunMetrics loads the real harness, half the messages through a tool,
