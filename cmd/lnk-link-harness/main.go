@@ -210,7 +210,7 @@ func (u unit) agent(hc *http.Client, log *slog.Logger) (server.Agent, error) {
 	servers, _ := tools.FromEnviron(os.Environ()) // a variable that names no usable tool offers none
 	m := &metrics.Agent{Name: name}
 	return server.Agent{Key: key, Runner: &turn.Runner{
-		Agent: agent, Open: stores.Synced(m.Synced), HTTP: hc, Metrics: m, Log: log,
+		Agent: agent, Open: stores.Options{Synced: m.Synced, Log: log}.Open, HTTP: hc, Metrics: m, Log: log,
 		Tools: tools.New(agent, servers, tools.Options{Log: log}),
 	}}, nil
 }

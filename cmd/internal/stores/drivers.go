@@ -3,6 +3,7 @@ package stores
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ var drivers struct {
 // folder holds a store.<driver> marker, or it is new (no log, no frames)
 // and kind names a driver, in which case the marker is made. It reports
 // false when no driver keeps the folder.
-func openDriver(dir, kind string, f folder) (store.Conversation, bool, error) {
+func openDriver(dir, kind string, f folder, log *slog.Logger) (store.Conversation, bool, error) {
 	name, err := marked(dir, f)
 	if err != nil {
 		return nil, true, err
@@ -53,7 +54,7 @@ func openDriver(dir, kind string, f folder) (store.Conversation, bool, error) {
 		}
 		name = kind
 	}
-	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name)
+	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name, log)
 	if err != nil {
 		return nil, true, err
 	}
@@ -101,7 +102,7 @@ func mark(dir, name string) error {
 // driverFor returns the driver keeping home's conversations for name: the
 // store bridge when one is set, which answers for whatever driver it runs,
 // or else the plugin program lnk-<name>, beside this program or on PATH.
-func driverFor(home, name string) (*driver.Driver, error) {
+func driverFor(home, name string, log *slog.Logger) (*driver.Driver, error) {
 	bridge := os.Getenv(bridgeEnv)
 	key := home + "\x00" + name
 	if bridge != "" {
@@ -124,7 +125,9 @@ func driverFor(home, name string) (*driver.Driver, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = driver.NewProcess(path, "--home", home)
+		p := driver.NewProcess(path, "--home", home)
+		p.Log = log
+		t = p
 	}
 	if drivers.m == nil {
 		drivers.m = make(map[string]*driver.Driver)
@@ -161,7 +164,7 @@ func OpenKept(dir, name string) (store.Conversation, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name)
+	d, err := driverFor(filepath.Dir(filepath.Dir(dir)), name, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +190,7 @@ func Reach(home, name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	_, err := driverFor(home, name)
+	_, err := driverFor(home, name, nil)
 	return err
 }
 

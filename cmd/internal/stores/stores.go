@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -20,20 +21,26 @@ import (
 // Open opens the conversation in folder dir the way the folder says it is
 // kept; kind, the spec's [storage] conversations, says how one with nothing
 // in it yet starts. The folder is read once, by name, whatever it holds.
-func Open(dir, kind string) (store.Conversation, error) { return open(dir, kind, nil) }
+func Open(dir, kind string) (store.Conversation, error) { return Options{}.Open(dir, kind) }
 
-// Synced returns Open with synced called after each fsync of a log or of
-// compact frames, with how long it took.
-func Synced(synced func(time.Duration)) func(dir, kind string) (store.Conversation, error) {
-	return func(dir, kind string) (store.Conversation, error) { return open(dir, kind, synced) }
+// Options are what a program hands the stores it opens.
+type Options struct {
+	// Synced, if set, is called after each fsync of a log or of compact
+	// frames with how long it took.
+	Synced func(time.Duration)
+	// Log gets a plugin program's start and restart, for a driver first
+	// reached through these Options; nil logs nothing.
+	Log *slog.Logger
 }
 
-func open(dir, kind string, synced func(time.Duration)) (store.Conversation, error) {
+// Open is the package's Open with o.
+func (o Options) Open(dir, kind string) (store.Conversation, error) {
+	synced := o.Synced
 	f, err := look(dir)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok, err := openDriver(dir, kind, f); ok {
+	if c, ok, err := openDriver(dir, kind, f, o.Log); ok {
 		return c, err
 	}
 	switch {
