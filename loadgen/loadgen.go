@@ -48,6 +48,7 @@ type Config struct {
 	Profile  string    // copy the harness's CPU profile here; "" keeps none
 	Dir      string    // where the temporary folder goes (default the system's)
 	Progress io.Writer // a line per phase and every few seconds; nil for none
+	Metrics  io.Writer // gets the harness's /metrics page once every message is answered; nil reads none
 }
 
 // Bounds on a Config.
@@ -150,6 +151,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if tools != nil {
 		res.fillTools(tools)
 	}
+	if cfg.Metrics != nil {
+		if err := writeMetrics(ctx, unit, cfg.Metrics); err != nil {
+			return nil, err
+		}
+	}
 	cfg.say("stopping the harness")
 	stopped = true
 	if err := stopHarness(unit); err != nil {
@@ -251,6 +257,22 @@ func (r *Result) readProfile(unit drive.Unit, copyTo string) error {
 		return copyFile(p.CPUProfile(), copyTo)
 	}
 	return nil
+}
+
+// writeMetrics writes the harness's /metrics page to w.
+func writeMetrics(ctx context.Context, unit drive.Unit, w io.Writer) error {
+	p, ok := unit.(interface {
+		MetricsPage(context.Context) ([]byte, error)
+	})
+	if !ok {
+		return fmt.Errorf("loadgen: the harness gives no /metrics page")
+	}
+	page, err := p.MetricsPage(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(page)
+	return err
 }
 
 // makeAgents makes n agents' homes and key files under dir.

@@ -23,7 +23,7 @@
 //     the end of the quiet window, and CPU seconds per second over it;
 //   - per message: CPU of the process (its CPU-time clock, to the
 //     nanosecond), the client's latency and the time the harness adds
-//     (latency less the model's share, lnk_model_seconds), mean, p50 and
+//     (latency less the model's share, lnk_model_call_seconds), mean, p50 and
 //     p99; the harness's own turn time; bytes from /proc/PID/io (rchar and
 //     wchar: read and write calls of any kind; read_bytes and write_bytes:
 //     the disk) and the store's event bytes (lnk_store_bytes_*); heap

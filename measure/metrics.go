@@ -5,10 +5,9 @@ import "lnk.dev/linkharness/measure/drive"
 // Harness metrics measure reads, by name, as DESIGN.md's /metrics gives them.
 const (
 	metricTurns        = "lnk_turns_total"
-	metricTurnErrors   = "lnk_turn_errors_total"
 	metricTurnSum      = "lnk_turn_seconds_sum"
 	metricTurnCount    = "lnk_turn_seconds_count"
-	metricModelSum     = "lnk_model_seconds_sum"
+	metricModelSum     = "lnk_model_call_seconds_sum"
 	metricStoreRead    = "lnk_store_bytes_read_total"
 	metricStoreWritten = "lnk_store_bytes_written_total"
 	metricAllocObjects = "go_heap_allocs_objects_total"
@@ -36,9 +35,10 @@ func countersOf(m drive.Metrics, name string) agentCounters {
 		x, _ := m.Value(metric)
 		return x
 	}
+	errs, _ := m.Value(metricTurns, "agent", name, "outcome", "error")
 	return agentCounters{
 		Turns:        v(metricTurns),
-		TurnErrors:   v(metricTurnErrors),
+		TurnErrors:   errs,
 		TurnSeconds:  v(metricTurnSum),
 		TurnCount:    v(metricTurnCount),
 		ModelSeconds: v(metricModelSum),

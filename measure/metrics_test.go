@@ -8,10 +8,17 @@ import (
 )
 
 func TestAgentCounters(t *testing.T) {
-	m, err := drive.ParseMetrics(strings.NewReader(`lnk_turns_total{agent="a"} 21
+	m, err := drive.ParseMetrics(strings.NewReader(`# HELP lnk_turns_total Turns taken.
+# TYPE lnk_turns_total counter
+lnk_turns_total{agent="a",outcome="ok"} 20
 lnk_turns_total{agent="b"} 3
-lnk_turn_errors_total{agent="a"} 1
-lnk_model_seconds_sum{agent="a"} 0.0105
+lnk_turns_total{agent="a",outcome="error"} 1
+lnk_turn_seconds_sum{agent="a"} 0.042
+lnk_turn_seconds_count{agent="a"} 21
+lnk_turn_seconds_bucket{agent="a",le="+Inf"} 21
+lnk_model_call_seconds_sum{agent="a"} 0.0105
+lnk_store_bytes_read_total{agent="a"} 1.5e+06
+lnk_store_bytes_written_total{agent="a"} 12600
 go_heap_allocs_objects_total 123456
 go_goroutines 7 1700000000000
 `))
@@ -19,7 +26,8 @@ go_goroutines 7 1700000000000
 		t.Fatal(err)
 	}
 	c := countersOf(m, "a")
-	if c.Turns != 21 || c.TurnErrors != 1 || c.ModelSeconds != 0.0105 || c.AllocObjects != 123456 || c.Goroutines != 7 {
+	if c.Turns != 21 || c.TurnErrors != 1 || c.TurnSeconds != 0.042 || c.TurnCount != 21 || c.ModelSeconds != 0.0105 ||
+		c.StoreRead != 1.5e6 || c.StoreWritten != 12600 || c.AllocObjects != 123456 || c.Goroutines != 7 {
 		t.Errorf("agent a: %+v", c)
 	}
 	d := c.minus(agentCounters{Turns: 1, AllocObjects: 456, Goroutines: 99})

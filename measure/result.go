@@ -152,7 +152,7 @@ type PerMessage struct {
 	Latency Spread  `json:"latency"`
 	Added   Spread  `json:"added"`
 	Turn    float64 `json:"turn"`  // the harness's own time for the turn (lnk_turn_seconds)
-	Model   float64 `json:"model"` // the model calls' share of it (lnk_model_seconds)
+	Model   float64 `json:"model"` // the model calls' share of it (lnk_model_call_seconds)
 
 	// Bytes: passed to read and write calls of any kind (files, sockets;
 	// /proc/PID/io rchar and wchar), fetched from and sent to storage

@@ -17,6 +17,14 @@ const LeaseTTL = 15 * time.Second
 
 var holders atomic.Int64
 
+// LeaseTaker is a Leaser that says when it gave the lease by taking it
+// from a holder whose time to live ran out, so the taker can say so.
+type LeaseTaker interface {
+	// LeaseFrom is Lease, also returning the holder whose lease ran out and
+	// was taken; "" when the lease was free, let go, or holder's own.
+	LeaseFrom(ctx context.Context, holder string, ttl time.Duration) (token int64, ranOut string, err error)
+}
+
 // HoldLease takes conv's lease, if conv is a Leaser, for a holder named
 // after who (a word for people) with the host, the process and a count, so
 // no two calls share one; it waits while another holds the lease, until ctx
@@ -39,14 +47,21 @@ func HoldLease(ctx context.Context, conv Conversation, who string, ttl time.Dura
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s@%s:%d:%d", who, host, os.Getpid(), holders.Add(1))
 	poll, most := 10*time.Millisecond, min(ttl/4, time.Second)
+	lease := func() (int64, string, error) {
+		if t, ok := l.(LeaseTaker); ok {
+			return t.LeaseFrom(ctx, holder, ttl)
+		}
+		token, err := l.Lease(ctx, holder, ttl)
+		return token, "", err
+	}
 	for {
 		sent := time.Now()
-		token, err := l.Lease(ctx, holder, ttl)
+		token, ranOut, err := lease()
 		if errors.Is(err, ErrUnsupported) {
 			return conv, func() {}, nil
 		}
 		if err == nil {
-			h := &Leased{Conversation: conv, l: l, token: token, holder: holder, ttl: ttl, stop: make(chan struct{})}
+			h := &Leased{Conversation: conv, l: l, token: token, holder: holder, ttl: ttl, tookFrom: ranOut, stop: make(chan struct{})}
 			h.renewed.Store(int64(sent.Sub(start)))
 			h.wg.Add(1)
 			go h.renew()
@@ -74,10 +89,11 @@ var start = time.Now()
 // Conversation is, while HoldLease's renewals run beside it.
 type Leased struct {
 	Conversation
-	l      Leaser
-	token  int64
-	holder string
-	ttl    time.Duration
+	l        Leaser
+	token    int64
+	holder   string
+	ttl      time.Duration
+	tookFrom string
 
 	renewed atomic.Int64 // when the last answered renewal was asked, since start
 	stop    chan struct{}
@@ -87,6 +103,11 @@ type Leased struct {
 
 // Token returns the lease's fencing token.
 func (h *Leased) Token() int64 { return h.token }
+
+// TookOver returns the holder whose lease ran out and was taken for this
+// one, when the store says so (LeaseTaker); "" when it was free, let go, or
+// the store does not say.
+func (h *Leased) TookOver() string { return h.tookFrom }
 
 // Unwrap returns the conversation under the lease, to find its other
 // abilities.

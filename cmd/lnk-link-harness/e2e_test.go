@@ -45,13 +45,19 @@ func TestMain(m *testing.M) {
 // start starts a program and returns it with the address it printed.
 func start(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startLogged(t, env, os.Stderr, name, args...)
+}
+
+// startLogged is start with the program's standard error to stderr.
+func startLogged(t *testing.T, env []string, stderr io.Writer, name string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	bin, err := build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +86,7 @@ func start(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, 
 type harness struct {
 	home, url, key string
 	cmd            *exec.Cmd
+	log            *bytes.Buffer // its standard error: JSON log lines; read once it ended
 }
 
 func startHarness(t *testing.T, script string) *harness {
@@ -92,11 +99,11 @@ func startHarness(t *testing.T, script string) *harness {
 		modelArgs = []string{"--script", p}
 	}
 	_, modelAddr := start(t, nil, "lnk", append([]string{"scripted-model", "--listen", "127.0.0.1:0"}, modelArgs...)...)
-	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789"}
+	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
 	os.Mkdir(h.home, 0o700)
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
-	cmd, addr := start(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "lnk-link-harness",
+	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, h.log, "lnk-link-harness",
 		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	h.url, h.cmd = "http://"+addr, cmd
 	return h
@@ -285,6 +292,39 @@ text = "quick"
 	}
 	if _, err := h.message("t", "late", "after the stop"); err == nil {
 		t.Fatal("a message after the stop was taken")
+	}
+	// The stop is logged once at its start and once at its end, with the
+	// turn it waited for.
+	n := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(h.log.String()), "\n") {
+		var l struct {
+			Msg   string
+			Turns *int64
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", line)
+		}
+		if l.Msg == "stopping" || l.Msg == "stopped" {
+			n[l.Msg]++
+			if l.Turns == nil || *l.Turns != 1 {
+				t.Errorf("%s: %s, want 1 turn waited for", l.Msg, line)
+			}
+		}
+	}
+	if n["stopping"] != 1 || n["stopped"] != 1 {
+		t.Errorf("stop logged %v, want once each:\n%s", n, h.log.String())
+	}
+}
+
+// A log level that is not one refuses to start, naming the levels.
+func TestLogLevel(t *testing.T) {
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--log-level", "loud", "--home", t.TempDir(), "--key-file", "none").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "debug, info, warn or error") {
+		t.Errorf("--log-level loud: %v %s", err, out)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
@@ -90,11 +92,16 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file when stopped")
 	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
+	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	log, err := newLogger(*logLevel)
+	if err != nil {
+		return err
 	}
 	var units []unit
 	switch {
@@ -118,7 +125,7 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	getenv := lookup(environ)
 	var served []server.Agent
 	for _, u := range units {
-		a, held, err := u.agent(hc, environ, opener)
+		a, held, err := u.agent(hc, environ, opener, log)
 		if err != nil {
 			return err
 		}
@@ -128,7 +135,7 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		}
 		served = append(served, a)
 	}
-	srv, err := server.New(served...)
+	srv, err := server.New(server.Options{Log: log}, served...)
 	if err != nil {
 		return err
 	}
@@ -179,6 +186,9 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	// A graceful stop: no new connection is taken, every message already
 	// asked is answered, and turns whose caller left run to their end.
 	signal.Stop(stop)
+	stopping := time.Now()
+	running := srv.Running()
+	log.Info("stopping", "turns", running)
 	var wg sync.WaitGroup
 	for _, hs := range servers {
 		wg.Add(1)
@@ -186,15 +196,38 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	}
 	wg.Wait()
 	srv.Wait()
+	log.Info("stopped", "turns", running, "seconds", time.Since(stopping).Seconds())
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
 	return serveErr
 }
 
+// newLogger is the process's one logger: JSON lines on stderr from level
+// on.
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	switch level {
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
 // agent makes the served agent of u, in the environment environ, and
-// returns it with its home held (holdHome).
-func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener) (server.Agent, io.Closer, error) {
+// returns it with its home held (holdHome) and its own opener, which
+// reaches the stores the way opener does, times its fsyncs into the
+// agent's metrics and logs its drivers' starts; closing the returned
+// Closer lets go of both.
+func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener, log *slog.Logger) (server.Agent, io.Closer, error) {
 	dir, err := filepath.Abs(u.Home)
 	if err != nil {
 		return server.Agent{}, nil, err
@@ -219,8 +252,13 @@ func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener) (s
 	}
 	agent := home.Agent{Name: name, Dir: dir}
 	servers, _ := tools.FromEnviron(environ) // a variable that names no usable tool offers none
-	r := &turn.Runner{Agent: agent, Getenv: lookup(environ), Open: opener.Open, HTTP: hc, Tools: tools.New(agent, servers, tools.Options{})}
-	return server.Agent{Key: key, Runner: r}, held, nil
+	m := &metrics.Agent{Name: name}
+	own := &stores.Opener{Bridge: opener.Bridge, BridgeKey: opener.BridgeKey, Synced: m.Synced, Log: log}
+	r := &turn.Runner{
+		Agent: agent, Getenv: lookup(environ), Open: own.Open, HTTP: hc, Metrics: m, Log: log,
+		Tools: tools.New(agent, servers, tools.Options{Log: log}),
+	}
+	return server.Agent{Key: key, Runner: r}, closers{held, own}, nil
 }
 
 // ready says why the agent r serves cannot take a turn as its settings
@@ -339,4 +377,15 @@ func readKey(path string) (string, error) {
 		return "", fmt.Errorf("--key-file %s: a key of %d bytes is too short (16 at least)", path, len(key))
 	}
 	return key, nil
+}
+
+// closers closes each of its Closers, in order.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }

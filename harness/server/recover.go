@@ -27,19 +27,19 @@ const maxRecover = 256
 // each once: it is removed once read into the reply. The request proves
 // the key of an agent served here, and gets that agent's answers.
 func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
-	if !method(w, r, http.MethodGet) {
+	if !s.method(w, r, "", http.MethodGet) {
 		return
 	}
 	a := s.byKey(r)
 	if a == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lnk"`)
-		writeError(w, http.StatusUnauthorized, "no key of an agent served here")
+		s.refuse(w, "", "", http.StatusUnauthorized, "no key of an agent served here")
 		return
 	}
 	out := []pendingAnswer{}
 	chats, err := a.Runner.Agent.Path(home.Chats, "")
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		s.fail(w, a.Runner.Agent.Name, "", err)
 		return
 	}
 	// A pending answer's file is chats/<dir>/pending/<seq>.json; the thread

@@ -1,13 +1,13 @@
 package server
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,11 +16,9 @@ import (
 	"sync/atomic"
 
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/model"
-	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
-	"lnk.dev/linkharness/store"
 )
 
 // MaxBodyBytes is the largest request body taken.
@@ -35,12 +33,22 @@ type Agent struct {
 	Key    string // the agent's key; requests carry it as a bearer token
 }
 
+// Options are a server's collaborators, built in main.
+type Options struct {
+	// Log gets a line for each refusal and each answer that could not be
+	// kept for _link/recover; nil logs nothing. A runner with no logger of
+	// its own is given this one.
+	Log *slog.Logger
+}
+
 // Server answers DESIGN.md's HTTP API for its agents. It is safe for
 // concurrent use. Its zero value serves no agent; use New.
 type Server struct {
-	agents map[string]*served
-	turns  sync.WaitGroup // turns running, including those whose caller left
-	active atomic.Int64   // turns running now
+	agents   map[string]*served
+	log      *slog.Logger
+	refusals metrics.Refusals
+	turns    sync.WaitGroup // turns running, including those whose caller left
+	active   atomic.Int64   // turns running now
 }
 
 type served struct {
@@ -48,9 +56,13 @@ type served struct {
 	keyHash [32]byte
 }
 
-// New returns a server answering for agents, each by its runner's agent name.
-func New(agents ...Agent) (*Server, error) {
-	s := &Server{agents: map[string]*served{}}
+// New returns a server answering for agents, each by its runner's agent
+// name. A runner with no metrics is given its own.
+func New(o Options, agents ...Agent) (*Server, error) {
+	s := &Server{agents: map[string]*served{}, log: o.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	for _, a := range agents {
 		name := a.Runner.Agent.Name
 		if name == "" || a.Key == "" {
@@ -60,7 +72,10 @@ func New(agents ...Agent) (*Server, error) {
 			return nil, fmt.Errorf("server: agent %q twice", name)
 		}
 		if a.Runner.Metrics == nil {
-			a.Runner.Metrics = new(turn.Metrics)
+			a.Runner.Metrics = &metrics.Agent{Name: name}
+		}
+		if a.Runner.Log == nil {
+			a.Runner.Log = o.Log
 		}
 		s.agents[name] = &served{Agent: a, keyHash: sha256.Sum256([]byte(a.Key))}
 	}
@@ -85,6 +100,9 @@ func (s *Server) idle() {
 // A graceful stop shuts the HTTP server down first, then waits here.
 func (s *Server) Wait() { s.turns.Wait() }
 
+// Running returns how many turns run now.
+func (s *Server) Running() int64 { return s.active.Load() }
+
 // ServeHTTP routes a request. Paths are split on their escaped form, so a
 // thread name holding a '/' (sent as %2F) stays one segment and is refused
 // by the one function that makes names into paths, never cleaned into
@@ -94,7 +112,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, p := range seg {
 		u, err := url.PathUnescape(p)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "path segment %d: %v", i+1, err)
+			s.refuse(w, "", "", http.StatusBadRequest, "path segment %d: %v", i+1, err)
 			return
 		}
 		seg[i] = u
@@ -108,55 +126,83 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 2 && seg[0] == "_link" && seg[1] == "recover":
 		s.recover(w, r)
 	case len(seg) >= 4 && seg[0] == "v1" && seg[1] == "agents" && seg[3] == "chats":
-		a, ok := s.authorize(w, r, seg[2])
+		thread := ""
+		if len(seg) > 4 {
+			thread = seg[4]
+		}
+		a, ok := s.authorize(w, r, seg[2], thread)
 		if !ok {
 			return
 		}
 		switch {
 		case len(seg) == 6 && seg[5] == "messages":
-			if !method(w, r, http.MethodPost) {
+			if !s.method(w, r, a.Runner.Agent.Name, http.MethodPost) {
 				return
 			}
 			s.message(w, r, a, seg[4])
 		case len(seg) == 5:
-			if !method(w, r, http.MethodGet) {
+			if !s.method(w, r, a.Runner.Agent.Name, http.MethodGet) {
 				return
 			}
 			s.chat(w, r, a, seg[4])
 		default:
-			writeError(w, http.StatusNotFound, "no such path %s", r.URL.Path)
+			s.refuse(w, a.Runner.Agent.Name, "", http.StatusNotFound, "no such path %s", r.URL.Path)
 		}
 	default:
-		writeError(w, http.StatusNotFound, "no such path %s", r.URL.Path)
+		s.refuse(w, "", "", http.StatusNotFound, "no such path %s", r.URL.Path)
 	}
 }
 
-func method(w http.ResponseWriter, r *http.Request, m string) bool {
+func (s *Server) method(w http.ResponseWriter, r *http.Request, agent, m string) bool {
 	if r.Method != m {
 		w.Header().Set("Allow", m)
-		writeError(w, http.StatusMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, m, r.Method)
+		s.refuse(w, agent, "", http.StatusMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, m, r.Method)
 		return false
 	}
 	return true
 }
 
+// refuse answers a request with an error status and why; a 4xx is counted
+// and logged once, with the agent and thread when known (agent is counted
+// only when served here, so a name in a path never becomes a label).
+func (s *Server) refuse(w http.ResponseWriter, agent, thread string, code int, format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	writeError(w, code, "%s", why)
+	if code < 400 || code >= 500 {
+		return
+	}
+	label := agent
+	if s.agents[agent] == nil {
+		label = ""
+	}
+	s.refusals.Add(label, code)
+	attrs := []any{"status", code, "why", why}
+	if agent != "" {
+		attrs = append(attrs, "agent", agent)
+	}
+	if thread != "" {
+		attrs = append(attrs, "thread", thread)
+	}
+	s.log.Warn("refused", attrs...)
+}
+
 // authorize checks the request's bearer key against the named agent's, in
 // constant time (the hashes are compared, so not even the length leaks).
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, agent string) (*served, bool) {
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, agent, thread string) (*served, bool) {
 	a := s.agents[agent]
 	if a == nil {
-		writeError(w, http.StatusForbidden, "agent %q is not served here", agent)
+		s.refuse(w, agent, thread, http.StatusForbidden, "agent %q is not served here", agent)
 		return nil, false
 	}
 	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || key == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lnk"`)
-		writeError(w, http.StatusUnauthorized, "no bearer key: send Authorization: Bearer <the agent's key>")
+		s.refuse(w, agent, thread, http.StatusUnauthorized, "no bearer key: send Authorization: Bearer <the agent's key>")
 		return nil, false
 	}
 	if !keyMatches(a, key) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lnk"`)
-		writeError(w, http.StatusUnauthorized, "wrong key for agent %q", agent)
+		s.refuse(w, agent, thread, http.StatusUnauthorized, "wrong key for agent %q", agent)
 		return nil, false
 	}
 	return a, true
@@ -197,27 +243,28 @@ func answerOf(a turn.Answer) answerBody {
 // "shared", for a bridge to relay once, and is never kept for
 // _link/recover, which the earlier caller's answer is.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thread string) {
+	name := a.Runner.Agent.Name
 	if _, err := home.ThreadDir(thread); err != nil {
-		writeError(w, http.StatusBadRequest, "thread: %v", err)
+		s.refuse(w, name, "", http.StatusBadRequest, "thread: %v", err)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body over %d bytes", MaxBodyBytes)
+			s.refuse(w, name, thread, http.StatusRequestEntityTooLarge, "body over %d bytes", MaxBodyBytes)
 			return
 		}
-		writeError(w, http.StatusBadRequest, "reading the body: %v", err)
+		s.refuse(w, name, thread, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
 	mb, err := parseMessageBody(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "body: %v", err)
+		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
 		return
 	}
 	if mb.Text == nil {
-		writeError(w, http.StatusBadRequest, "body: no text")
+		s.refuse(w, name, thread, http.StatusBadRequest, "body: no text")
 		return
 	}
 	m := turn.Message{ID: mb.ID, Text: *mb.Text, From: mb.From, Owner: mb.Owner, Connection: mb.Connection}
@@ -225,7 +272,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		m.Tools = tools.ParseHeader(strings.Join(v, ","))
 	}
 	if err := m.Check(); err != nil {
-		writeError(w, http.StatusBadRequest, "body: %v", err)
+		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
 		return
 	}
 
@@ -265,14 +312,18 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		callerLeft := left
 		mu.Unlock()
 		if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
-			keepPending(a.Runner.Agent, thread, ans)
+			s.keepPending(a.Runner.Agent, thread, ans)
 		}
 		done <- result{ans, err}
 	}()
 	select {
 	case res := <-done:
 		if res.err != nil {
-			code, msg := errorStatus(res.err)
+			// The turn logged its error; a 4xx is counted as a refusal.
+			code, msg := status(res.err), errorMessage(res.err)
+			if code >= 400 && code < 500 {
+				s.refusals.Add(name, code)
+			}
 			if sse != nil {
 				sse.event("error", errorBody{Error: msg})
 				return
@@ -292,45 +343,31 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		mu.Unlock()
 		if fin { // the turn ended as its caller left: nobody will be told
 			if res := <-done; res.err == nil && !res.a.Repeat && !res.a.Shared {
-				keepPending(a.Runner.Agent, thread, res.a)
+				s.keepPending(a.Runner.Agent, thread, res.a)
 			}
 		}
 	}
 }
 
-// errorStatus maps a turn's error to an HTTP status and a message.
-func errorStatus(err error) (int, string) {
-	var se *model.StatusError
-	switch {
-	case errors.Is(err, turn.ErrBadMessage), errors.Is(err, home.ErrBadName):
-		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, turn.ErrThreadClash), errors.Is(err, turn.ErrUnanswered):
-		return http.StatusConflict, err.Error()
-	case errors.Is(err, settings.ErrBadSpec):
-		return http.StatusInternalServerError, "the agent's settings: " + err.Error()
-	case errors.Is(err, model.ErrTooLong), errors.As(err, &se):
-		return http.StatusBadGateway, "the model: " + err.Error()
-	case errors.Is(err, context.Canceled):
-		return http.StatusServiceUnavailable, err.Error()
+// keepPending keeps an answer whose caller left before it was told, for
+// _link/recover to hand over once. Not kept, it is logged: the answer is in
+// the conversation, but no bridge will be told it.
+func (s *Server) keepPending(a home.Agent, thread string, ans turn.Answer) {
+	if err := writePending(a, thread, ans); err != nil {
+		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "error", err)
 	}
-	return http.StatusInternalServerError, err.Error()
 }
 
-// keepPending keeps an answer whose caller left before it was told, for
-// _link/recover to hand over once.
-func keepPending(a home.Agent, thread string, ans turn.Answer) {
+func writePending(a home.Agent, thread string, ans turn.Answer) error {
 	dir, err := a.Path(home.ChatPending, thread)
 	if err != nil {
-		return
+		return err
 	}
-	b, _ := json.Marshal(struct {
-		Agent   string `json:"agent"`
-		Thread  string `json:"thread"`
-		Seq     int64  `json:"seq"`
-		Text    string `json:"text"`
-		Crashed bool   `json:"crashed"`
-	}{a.Name, thread, ans.Seq, ans.Text, false})
-	home.WriteFileAtomic(fmt.Sprintf("%s/%d.json", dir, ans.Seq), append(b, '\n'), 0o600)
+	b, err := json.Marshal(pendingAnswer{a.Name, thread, ans.Seq, ans.Text, false})
+	if err != nil {
+		return err
+	}
+	return home.WriteFileAtomic(fmt.Sprintf("%s/%d.json", dir, ans.Seq), append(b, '\n'), 0o600)
 }
 
 // chat serves a conversation: its copy for people, or its events with
@@ -338,25 +375,18 @@ func keepPending(a home.Agent, thread string, ans turn.Answer) {
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	ag := a.Runner.Agent
 	conv, err := a.Runner.Conversation(thread)
-	switch {
-	case errors.Is(err, home.ErrBadName):
-		writeError(w, http.StatusBadRequest, "thread: %v", err)
-		return
-	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "no conversation %q", thread)
-		return
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "%v", err)
+	if err != nil {
+		s.fail(w, ag.Name, thread, err)
 		return
 	}
 	defer conv.Close()
 	last, err := conv.Last(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		s.fail(w, ag.Name, thread, err)
 		return
 	}
 	if last == 0 {
-		writeError(w, http.StatusNotFound, "no conversation %q", thread)
+		s.refuse(w, ag.Name, thread, http.StatusNotFound, "no conversation %q", thread)
 		return
 	}
 	if strings.Contains(r.Header.Get("Accept"), "application/jsonl") {
@@ -375,6 +405,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread 
 		return
 	}
 	turn.WriteCopy(r.Context(), w, ag.Name, conv)
+}
+
+// fail answers a request with err's status (see status): a 4xx is a
+// refusal, anything else logged as the request's failure.
+func (s *Server) fail(w http.ResponseWriter, agent, thread string, err error) {
+	code, msg := status(err), errorMessage(err)
+	if code >= 400 && code < 500 {
+		s.refuse(w, agent, thread, code, "%s", msg)
+		return
+	}
+	writeError(w, code, "%s", msg)
+	s.log.Error("request failed", "agent", agent, "thread", thread, "status", code, "error", err)
 }
 
 type errorBody struct {

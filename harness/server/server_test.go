@@ -50,7 +50,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	for _, f := range setup {
 		f(r)
 	}
-	srv, err := New(Agent{Runner: r, Key: key})
+	srv, err := New(Options{Log: r.Log}, Agent{Runner: r, Key: key}) // the server logs where its runner does
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestChatAndMetrics(t *testing.T) {
 		t.Errorf("a missing conversation: %d", code)
 	}
 	_, _, body = get("/metrics", "")
-	for _, want := range []string{`lnk_turns_total{agent="ada"} 3`, `lnk_turn_errors_total{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
+	for _, want := range []string{`lnk_turns_total{agent="ada",outcome="ok"} 3`, `lnk_turns_total{agent="ada",outcome="error"} 0`, `lnk_turn_seconds_count{agent="ada",outcome="ok"} 3`, `lnk_recover_waiting{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ type Options struct {
 	MaxAge time.Duration // a kept session this old is ended when next free
 	Call   time.Duration // the longest one call may take
 	HTTP   *http.Client  // nil: a client of its own, without an overall timeout
+	Log    *slog.Logger  // a tool that did not start; nil logs nothing
 }
 
 // Set is one agent's tools in one process: the servers the environment
@@ -323,7 +325,7 @@ func (s *Set) acquire(ctx context.Context, sv Server) (*session, error) {
 		s.kept[sv.Name] = sl
 		s.mu.Unlock()
 
-		ss, err := openSession(ctx, sv, s.o.HTTP, s.o.Start, time.Now())
+		ss, err := s.openSession(ctx, sv)
 		s.mu.Lock()
 		sl.s, sl.err = ss, err
 		if err != nil {
@@ -344,6 +346,16 @@ func (s *Set) acquire(ctx context.Context, sv Server) (*session, error) {
 		s.noteList(ss.list)
 		return ss, nil
 	}
+}
+
+// openSession opens a session with sv within Options.Start; one that does
+// not start is logged, once per try, as the tool left out.
+func (s *Set) openSession(ctx context.Context, sv Server) (*session, error) {
+	ss, err := openSession(ctx, sv, s.o.HTTP, s.o.Start, time.Now())
+	if err != nil && s.o.Log != nil {
+		s.o.Log.Warn("tool unavailable", "agent", s.agent.Name, "tool", sv.Name, "error", err)
+	}
+	return ss, err
 }
 
 // usable tells whether a kept session may take another call. s.mu is held.

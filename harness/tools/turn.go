@@ -186,7 +186,7 @@ func (t *Turn) open(ctx context.Context, sv Server) (*session, bool, error) {
 	sl := &slot{ready: make(chan struct{})}
 	t.sessions[sv.Name] = sl
 	t.mu.Unlock()
-	sl.s, sl.err = openSession(ctx, sv, t.set.o.HTTP, t.set.o.Start, time.Now())
+	sl.s, sl.err = t.set.openSession(ctx, sv)
 	if sl.err == nil {
 		t.set.noteList(sl.s.list)
 	}

@@ -35,6 +35,7 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 	resp, err := t.ask(ctx, s.Provider(), req, relay)
 	if err != nil && !started && s.Model.Fallback != "" && errors.Is(err, model.ErrUnavailable) {
 		first := err
+		t.log().Warn("model fallback", "model", s.Model.Name, "fallback", s.Model.Fallback, "error", first)
 		fs, freq, ferr := t.fallback(ctx, s, req)
 		if ferr != nil {
 			return nil, fmt.Errorf("%w; the fallback %s: %v", first, s.Model.Fallback, ferr)
@@ -61,7 +62,7 @@ func (t *turn) ask(ctx context.Context, provider string, req *model.Request, onT
 	}
 	start := t.r.now()
 	resp, err := c.Call(ctx, req, onText)
-	t.modelTime += t.r.now().Sub(start)
+	t.r.Metrics.Provider(provider).Call(t.r.now().Sub(start), err)
 	return resp, err
 }
 

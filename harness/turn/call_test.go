@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -39,7 +40,7 @@ func modelRunner(t *testing.T, script *scripted.Script, s settings.Settings, env
 	for k, v := range env {
 		all[k] = v
 	}
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return all[k] }, HTTP: &http.Client{}, Metrics: new(Metrics), Open: openLog}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return all[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}
 	return r, srv, root
 }
 

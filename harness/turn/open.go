@@ -45,8 +45,14 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		return err
 	}
 	t.conv, t.release = held, release
-	if t.last, err = held.Last(ctx); err != nil || t.last == 0 {
+	if t.last, err = held.Last(ctx); err != nil {
 		return err
+	}
+	if l, ok := held.(*store.Leased); ok && l.TookOver() != "" {
+		t.log().Warn("lease taken over", "seq", t.last, "from", l.TookOver()) // seq: the last event its holder left
+	}
+	if t.last == 0 {
+		return nil
 	}
 	var first string
 	err = held.Read(ctx, 1, false, func(_ int64, ev []byte) bool {

@@ -313,12 +313,10 @@ func TestModelChangesOnlyItsSection(t *testing.T) {
 	}
 }
 
-// logTo sends the log to a buffer for a test.
-func logTo(t *testing.T) *syncBuffer {
+// logTo sends r's log to a buffer for a test.
+func logTo(r *Runner) *syncBuffer {
 	var b syncBuffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&b, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
+	r.Log = slog.New(slog.NewTextHandler(&b, nil))
 	return &b
 }
 
@@ -342,8 +340,8 @@ func (s *syncBuffer) String() string {
 // Bad input leaves out what it spoils, says so in the log, and the turn
 // runs.
 func TestBadInputLeftOut(t *testing.T) {
-	log := logTo(t)
 	r, m := newRunner(t, nil)
+	log := logTo(r)
 	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	dir := r.Agent.Dir
 	populate(t, dir, "anthropic/claude-opus-5-5")
@@ -434,8 +432,8 @@ func TestSkillsCachedUntilChanged(t *testing.T) {
 // A folder's AGENTS.md found unchanged is taken with one lstat; every
 // change to the folder's instructions still reaches the next turn's prompt.
 func TestRepositoryFollowsChanges(t *testing.T) {
-	log := logTo(t)
 	r, _ := newRunner(t, nil)
+	log := logTo(r)
 	dir := r.Agent.Dir
 	populate(t, dir, "anthropic/claude-opus-5-5")
 	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written

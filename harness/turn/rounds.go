@@ -114,7 +114,12 @@ func (t *turn) runCalls(ctx context.Context, calls []store.Call) ([]store.Event,
 	}
 	ch := make(chan answered, len(calls))
 	for _, c := range calls {
-		go func() { ch <- answered{c, t.call(ctx, c)} }()
+		go func() {
+			start := t.r.now()
+			r := t.call(ctx, c)
+			t.r.Metrics.Tool(t.r.now().Sub(start), r.Error != "")
+			ch <- answered{c, r}
+		}()
 	}
 	out := make([]store.Event, 0, len(calls))
 	var werr error

@@ -2,7 +2,6 @@ package turn
 
 import (
 	"errors"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -166,7 +165,7 @@ func (t *turn) fileSection(name, path string, most int) string {
 
 // leftOut says in the log what the prompt left out, and why.
 func (t *turn) leftOut(section, file, why string) {
-	slog.Warn("prompt: left out", "agent", t.r.Agent.Name, "thread", t.thread, "section", section, "file", file, "why", why)
+	t.log().Warn("instruction left out", "section", section, "file", file, "why", why)
 }
 
 // startConnection is the connection the conversation started on: that of

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
@@ -111,7 +112,7 @@ text = "second answer"
 	if len(reqs) != 2 || !strings.Contains(string(reqs[1]), "the second") || !strings.Contains(string(reqs[1]), "first answer") {
 		t.Fatalf("%d requests; the second: %s", len(reqs), reqs[len(reqs)-1])
 	}
-	if got := r.Metrics.Turns.Load(); got != 1 {
+	if got := r.Metrics.Turns(metrics.OK); got != 1 {
 		t.Errorf("%d turns, want 1", got)
 	}
 	checkCopy(t, r, "t")
@@ -200,7 +201,7 @@ text = "a turn of its own"
 	if got := types(ev[len(ev)-4:]); got != "mama" || ev[len(ev)-4].Text != "one more thing" || ev[len(ev)-2].Text != "too late" {
 		t.Errorf("the conversation ends %s", got)
 	}
-	if got := r.Metrics.Turns.Load(); got != 3 {
+	if got := r.Metrics.Turns(metrics.OK); got != 3 {
 		t.Errorf("%d turns, want 3: the warm one, the steered one, the late message's own", got)
 	}
 	checkCopy(t, r, "t")

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -43,9 +45,10 @@ type Runner struct {
 	Getenv  func(string) string // the environment: LNK_MODEL_PROXY and the rest; nil is an empty one
 	HTTP    *http.Client        // for the model proxy
 	Now     func() time.Time    // the clock; nil means time.Now
-	Metrics *Metrics            // may be nil
+	Metrics *metrics.Agent      // may be nil
 	Open    Opener              // how conversations are opened; needed
 	Tools   *tools.Set          // the agent's tools; nil offers none
+	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
 
 	locks   keyedMutex
 	prompts promptCache // what the prompt read of the agent's files, until they change
@@ -151,8 +154,30 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	defer t.close()
 	a, err := t.run(ctx, m, onText)
 	t.in.finish(thread, err)
-	r.Metrics.turn(start, r.now(), t.modelTime, t.read, t.written, err)
+	took := r.now().Sub(start)
+	r.Metrics.Turn(took, err, t.read, t.written)
+	if err != nil {
+		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
+	}
 	return a, err
+}
+
+// logger is the runner's logger, or one that logs nothing.
+func (r *Runner) logger() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// log is the runner's logger with the turn's agent, thread, and message's
+// seq once it is written. Never a message's text.
+func (t *turn) log() *slog.Logger {
+	l := t.r.logger().With("agent", t.r.Agent.Name, "thread", t.thread)
+	if t.seq != 0 {
+		l = l.With("seq", t.seq)
+	}
+	return l
 }
 
 // turn is one turn's state, gone when the turn ends.
@@ -173,10 +198,10 @@ type turn struct {
 	release   func()            // lets the conversation's lease go, for a store that keeps leases
 	window    *[]store.Event    // the slice the window is decoded into, given back when the turn ends
 
-	last      int64 // the conversation's last seq, as this turn has written it
-	modelTime time.Duration
-	read      int64
-	written   int64
+	last    int64 // the conversation's last seq, as this turn has written it
+	seq     int64 // the seq of the turn's message, once written
+	read    int64
+	written int64
 }
 
 func (t *turn) close() {
@@ -352,6 +377,9 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (store.Event, error
 		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
 	err := t.appendEvent(ctx, &e)
+	if err == nil {
+		t.seq = e.Seq
+	}
 	return e, err
 }
 
@@ -373,6 +401,8 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &store.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
 	}
+	u := resp.Usage
+	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
 	if len(events) > 0 && events[0].Seq == cp.Start {
 		e.Window.StartTime = events[0].Time
 	}

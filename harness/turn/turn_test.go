@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
@@ -28,7 +29,7 @@ func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: new(Metrics), Open: openLog}, model
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}, model
 }
 
 // openLog keeps the tests' conversations as logs: the programs wire the
@@ -156,7 +157,7 @@ func TestReadsOnlyTheTail(t *testing.T) {
 	if a.Seq != 20002 {
 		t.Fatalf("answer seq %d", a.Seq)
 	}
-	read := r.Metrics.BytesRead.Load()
+	read := r.Metrics.BytesRead()
 	if read > fi.Size()/50 {
 		t.Errorf("a turn read %d bytes of a %d-byte conversation", read, fi.Size())
 	}
@@ -356,7 +357,7 @@ func TestRepeatedMessage(t *testing.T) {
 func repeatedWarm(tb testing.TB) func() {
 	dir := filepath.Join(tb.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: new(Metrics), Open: openLog}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}
 	cdir, _ := r.Agent.Path(home.Chat, "t")
 	writeConversation(tb, cdir, "t", 1000)
 	tt := &turn{r: r, thread: "t", dir: cdir}

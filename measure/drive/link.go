@@ -301,6 +301,15 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 
 // Metrics implements MetricsReader.
 func (u *linkUnit) Metrics(ctx context.Context) (Metrics, error) {
+	page, err := u.MetricsPage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(bytes.NewReader(page))
+}
+
+// MetricsPage returns the harness's /metrics page as it is written.
+func (u *linkUnit) MetricsPage(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.agents[u.agent.Name].base+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -313,7 +322,7 @@ func (u *linkUnit) Metrics(ctx context.Context) (Metrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("drive: metrics of %s: %s", u.agent.Name, resp.Status)
 	}
-	return ParseMetrics(io.LimitReader(resp.Body, 16<<20))
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
 
 // Stop implements Unit: SIGTERM, then SIGKILL if ctx ends first.

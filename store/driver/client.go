@@ -16,6 +16,7 @@ var (
 	_ store.Lister       = (*Driver)(nil)
 	_ store.Conversation = (*Conversation)(nil)
 	_ store.Leaser       = (*Conversation)(nil)
+	_ store.LeaseTaker   = (*Conversation)(nil)
 	_ store.Meta         = (*Conversation)(nil)
 	_ store.Narrower     = (*Conversation)(nil)
 	_ store.Forgetter    = (*Conversation)(nil)
@@ -173,9 +174,16 @@ func (c *Conversation) Close() error { return nil }
 
 // Lease calls lease.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
+	token, _, err := c.LeaseFrom(ctx, holder, ttl)
+	return token, err
+}
+
+// LeaseFrom calls lease, and says whose lease ran out for it when the
+// driver says so (took_over).
+func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Duration) (int64, string, error) {
 	var r leaseResult
 	err := c.d.call(ctx, "lease", c.params(params{Holder: holder, TTLMS: ttl.Milliseconds()}), &r)
-	return r.Token, err
+	return r.Token, r.TookOver, err
 }
 
 // Release calls release.

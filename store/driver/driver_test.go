@@ -3,7 +3,9 @@ package driver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -83,6 +85,8 @@ func TestConformanceHTTP(t *testing.T) {
 func TestCallStopped(t *testing.T) {
 	home := t.TempDir()
 	p := child(t, "hang", home)
+	var log bytes.Buffer // written by the calls, read once they returned
+	p.Log = slog.New(slog.NewJSONHandler(&log, nil))
 	d := driver.New(p)
 	defer d.Close()
 	d.Limit = 300 * time.Millisecond
@@ -108,6 +112,21 @@ func TestCallStopped(t *testing.T) {
 	ev := storetest.Event("t", 1, 0)
 	if err := c.Append(context.Background(), 1, ev); err != nil {
 		t.Fatalf("the next call: %v", err)
+	}
+	// Each start logged once: the first, and the one after the kill, saying why.
+	var msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var l struct{ Msg, Driver, After string }
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", line)
+		}
+		msgs = append(msgs, l.Msg)
+		if l.Driver == "" || l.Msg == "driver restarted" && !strings.HasPrefix(l.After, "killed") {
+			t.Errorf("log line %s", line)
+		}
+	}
+	if strings.Join(msgs, ",") != "driver started,driver restarted" {
+		t.Errorf("logged %v, want the start and the restart", msgs)
 	}
 }
 

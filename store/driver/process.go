@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +29,11 @@ type Process struct {
 
 	// Idle is how long the child lives with no call in flight; zero means
 	// IdleTimeout. Stderr gets the child's standard error; nil means this
-	// process's. Set them before the first call.
+	// process's. Log gets a line when the child starts, and when it starts
+	// again after it ended; nil logs nothing. Set them before the first call.
 	Idle   time.Duration
 	Stderr io.Writer
+	Log    *slog.Logger
 
 	// wmu serializes writes to the child's standard input.
 	wmu sync.Mutex
@@ -40,6 +43,8 @@ type Process struct {
 	child  *child // nil when none runs
 	nextID int64
 	closed bool
+	starts int    // children started
+	ended  string // why the last child ended: "idle", or what went wrong
 }
 
 // child is one run of the program.
@@ -51,6 +56,7 @@ type child struct {
 	idle     *time.Timer           // guarded by Process.mu
 	done     chan struct{}         // closed when its answers end
 	err      error                 // why they ended, set before done closes
+	stopped  string                // why it was ended from here, guarded by Process.mu; "" when it ended itself
 }
 
 // NewProcess returns the transport to the program at path, run with args.
@@ -168,6 +174,14 @@ func (p *Process) start() (*child, error) {
 	}
 	c := &child{cmd: cmd, stdin: stdin, pending: make(map[int64]chan answer), done: make(chan struct{})}
 	go p.answers(c, stdout)
+	p.starts++
+	if p.Log != nil {
+		if p.starts == 1 {
+			p.Log.Info("driver started", "driver", p.name, "pid", cmd.Process.Pid)
+		} else {
+			p.Log.Info("driver restarted", "driver", p.name, "pid", cmd.Process.Pid, "starts", p.starts, "after", p.ended)
+		}
+	}
 	return c, nil
 }
 
@@ -210,6 +224,10 @@ func (p *Process) answers(c *child, stdout io.Reader) {
 	if p.child == c {
 		p.child = nil
 	}
+	p.ended = c.stopped
+	if p.ended == "" {
+		p.ended = err.Error()
+	}
 	p.mu.Unlock()
 	c.err = err
 	close(c.done)
@@ -222,6 +240,7 @@ func (p *Process) kill(c *child) {
 	if p.child == c {
 		p.child = nil
 	}
+	c.stopped = "killed: a call past its time, or its input failed"
 	p.mu.Unlock()
 	c.cmd.Process.Kill()
 }
@@ -234,6 +253,7 @@ func (p *Process) stopIdle(c *child) {
 		return
 	}
 	p.child = nil
+	c.stopped = "idle"
 	p.mu.Unlock()
 	p.stop(c)
 }
@@ -264,8 +284,11 @@ func (p *Process) Close() error {
 	p.mu.Lock()
 	c := p.child
 	p.child, p.closed = nil, true
-	if c != nil && c.idle != nil {
-		c.idle.Stop()
+	if c != nil {
+		c.stopped = "closed"
+		if c.idle != nil {
+			c.idle.Stop()
+		}
 	}
 	p.mu.Unlock()
 	if c != nil {

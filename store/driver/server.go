@@ -169,11 +169,20 @@ func call(ctx context.Context, d store.Driver, method string, raw []byte) ([]byt
 		if method == "release" {
 			return []byte("{}"), l.Release(ctx, p.Token)
 		}
-		token, err := l.Lease(ctx, p.Holder, time.Duration(p.TTLMS)*time.Millisecond)
+		ttl := time.Duration(p.TTLMS) * time.Millisecond
+		var (
+			r   leaseResult
+			err error
+		)
+		if t, ok := l.(store.LeaseTaker); ok {
+			r.Token, r.TookOver, err = t.LeaseFrom(ctx, p.Holder, ttl)
+		} else {
+			r.Token, err = l.Lease(ctx, p.Holder, ttl)
+		}
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(leaseResult{token})
+		return json.Marshal(r)
 	case "meta_get", "meta_put", "meta_delete":
 		m, ok := c.(store.Meta)
 		if !ok {

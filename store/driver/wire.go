@@ -136,7 +136,8 @@ type (
 		Threads []string `json:"threads"`
 	}
 	leaseResult struct {
-		Token int64 `json:"token"`
+		Token    int64  `json:"token"`
+		TookOver string `json:"took_over,omitempty"` // the holder whose lease ran out for this one
 	}
 	metaResult struct {
 		Data []byte `json:"data"`

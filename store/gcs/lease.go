@@ -99,13 +99,21 @@ func pause(ctx context.Context, try int) error {
 // Lease takes or renews the lease, replacing its object only if it is
 // still the generation read.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
+	token, _, err := c.LeaseFrom(ctx, holder, ttl)
+	return token, err
+}
+
+// LeaseFrom is Lease, also saying whose lease ran out for it.
+func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Duration) (int64, string, error) {
+	var ranOut string // of the last try, the one swapped in
 	next, err := c.swap(ctx, func(cur lease.Record) (lease.Record, error) {
+		ranOut = lease.RanOut(cur, holder)
 		return c.d.watch.Take(c.thread, cur, holder, ttl, time.Now())
 	})
 	if err != nil {
-		return 0, c.errorf("lease: %w", err)
+		return 0, "", c.errorf("lease: %w", err)
 	}
-	return next.Token, nil
+	return next.Token, ranOut, nil
 }
 
 // Release lets the lease of token go, keeping its token in the object.

@@ -330,19 +330,25 @@ func (c *Conversation) putLease(r lease.Record) error {
 
 // Lease takes or renews the lease under the conversation's lock.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
+	token, _, err := c.LeaseFrom(ctx, holder, ttl)
+	return token, err
+}
+
+// LeaseFrom is Lease, also saying whose lease ran out for it.
+func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Duration) (int64, string, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer c.d.lock(c.thread)()
 	cur, err := c.lease()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	next, err := c.d.watch.Take(c.thread, cur, holder, ttl, time.Now())
 	if err != nil {
-		return 0, c.errorf("%w", err)
+		return 0, "", c.errorf("%w", err)
 	}
-	return next.Token, c.putLease(next)
+	return next.Token, lease.RanOut(cur, holder), c.putLease(next)
 }
 
 // Release lets the lease of token go.

@@ -345,7 +345,16 @@ func (c *Conversation) putLease(ctx context.Context, tx pgx.Tx, cur, next lease.
 
 // Lease takes or renews the lease in one transaction.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
-	var token int64
+	token, _, err := c.LeaseFrom(ctx, holder, ttl)
+	return token, err
+}
+
+// LeaseFrom is Lease, also saying whose lease ran out for it.
+func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Duration) (int64, string, error) {
+	var (
+		token  int64
+		ranOut string
+	)
 	err := c.d.tx(ctx, func(tx pgx.Tx) error {
 		cur, err := c.lease(ctx, tx)
 		if err != nil {
@@ -355,13 +364,13 @@ func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Durati
 		if err != nil {
 			return err
 		}
-		token = next.Token
+		token, ranOut = next.Token, lease.RanOut(cur, holder)
 		return c.putLease(ctx, tx, cur, next)
 	})
 	if err != nil {
-		return 0, c.errorf("lease: %w", err)
+		return 0, "", c.errorf("lease: %w", err)
 	}
-	return token, nil
+	return token, ranOut, nil
 }
 
 // Release lets the lease of token go, keeping its token in the row.

@@ -288,7 +288,16 @@ func (c *Conversation) putLease(ctx context.Context, tx *sql.Tx, r lease.Record)
 
 // Lease takes or renews the lease in one transaction.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
-	var token int64
+	token, _, err := c.LeaseFrom(ctx, holder, ttl)
+	return token, err
+}
+
+// LeaseFrom is Lease, also saying whose lease ran out for it.
+func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Duration) (int64, string, error) {
+	var (
+		token  int64
+		ranOut string
+	)
 	err := c.tx(ctx, "lease", func(tx *sql.Tx) error {
 		cur, err := c.lease(ctx, tx)
 		if err != nil {
@@ -298,10 +307,10 @@ func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Durati
 		if err != nil {
 			return err
 		}
-		token = next.Token
+		token, ranOut = next.Token, lease.RanOut(cur, holder)
 		return c.putLease(ctx, tx, next)
 	})
-	return token, err
+	return token, ranOut, err
 }
 
 // Release lets the lease of token go.

@@ -566,9 +566,17 @@ func testLeaseRunsOut(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	var tb int64
+	var (
+		tb     int64
+		ranOut string
+	)
+	taker, says := b.(store.LeaseTaker)
 	for {
-		tb, err = b.Lease(bg, "b", ttl)
+		if says {
+			tb, ranOut, err = taker.LeaseFrom(bg, "b", ttl)
+		} else {
+			tb, err = b.Lease(bg, "b", ttl)
+		}
 		if err == nil {
 			break
 		}
@@ -580,6 +588,9 @@ func testLeaseRunsOut(t *testing.T, s *suite) {
 	}
 	if tb <= ta {
 		t.Fatalf("token %d after %d", tb, ta)
+	}
+	if says && ranOut != "a" {
+		t.Errorf("the lease taken from a holder whose time ran out says it was %q's, want a's", ranOut)
 	}
 	wantErr(t, "the old holder's append", a.AppendLeased(bg, 1, Event("expire", 1, 1), ta), store.ErrStaleLease)
 	_, err = a.Lease(bg, "a", ttl)
@@ -622,6 +633,9 @@ func testHoldLease(t *testing.T, s *suite) {
 		t.Fatalf("lease after release: %v", err)
 	}
 	defer release2()
+	if from := other.(*store.Leased).TookOver(); from != "" {
+		t.Errorf("a lease let go and taken says it ran out for %q", from)
+	}
 	wantErr(t, "the first holder's append after release", held.Append(bg, 5, Event("hold", 5, 1)), store.ErrStaleLease)
 	if err := other.Append(bg, 5, Event("hold", 5, 0)); err != nil {
 		t.Fatal(err)

@@ -77,7 +77,9 @@ func (o *Opener) driverFor(home, name string) (*driver.Driver, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = driver.NewProcess(path, "--home", home)
+		p := driver.NewProcess(path, "--home", home)
+		p.Log = o.Log
+		t = p
 	}
 	if o.drivers == nil {
 		o.drivers = make(map[string]*driver.Driver)

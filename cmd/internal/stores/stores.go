@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/compact"
@@ -41,6 +43,11 @@ var ErrBadKind = errors.New("stores: no such kind of conversation")
 type Opener struct {
 	Bridge    string // the store bridge's base URL (LNK_STORE_BRIDGE); "" reaches each driver's program lnk-<name>
 	BridgeKey []byte // the agent's key the bridge is proved with
+	// Synced, if set, is called after each fsync of a log or of compact
+	// frames with how long it took.
+	Synced func(time.Duration)
+	// Log gets a plugin program's start and restart; nil logs nothing.
+	Log *slog.Logger
 
 	// mu guards drivers.
 	mu      sync.Mutex
@@ -68,11 +75,11 @@ func (o *Opener) Open(dir, kind string) (store.Conversation, error) {
 	case name != "":
 		return o.OpenKept(dir, name)
 	case f.frames:
-		return compact.Open(dir)
+		return compact.OpenOptions(dir, compact.Options{Synced: o.Synced})
 	case f.perEvent && !f.log:
 		return perevent.Open(dir) // the form before the log, read only
 	case f.log:
-		return eventlog.Open(dir)
+		return eventlog.OpenOptions(dir, eventlog.Options{Synced: o.Synced})
 	}
 	if kind == "" {
 		return nil, fmt.Errorf("%w: %s holds no conversation", store.ErrNotFound, dir)
@@ -82,9 +89,9 @@ func (o *Opener) Open(dir, kind string) (store.Conversation, error) {
 	}
 	switch kind {
 	case "log":
-		return eventlog.Open(dir)
+		return eventlog.OpenOptions(dir, eventlog.Options{Synced: o.Synced})
 	case "compact":
-		return compact.Open(dir)
+		return compact.OpenOptions(dir, compact.Options{Synced: o.Synced})
 	}
 	// A driver's: the marker first, so the folder says who keeps it.
 	if err := mark(dir, kind); err != nil {

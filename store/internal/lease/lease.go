@@ -62,6 +62,15 @@ func (w *Watch) Take(thread string, cur Record, holder string, ttl time.Duration
 	return next, nil
 }
 
+// RanOut returns the holder whose lease ran out for holder's take, given
+// the record Take was given and took: cur's holder when another's, else "".
+func RanOut(cur Record, holder string) string {
+	if cur.Holder == holder {
+		return ""
+	}
+	return cur.Holder
+}
+
 // ranOut says whether cur has stayed in its generation for its time to
 // live, as far as this process has seen, and remembers it when it is new.
 func (w *Watch) ranOut(thread string, cur Record, now time.Time) bool {

@@ -1,0 +1,373 @@
+// Package metrics keeps Link Harness's metrics and writes them in the
+// Prometheus text format, by hand: histograms of latency, counters of
+// turns, tokens, cost and bytes. Recording is a few atomic adds and never
+// allocates, so a turn pays nothing it could notice; labels are bounded
+// (agent, provider, outcome, kind, status), never a thread or a message.
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The buckets every histogram has, fixed here and nowhere else: upper
+// bounds doubling from 1 ms to 65.536 s, then +Inf.
+const (
+	firstBound = time.Millisecond
+	nBounds    = 17
+)
+
+// bound returns the upper bound of bucket i.
+func bound(i int) time.Duration { return firstBound << i }
+
+// Histogram counts durations into the fixed buckets. The zero value is
+// ready to use; it is safe for concurrent use.
+type Histogram struct {
+	counts [nBounds + 1]atomic.Uint64 // per bucket, not cumulative; the last is +Inf
+	sum    atomic.Int64               // nanoseconds
+}
+
+// Observe counts d.
+func (h *Histogram) Observe(d time.Duration) {
+	i := 0
+	for i < nBounds && d > bound(i) {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(int64(d))
+}
+
+// Count returns how many durations were counted.
+func (h *Histogram) Count() uint64 {
+	var n uint64
+	for i := range h.counts {
+		n += h.counts[i].Load()
+	}
+	return n
+}
+
+// write writes h's series with labels (`a="x",b="y"`, no braces).
+func (h *Histogram) write(w io.Writer, name, labels string) {
+	var cum uint64
+	for i := range h.counts {
+		cum += h.counts[i].Load()
+		le := "+Inf"
+		if i < nBounds {
+			le = strconv.FormatFloat(bound(i).Seconds(), 'g', -1, 64)
+		}
+		fmt.Fprintf(w, "%s_bucket{%s,le=%q} %d\n", name, labels, le, cum)
+	}
+	fmt.Fprintf(w, "%s_sum{%s} %s\n%s_count{%s} %d\n", name, labels, seconds(h.sum.Load()), name, labels, cum)
+}
+
+// Outcome is how a timed thing ended: a label value.
+type Outcome int
+
+// Outcomes.
+const (
+	OK Outcome = iota
+	Failed
+	nOutcomes
+)
+
+var outcomeNames = [nOutcomes]string{"ok", "error"}
+
+// OutcomeOf is Failed when err is not nil.
+func OutcomeOf(err error) Outcome {
+	if err != nil {
+		return Failed
+	}
+	return OK
+}
+
+// Token kinds: a label value.
+const (
+	Input = iota
+	Output
+	CacheRead
+	CacheWrite
+	nKinds
+)
+
+var kindNames = [nKinds]string{"input", "output", "cache_read", "cache_write"}
+
+// Agent is one agent's metrics. Its zero value, with Name set, is ready to
+// use; it is safe for concurrent use, and a nil *Agent counts nothing.
+type Agent struct {
+	Name string
+
+	turns        [nOutcomes]Histogram
+	tools        [nOutcomes]Histogram
+	fsync        Histogram
+	bytesRead    atomic.Int64
+	bytesWritten atomic.Int64
+
+	mu sync.Mutex
+	// providers is guarded by mu for writes; read without it through
+	// known, which holds the providers seen so far.
+	providers map[string]*Provider
+	known     atomic.Pointer[map[string]*Provider]
+}
+
+// Turn counts a turn of d that ended with err, and the bytes it read from
+// the store and wrote.
+func (a *Agent) Turn(d time.Duration, err error, read, written int64) {
+	if a == nil {
+		return
+	}
+	a.turns[OutcomeOf(err)].Observe(d)
+	a.bytesRead.Add(read)
+	a.bytesWritten.Add(written)
+}
+
+// Tool counts a tool call of d; failed says it was answered with an error.
+func (a *Agent) Tool(d time.Duration, failed bool) {
+	if a == nil {
+		return
+	}
+	o := OK
+	if failed {
+		o = Failed
+	}
+	a.tools[o].Observe(d)
+}
+
+// Synced counts an fsync of d: the stores' Synced hook.
+func (a *Agent) Synced(d time.Duration) {
+	if a != nil {
+		a.fsync.Observe(d)
+	}
+}
+
+// Turns returns how many turns ended with outcome o.
+func (a *Agent) Turns(o Outcome) uint64 { return a.turns[o].Count() }
+
+// BytesRead returns the event bytes the agent's turns read from the store.
+func (a *Agent) BytesRead() int64 { return a.bytesRead.Load() }
+
+// Provider returns the metrics of the agent's calls to provider, made on
+// first use; nil for a nil Agent. After the first, it does not allocate.
+func (a *Agent) Provider(name string) *Provider {
+	if a == nil {
+		return nil
+	}
+	if m := a.known.Load(); m != nil {
+		if p := (*m)[name]; p != nil {
+			return p
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.providers[name]; p != nil {
+		return p
+	}
+	next := make(map[string]*Provider, len(a.providers)+1)
+	for k, v := range a.providers {
+		next[k] = v
+	}
+	p := new(Provider)
+	next[name] = p
+	a.providers = next
+	a.known.Store(&next)
+	return p
+}
+
+// Provider is an agent's calls to one provider. The zero value is ready to
+// use; it is safe for concurrent use, and a nil *Provider counts nothing.
+type Provider struct {
+	calls  [nOutcomes]Histogram
+	tokens [nKinds]atomic.Int64
+	cost   atomic.Uint64 // float64 bits, US dollars
+}
+
+// Call counts a model call of d that ended with err.
+func (p *Provider) Call(d time.Duration, err error) {
+	if p != nil {
+		p.calls[OutcomeOf(err)].Observe(d)
+	}
+}
+
+// Used counts an answer's tokens and cost.
+func (p *Provider) Used(input, output, cacheRead, cacheWrite int64, cost float64) {
+	if p == nil {
+		return
+	}
+	for k, n := range [nKinds]int64{input, output, cacheRead, cacheWrite} {
+		if n > 0 {
+			p.tokens[k].Add(n)
+		}
+	}
+	if cost <= 0 {
+		return
+	}
+	for {
+		old := p.cost.Load()
+		if p.cost.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+cost)) {
+			return
+		}
+	}
+}
+
+// Write writes the agents' metrics, each family once with every agent's
+// series in it, agents in name order.
+func Write(w io.Writer, agents []*Agent) {
+	agents = append([]*Agent(nil), agents...)
+	sort.Slice(agents, func(i, j int) bool { return agents[i].Name < agents[j].Name })
+	family(w, "lnk_turn_seconds", "histogram", "Time of a turn, from its lock to its answer, by outcome.")
+	for _, a := range agents {
+		for o := range nOutcomes {
+			a.turns[o].write(w, "lnk_turn_seconds", labels("agent", a.Name, "outcome", outcomeNames[o]))
+		}
+	}
+	family(w, "lnk_turns_total", "counter", "Turns taken, by outcome.")
+	for _, a := range agents {
+		for o := range nOutcomes {
+			fmt.Fprintf(w, "lnk_turns_total{%s} %d\n", labels("agent", a.Name, "outcome", outcomeNames[o]), a.turns[o].Count())
+		}
+	}
+	family(w, "lnk_model_call_seconds", "histogram", "Time of a call to the model, by provider and outcome.")
+	each(agents, func(a *Agent, name string, p *Provider) {
+		for o := range nOutcomes {
+			p.calls[o].write(w, "lnk_model_call_seconds", labels("agent", a.Name, "provider", name, "outcome", outcomeNames[o]))
+		}
+	})
+	family(w, "lnk_tokens_total", "counter", "Tokens the provider reported, by kind.")
+	each(agents, func(a *Agent, name string, p *Provider) {
+		for k := range nKinds {
+			fmt.Fprintf(w, "lnk_tokens_total{%s} %d\n", labels("agent", a.Name, "provider", name, "kind", kindNames[k]), p.tokens[k].Load())
+		}
+	})
+	family(w, "lnk_cost_usd_total", "counter", "What the answers cost, in US dollars, by the model facts' prices.")
+	each(agents, func(a *Agent, name string, p *Provider) {
+		fmt.Fprintf(w, "lnk_cost_usd_total{%s} %s\n", labels("agent", a.Name, "provider", name),
+			strconv.FormatFloat(math.Float64frombits(p.cost.Load()), 'g', -1, 64))
+	})
+	family(w, "lnk_tool_call_seconds", "histogram", "Time of a tool call, by outcome.")
+	for _, a := range agents {
+		for o := range nOutcomes {
+			a.tools[o].write(w, "lnk_tool_call_seconds", labels("agent", a.Name, "outcome", outcomeNames[o]))
+		}
+	}
+	family(w, "lnk_store_fsync_seconds", "histogram", "Time of an fsync of a conversation's store.")
+	for _, a := range agents {
+		a.fsync.write(w, "lnk_store_fsync_seconds", labels("agent", a.Name))
+	}
+	family(w, "lnk_store_bytes_read_total", "counter", "Bytes read from the store.")
+	for _, a := range agents {
+		fmt.Fprintf(w, "lnk_store_bytes_read_total{%s} %d\n", labels("agent", a.Name), a.bytesRead.Load())
+	}
+	family(w, "lnk_store_bytes_written_total", "counter", "Bytes written to the store and the copy.")
+	for _, a := range agents {
+		fmt.Fprintf(w, "lnk_store_bytes_written_total{%s} %d\n", labels("agent", a.Name), a.bytesWritten.Load())
+	}
+}
+
+// each calls fn for each agent's providers, in name order.
+func each(agents []*Agent, fn func(a *Agent, name string, p *Provider)) {
+	for _, a := range agents {
+		m := a.known.Load()
+		if m == nil {
+			continue
+		}
+		names := make([]string, 0, len(*m))
+		for n := range *m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fn(a, n, (*m)[n])
+		}
+	}
+}
+
+// Refusals counts requests refused with a 4xx status, by agent and status.
+// The agent is "" when the request named none served here, so an unknown
+// name never becomes a label. The zero value is ready to use; it is safe
+// for concurrent use.
+type Refusals struct {
+	mu sync.Mutex
+	// guarded by mu
+	n map[refusal]int64
+}
+
+type refusal struct {
+	agent  string
+	status int
+}
+
+// Add counts one refusal.
+func (r *Refusals) Add(agent string, status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = make(map[refusal]int64)
+	}
+	r.n[refusal{agent, status}]++
+}
+
+// Write writes lnk_refusals_total.
+func (r *Refusals) Write(w io.Writer) {
+	r.mu.Lock()
+	keys := make([]refusal, 0, len(r.n))
+	for k := range r.n {
+		keys = append(keys, k)
+	}
+	counts := make([]int64, len(keys))
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].agent != keys[j].agent {
+			return keys[i].agent < keys[j].agent
+		}
+		return keys[i].status < keys[j].status
+	})
+	for i, k := range keys {
+		counts[i] = r.n[k]
+	}
+	r.mu.Unlock()
+	family(w, "lnk_refusals_total", "counter", "Requests refused with a 4xx status, by status.")
+	for i, k := range keys {
+		l := labels("status", strconv.Itoa(k.status))
+		if k.agent != "" {
+			l = labels("agent", k.agent, "status", strconv.Itoa(k.status))
+		}
+		fmt.Fprintf(w, "lnk_refusals_total{%s} %d\n", l, counts[i])
+	}
+}
+
+// Gauge writes one gauge family of per-agent values.
+func Gauge(w io.Writer, name, help string, agents []string, value func(agent string) int64) {
+	family(w, name, "gauge", help)
+	for _, a := range agents {
+		fmt.Fprintf(w, "%s{%s} %d\n", name, labels("agent", a), value(a))
+	}
+}
+
+func family(w io.Writer, name, kind, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
+}
+
+// labels writes name="value" pairs, values escaped as the text format
+// says: backslash, double quote and line feed.
+func labels(kv ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(kv[i])
+		b.WriteString(`="`)
+		b.WriteString(escaper.Replace(kv[i+1]))
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+var escaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func seconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'g', -1, 64) }

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/model"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/store"
+)
+
+// statuses is the one table of errors to HTTP statuses, matched with
+// errors.Is in order; the first match wins.
+var statuses = []struct {
+	err  error
+	code int
+}{
+	{turn.ErrBadMessage, http.StatusBadRequest},
+	{home.ErrBadName, http.StatusBadRequest},
+	{store.ErrNotFound, http.StatusNotFound},
+	{turn.ErrThreadClash, http.StatusConflict},
+	{turn.ErrUnanswered, http.StatusConflict},
+	{store.ErrSeqTaken, http.StatusConflict}, // another process wrote the conversation meanwhile
+	{store.ErrGap, http.StatusConflict},
+	{store.ErrStaleLease, http.StatusConflict},
+	{settings.ErrBadSpec, http.StatusInternalServerError},
+	{model.ErrTooLong, http.StatusBadGateway},
+	{model.ErrUnavailable, http.StatusBadGateway},
+	{model.ErrCut, http.StatusBadGateway},
+	{model.ErrStalled, http.StatusBadGateway},
+	{model.ErrMalformed, http.StatusBadGateway},
+	{context.Canceled, http.StatusServiceUnavailable},
+}
+
+// status is the HTTP status that answers err: the table's, a provider's
+// refusal (*model.StatusError) 502 Bad Gateway, anything else 500.
+func status(err error) int {
+	for _, s := range statuses {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	if se := (*model.StatusError)(nil); errors.As(err, &se) {
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
+
+// errorMessage is err as an answer says it, with where it came from when
+// the error does not say.
+func errorMessage(err error) string {
+	switch {
+	case errors.Is(err, settings.ErrBadSpec):
+		return "the agent's settings: " + err.Error()
+	case status(err) == http.StatusBadGateway:
+		return "the model: " + err.Error()
+	}
+	return err.Error()
+}
