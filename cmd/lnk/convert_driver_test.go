@@ -116,7 +116,7 @@ func events(t *testing.T, dir string) [][]byte {
 	}
 	defer c.Close()
 	var got [][]byte
-	if err := c.Read(context.Background(), 1, false, func(_ int64, ev []byte) bool {
+	if err := c.Read(context.Background(), 1, store.Forward, func(_ int64, ev []byte) bool {
 		got = append(got, bytes.Clone(ev))
 		return true
 	}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -136,7 +137,7 @@ const (
 )
 
 // Read calls read page by page as fn takes the events.
-func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error {
+func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, evt []byte) bool) error {
 	limit := firstPage
 	for {
 		var r readResult
@@ -146,7 +147,7 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 		var seq int64
 		for _, ev := range r.Events {
 			var err error
-			if seq, err = store.SeqOf(ev); err != nil {
+			if seq, err = event.SeqOf(ev); err != nil {
 				return fmt.Errorf("driver: read %q: %w", c.thread, err)
 			}
 			if !fn(seq, ev) {

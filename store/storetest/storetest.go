@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -128,10 +129,10 @@ func (s *suite) conv(thread string) store.Conversation {
 // re-encoding would change (<, >, &, non-ASCII, escapes), and every ninth
 // event is long, so a store that does not keep bytes as given fails.
 func Event(thread string, seq int64, variant int) []byte {
-	e := store.Event{
+	e := event.Event{
 		Seq:  seq,
 		Time: time.Unix(1767225600+seq, seq).UTC(),
-		Type: store.TypeMessage,
+		Type: event.TypeMessage,
 		Text: fmt.Sprintf("<%s> & %d.%d é \"quoted\" \\ tab\t", thread, seq, variant),
 	}
 	if seq == 1 {
@@ -140,7 +141,7 @@ func Event(thread string, seq int64, variant int) []byte {
 	if seq%9 == 0 {
 		e.Text += strings.Repeat("long ", 20000)
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 var bg = context.Background()

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // MaxThreadBytes is the longest thread key a driver keeps.
@@ -51,26 +52,26 @@ func Data(data []byte) error {
 }
 
 // Event says why event cannot be the event of seq, wrapping
-// store.ErrBadEvent: over store.MaxEventBytes, holding a newline, not one
+// store.ErrBadEvent: over event.MaxEventBytes, holding a newline, not one
 // JSON object, or its seq another.
-func Event(seq int64, event []byte) error {
+func Event(seq int64, ev []byte) error {
 	if seq <= 0 {
 		return fmt.Errorf("%w: seq %d: a seq starts at 1", store.ErrBadEvent, seq)
 	}
-	if len(event) > store.MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
+	if len(ev) > event.MaxEventBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(ev), event.MaxEventBytes)
 	}
-	if i := bytes.IndexByte(event, '\n'); i >= 0 {
+	if i := bytes.IndexByte(ev, '\n'); i >= 0 {
 		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
 	}
-	s, err := store.SeqOf(event)
+	s, err := event.SeqOf(ev)
 	if err != nil {
 		return err
 	}
 	if s != seq {
 		return fmt.Errorf("%w: the event's seq is %d, not %d", store.ErrBadEvent, s, seq)
 	}
-	if !json.Valid(event) {
+	if !json.Valid(ev) {
 		return fmt.Errorf("%w: not valid JSON", store.ErrBadEvent)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fastjson/fastfloat"
 )
 
-// decodeFast decodes an event as AppendEvent writes it, and any like it, in
+// decodeFast decodes an event as Append writes it, and any like it, in
 // one pass over its bytes, without building fastjson's tree. It reports
 // false for anything else: thinking, calls, keys it does not know, escapes
 // it does not undo the same way, values of another type, JSON it does not

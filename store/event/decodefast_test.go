@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"reflect"
@@ -8,7 +8,7 @@ import (
 // What the one-pass decoder decodes, fastjson's tree decodes the same;
 // what it leaves, the tree decodes or refuses.
 func FuzzDecodeFast(f *testing.F) {
-	f.Add(AppendEvent(nil, typicalAnswer()))
+	f.Add(Append(nil, typicalAnswer()))
 	f.Add([]byte(`{"seq":1,"time":"2026-12-02T10:45:01.123456789Z","type":"message","thread":"t","id":"m\"1","from":{"id":"u7","name":"Ann \u00e9"},"owner":true,"connection":"telegram","head":"[Wed]","text":"line\none\ttab \\ \/ \u263a"}`))
 	f.Add([]byte(`{"seq":3,"type":"result","call_id":"c1","name":"web__get","text":"ok","error":"","truncated":false}`))
 	f.Add([]byte(`{"seq":4,"type":"summary","text":"s","through":3,"window":{"start":4,"start_time":"2026-12-02T11:45:01.123456789+01:00","tokens_before":900}}`))
@@ -32,7 +32,7 @@ func FuzzDecodeFast(f *testing.F) {
 	})
 }
 
-// The events AppendEvent writes without thinking or calls are decoded in
+// The events Append writes without thinking or calls are decoded in
 // one pass, and the same as through the tree.
 func TestDecodeFastTakes(t *testing.T) {
 	var d Decoder
@@ -42,7 +42,7 @@ func TestDecodeFastTakes(t *testing.T) {
 		{Seq: 2, Time: t0, Type: TypeResult, CallID: "c1", Name: "web__get", Text: "ok", Error: "no", Truncated: true},
 		{Seq: 3, Time: t0, Type: TypeSummary, Text: "s", Through: 2, Window: &Window{Start: 3, StartTime: t0, TokensBefore: 10}},
 	} {
-		b := AppendEvent(nil, e)
+		b := Append(nil, e)
 		var fast, tree Event
 		if !d.decodeFast(b, &fast) {
 			t.Errorf("%s: not decoded in one pass", b)
