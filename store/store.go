@@ -21,7 +21,7 @@ var (
 	// harness/home, a thread, model or file name that cannot become a path.
 	ErrBadName = errors.New("store: bad name")
 	// ErrTooLarge comes when something is over its limit: an event over
-	// event.MaxEventBytes handed to Append (the error is ErrBadEvent too),
+	// event.MaxBytes handed to Append (the error is ErrBadEvent too),
 	// a side datum over MaxMetaBytes handed to MetaPut; and, from
 	// harness/home, a file over its section's most.
 	ErrTooLarge = errors.New("store: too large")
@@ -39,7 +39,7 @@ var (
 	ErrCorrupt = errors.New("store: corrupt")
 	// ErrBadEvent comes from Append when the event handed to it is not one
 	// JSON object whose seq is the one given, or is over
-	// event.MaxEventBytes (then with ErrTooLarge). It is event.ErrInvalid,
+	// event.MaxBytes (then with ErrTooLarge). It is event.ErrInvalid,
 	// so the codec's own errors (event.SeqOf's, a Decoder's) match it too.
 	ErrBadEvent = event.ErrInvalid
 	// ErrUnsupported comes from a store asked for something it cannot do.

@@ -22,7 +22,7 @@ import (
 // failed fold before. It refuses a seq past the next (store.ErrGap) and a
 // taken seq holding other bytes (store.ErrSeqTaken), and accepts the same
 // bytes again. An event that is not one line of one JSON object whose seq
-// is seq, or over event.MaxEventBytes, is store.ErrBadEvent.
+// is seq, or over event.MaxBytes, is store.ErrBadEvent.
 //
 // Append returns nil once the event is durable, even if the fold after it
 // failed: the event is kept in the tail, and the next Append folds first

@@ -123,11 +123,11 @@ const (
 
 	// MaxFrameContent is the most a data frame may decompress to: a tail
 	// just short of FoldBytes and one event of the largest size.
-	MaxFrameContent = FoldBytes + event.MaxEventBytes + 1
+	MaxFrameContent = FoldBytes + event.MaxBytes + 1
 )
 
 // maxLine is the most bytes one tail line takes with its '\n'.
-const maxLine = event.MaxEventBytes + 1
+const maxLine = event.MaxBytes + 1
 
 // maxTail is the most the tail may hold: a fold is due before the tail
 // passes FoldEvents or FoldBytes, and one line comes after that check,

@@ -169,7 +169,7 @@ func (c *Conversation) readTail(s *snap) error {
 	for off := 0; off < len(s.tail); {
 		i := bytes.IndexByte(s.tail[off:], '\n')
 		line := s.tail[off : off+i]
-		if len(line) > event.MaxEventBytes {
+		if len(line) > event.MaxBytes {
 			return c.corruptTail(int64(off), "a line of %d bytes, longer than any event", len(line))
 		}
 		seq, err := event.SeqOf(line)

@@ -18,11 +18,11 @@ const CallTimeout = 30 * time.Second
 // MaxLine is the longest request or answer, in bytes: an append's event, or
 // a read page of up to maxPageBytes and one more event, with room for the
 // rest.
-const MaxLine = 3*event.MaxEventBytes + 64<<10
+const MaxLine = 3*event.MaxBytes + 64<<10
 
 // maxPageBytes is how many bytes of events one read answer holds at most
 // (always at least one event).
-const maxPageBytes = event.MaxEventBytes
+const maxPageBytes = event.MaxBytes
 
 // ErrTimeout comes from a call that took longer than its time limit.
 var ErrTimeout = errors.New("driver: call past its time limit")

@@ -21,8 +21,8 @@ type Decoder struct {
 // Decode into the same Event. e holds no reference to b.
 func (d *Decoder) Decode(b []byte, e *Event) error {
 	e.Reset()
-	if len(b) > MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalid, len(b), MaxEventBytes)
+	if len(b) > MaxBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalid, len(b), MaxBytes)
 	}
 	if !d.decodeFast(b, e) {
 		e.Reset()

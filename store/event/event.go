@@ -12,10 +12,10 @@ const (
 	TypeSummary = "summary"
 )
 
-// MaxEventBytes is the largest event a store accepts. A tool's answer is cut
+// MaxBytes is the largest event a store accepts. A tool's answer is cut
 // to 32 KiB of text and a message body is limited by the server, so an event
 // past this size is a bug or an attack, not a conversation.
-const MaxEventBytes = 4 << 20
+const MaxBytes = 4 << 20
 
 // Event is one event of a conversation, in DESIGN.md's schema. The zero
 // value is an empty event. Keys the schema does not name are kept in Extra,

@@ -60,7 +60,7 @@ func (c *Conversation) appendLeased(ctx context.Context, seq int64, ev []byte, t
 	if !isPrecondition(err) {
 		return err
 	}
-	had, _, err := c.get(ctx, name, event.MaxEventBytes)
+	had, _, err := c.get(ctx, name, event.MaxBytes)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (c *Conversation) fetch(ctx context.Context, seq, step, n int64) ([][]byte,
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			b, _, err := c.get(ctx, c.events+eventName(seq+step*i), event.MaxEventBytes)
+			b, _, err := c.get(ctx, c.events+eventName(seq+step*i), event.MaxBytes)
 			if errors.Is(err, storage.ErrObjectNotExist) {
 				return
 			}

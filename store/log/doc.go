@@ -15,7 +15,7 @@ from 1, with no gaps and nothing else between:
 	             {"seq":n,…}\n
 	end          (the file's size)
 
-A line holds at most event.MaxEventBytes bytes before its '\n', and no '\n'
+A line holds at most event.MaxBytes bytes before its '\n', and no '\n'
 inside (JSON escapes every newline in a string). There is no header, no
 checksum and no index: seqs are contiguous, so the line of any seq is found
 by bisecting the file by offset, and the newest lines by reading back from
@@ -79,4 +79,4 @@ const (
 
 // maxLine is the most bytes one write makes: the largest event and its '\n'.
 // A torn tail is shorter, and so is every complete line.
-const maxLine = event.MaxEventBytes + 1
+const maxLine = event.MaxBytes + 1

@@ -218,7 +218,7 @@ func TestAppendOrder(t *testing.T) {
 }
 
 func TestAppendRefuses(t *testing.T) {
-	big := []byte(fmt.Sprintf(`{"seq":4,"type":"message","text":"%s"}`, strings.Repeat("x", event.MaxEventBytes)))
+	big := []byte(fmt.Sprintf(`{"seq":4,"type":"message","text":"%s"}`, strings.Repeat("x", event.MaxBytes)))
 	tests := []struct {
 		name  string
 		seq   int64

@@ -117,7 +117,7 @@ func (c *Conversation) readEndOnce(size int64, n int) (end, error) {
 
 // seqOf returns the seq of the line at off, or why it is not an event.
 func (c *Conversation) seqOf(line []byte, off int64) (int64, error) {
-	if len(line) > event.MaxEventBytes {
+	if len(line) > event.MaxBytes {
 		return 0, c.corrupt(off, "a line of %d bytes, longer than any event", len(line))
 	}
 	seq, err := event.SeqOf(line)

@@ -107,7 +107,7 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 			return fmt.Errorf("perevent: %w", err)
 		}
 		b = bytes.TrimRight(b, "\r\n")
-		if len(b) > event.MaxEventBytes {
+		if len(b) > event.MaxBytes {
 			return fmt.Errorf("perevent: %s: %w: %d bytes, longer than any event", path, store.ErrCorrupt, len(b))
 		}
 		if s, err := event.SeqOf(b); err != nil || s != seq {

@@ -52,14 +52,14 @@ func Data(data []byte) error {
 }
 
 // Event says why event cannot be the event of seq, wrapping
-// store.ErrBadEvent: over event.MaxEventBytes, holding a newline, not one
+// store.ErrBadEvent: over event.MaxBytes, holding a newline, not one
 // JSON object, or its seq another.
 func Event(seq int64, ev []byte) error {
 	if seq <= 0 {
 		return fmt.Errorf("%w: seq %d: a seq starts at 1", store.ErrBadEvent, seq)
 	}
-	if len(ev) > event.MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(ev), event.MaxEventBytes)
+	if len(ev) > event.MaxBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(ev), event.MaxBytes)
 	}
 	if i := bytes.IndexByte(ev, '\n'); i >= 0 {
 		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
