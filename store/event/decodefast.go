@@ -16,7 +16,7 @@ import (
 // it does not undo the same way, values of another type, JSON it does not
 // accept. Decode then starts again through fastjson, which says what is
 // wrong. Whatever it decodes, Decode through fastjson decodes the same
-// (FuzzDecodeFast).
+// (FuzzDecodersAgree).
 func (d *Decoder) decodeFast(b []byte, e *Event) bool {
 	i, ok := fastObject(b, skipSpace(b, 0), func(key []byte, b []byte, i int) (int, uint8, bool) {
 		next, ok := d.fastValue(b, i, key, e)

@@ -1,8 +1,15 @@
 package event
 
 import (
+	"errors"
 	"time"
 )
+
+// ErrInvalid comes from a Decoder, SeqOf, MessageID and UnquoteRaw when
+// bytes are not an event: not one JSON object, a known key with a value of
+// the wrong type, no seq or no type, or over MaxBytes. Package store's
+// ErrInvalid is this same error.
+var ErrInvalid = errors.New("event: invalid")
 
 // Event types.
 const (
