@@ -75,7 +75,7 @@ func (d *Driver) call(ctx context.Context, method string, params []byte, result 
 // Open returns thread's conversation; it calls nothing.
 func (d *Driver) Open(thread string) (store.Conversation, error) {
 	if err := rules.Thread(thread); err != nil {
-		return nil, fmt.Errorf("driver: %v", err)
+		return nil, fmt.Errorf("driver: %w", err)
 	}
 	return &Conversation{d: d, thread: thread}, nil
 }

@@ -37,6 +37,8 @@ const (
 	codeStaleLease = -32006
 	codeLeaseHeld  = -32007
 	codeTimeout    = -32008
+	codeBadName    = -32009
+	codeTooLarge   = -32010
 	codeOther      = -32000
 	codeParse      = -32700
 	codeBadRequest = -32600
@@ -56,6 +58,8 @@ var sentinels = []struct {
 	{codeStaleLease, store.ErrStaleLease},
 	{codeLeaseHeld, store.ErrLeaseHeld},
 	{codeTimeout, ErrTimeout},
+	{codeBadName, store.ErrBadName},
+	{codeTooLarge, store.ErrTooLarge},
 	{codeNoMethod, store.ErrUnsupported},
 }
 
