@@ -15,6 +15,7 @@ import (
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
 )
 
@@ -31,18 +32,18 @@ func writeConversation(b *testing.B, dir, thread string, n int) {
 	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 10)
 	var buf []byte
 	for seq := int64(1); seq <= int64(n); seq++ {
-		e := store.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second), Text: text}
+		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second), Text: text}
 		if seq == 1 {
 			e.Thread = thread
 		}
 		if seq%2 == 1 {
-			e.Type, e.Head, e.Owner = store.TypeMessage, "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", true
+			e.Type, e.Head, e.Owner = event.TypeMessage, "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", true
 		} else {
-			e.Type, e.Model, e.Provider, e.ResponseID = store.TypeAnswer, "anthropic/claude-opus-5-5", "anthropic", "msg_0123456789"
-			e.Usage = store.Usage{Input: 1200, Output: 120, CacheRead: 1100}
-			e.Window = &store.Window{Start: max(1, seq-31), StartTime: at}
+			e.Type, e.Model, e.Provider, e.ResponseID = event.TypeAnswer, "anthropic/claude-opus-5-5", "anthropic", "msg_0123456789"
+			e.Usage = event.Usage{Input: 1200, Output: 120, CacheRead: 1100}
+			e.Window = &event.Window{Start: max(1, seq-31), StartTime: at}
 		}
-		buf = append(store.AppendEvent(buf[:0], &e), '\n')
+		buf = append(event.Append(buf[:0], &e), '\n')
 		if _, err := f.Write(buf); err != nil {
 			b.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Thread is the conversation every agent is sent its messages in. Its
@@ -53,7 +53,7 @@ var (
 // window's checkpoint.
 func AppendConversation(dst []byte, thread string, n int, now time.Time) []byte {
 	start := now.Add(-time.Duration(n+1) * time.Minute).UTC()
-	var e store.Event
+	var e event.Event
 	for seq := int64(1); seq <= int64(n); seq++ {
 		e.Reset()
 		e.Seq = seq
@@ -62,32 +62,32 @@ func AppendConversation(dst []byte, thread string, n int, now time.Time) []byte 
 			e.Thread = thread
 		}
 		if seq%2 == 1 {
-			e.Type = store.TypeMessage
+			e.Type = event.TypeMessage
 			e.ID = "pre-" + strconv.FormatInt(seq, 10)
-			e.From = store.Sender{ID: "u1", Name: "Owner"}
+			e.From = event.Sender{ID: "u1", Name: "Owner"}
 			e.Owner = true
 			e.Connection = "measure"
 			e.Head = e.Time.Format("Mon 2 Jan 2006 15:04") + ", measure, Owner"
 			e.Text = messageText
 		} else {
-			e.Type = store.TypeAnswer
+			e.Type = event.TypeAnswer
 			e.Text = answerText
 			e.Model = "scripted/ok"
 			e.Provider = "anthropic"
 			e.ResponseID = "msg_pre_" + strconv.FormatInt(seq, 10)
-			e.Usage = store.Usage{Input: 1200, Output: 120, CacheRead: 1000}
+			e.Usage = event.Usage{Input: 1200, Output: 120, CacheRead: 1000}
 			e.LatencyMS = 1
 			ws := (seq-1)/windowBlock*windowBlock - windowBlock + 1
 			if ws < 1 {
 				ws = 1
 			}
-			e.Window = &store.Window{
+			e.Window = &event.Window{
 				Start:        ws,
 				StartTime:    start.Add(time.Duration(ws) * time.Minute),
 				TokensBefore: (ws - 1) * 150,
 			}
 		}
-		dst = store.AppendEvent(dst, &e)
+		dst = event.Append(dst, &e)
 		dst = append(dst, '\n')
 	}
 	return dst

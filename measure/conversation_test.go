@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 func TestThreadDir(t *testing.T) {
@@ -29,13 +29,13 @@ func TestAppendConversation(t *testing.T) {
 	if len(lines) != n {
 		t.Fatalf("%d lines, want %d", len(lines), n)
 	}
-	var d store.Decoder
+	var d event.Decoder
 	var prev time.Time
 	for i, line := range lines {
 		if len(line) < 550 || len(line) > 650 {
 			t.Errorf("event %d is %d bytes, want about 600", i+1, len(line))
 		}
-		var e store.Event
+		var e event.Event
 		if err := d.Decode(line, &e); err != nil {
 			t.Fatalf("event %d: %v", i+1, err)
 		}
@@ -45,9 +45,9 @@ func TestAppendConversation(t *testing.T) {
 		if (i == 0) != (e.Thread == Thread) {
 			t.Errorf("event %d thread %q", i+1, e.Thread)
 		}
-		wantType := store.TypeMessage
+		wantType := event.TypeMessage
 		if e.Seq%2 == 0 {
-			wantType = store.TypeAnswer
+			wantType = event.TypeAnswer
 			if e.Window == nil || e.Window.Start < 1 || e.Window.Start >= e.Seq || e.Window.Start%2 != 1 {
 				t.Errorf("answer %d window %+v: want a message before it", e.Seq, e.Window)
 			}

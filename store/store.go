@@ -4,22 +4,44 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"lnk.dev/linkharness/store/event"
 )
 
-// Errors every store returns, wrapped with %w and where it happened.
+// Errors every store returns, wrapped with %w and where it happened. Callers
+// match them with errors.Is. The first three are the errors of names, limits
+// and conflicts that other packages of Link Harness wrap too (harness/home's
+// ErrBadName and ErrTooLarge match ErrBadName and ErrTooLarge here), so a
+// caller maps each to one answer, whoever refused.
 var (
-	// ErrSeqTaken comes from Append when the seq already holds a different event.
+	// ErrBadName comes when a name given from outside is refused: a thread
+	// key by Driver.Open (empty, over 200 bytes, a control byte), a side
+	// datum's name by the Meta methods (not 1 to 100 bytes of
+	// [A-Za-z0-9._-]), an agent's name by a driver's constructor; and, from
+	// harness/home, a thread, model or file name that cannot become a path.
+	ErrBadName = errors.New("store: bad name")
+	// ErrTooLarge comes when something is over its limit: an event over
+	// event.MaxBytes handed to Append (the error is ErrBadEvent too),
+	// a side datum over MaxMetaBytes handed to MetaPut; and, from
+	// harness/home, a file over its section's most.
+	ErrTooLarge = errors.New("store: too large")
+	// ErrSeqTaken comes from Append when the seq already holds a different
+	// event: another writer got there first.
 	ErrSeqTaken = errors.New("store: seq taken")
+
 	// ErrGap comes from Append when the seq is past the next free one.
 	ErrGap = errors.New("store: seq not next")
-	// ErrNotFound comes when a conversation has no events yet, or does not exist.
+	// ErrNotFound comes when a conversation has no events yet, or does not
+	// exist, and from MetaGet for a side datum not there.
 	ErrNotFound = errors.New("store: no such conversation")
 	// ErrCorrupt comes when stored bytes are damaged somewhere other than a
 	// torn final record; the error says which file and offset.
 	ErrCorrupt = errors.New("store: corrupt")
-	// ErrBadEvent comes when an event handed to Append is not one JSON object
-	// whose seq is the one given.
-	ErrBadEvent = errors.New("store: bad event")
+	// ErrBadEvent comes from Append when the event handed to it is not one
+	// JSON object whose seq is the one given, or is over
+	// event.MaxBytes (then with ErrTooLarge). It is event.ErrInvalid,
+	// so the codec's own errors (event.SeqOf's, a Decoder's) match it too.
+	ErrBadEvent = event.ErrInvalid
 	// ErrUnsupported comes from a store asked for something it cannot do.
 	ErrUnsupported = errors.New("store: unsupported")
 	// ErrStaleLease comes from an append carrying a lease token that is no
@@ -32,11 +54,37 @@ var (
 	ErrLeaseHeld = errors.New("store: lease held")
 )
 
+// Direction is the way Read goes: Forward (ascending seqs) or Backward
+// (descending). It is a bool by another name (Backward is true), so a store
+// may take it as one; callers write the names.
+type Direction = bool
+
+// The directions of Read.
+const (
+	Forward  Direction = false
+	Backward Direction = true
+)
+
+// FromLast, as Read's from, starts at the conversation's last event: read
+// Backward, it is the newest first.
+const FromLast int64 = 0
+
 // Conversation is one conversation's events in one store. A Conversation
 // holds whatever it opened (a file, a connection) until Close; an idle agent
-// holds none. Unless an implementation says otherwise, a Conversation is safe
-// for use by one goroutine at a time, and writers in other processes are
-// serialized by the store itself.
+// holds none.
+//
+// Concurrency: a Conversation is safe for use by one goroutine at a time,
+// unless its type says more (the stores reached through a connection, such
+// as sqlite, postgres, pebble, gcs and a driver's, are safe for concurrent
+// use: their Conversations hold nothing between calls). The fn given to
+// Read must not call the same Conversation. Any number of Conversations on
+// the same conversation, in this process or in others, may be used at once:
+// the store serializes their appends, so two writers of one seq see one win
+// and the other get ErrSeqTaken (or ErrGap), and a reader sees only whole
+// events, each once. Which turn writes is decided by a lease (Leaser), not
+// by the Conversation. Close may be called once, after every other call has
+// returned. A Conversation comes from its store's constructor or a
+// Driver's Open: the zero value of a store's type is not usable.
 type Conversation interface {
 	// Last returns the highest seq written, or 0 for a conversation with no
 	// events.
@@ -48,12 +96,12 @@ type Conversation interface {
 	// seq again is success.
 	Append(ctx context.Context, seq int64, event []byte) error
 
-	// Read calls fn for each event in order: forward from seq from
-	// (ascending), or, with reverse, from seq from down to 1 (descending),
-	// where from <= 0 means the last event. The event bytes are valid only
-	// during the call. Read stops when fn returns false, and reads only as
-	// much as it needs to get that far.
-	Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error
+	// Read calls fn for each event in order, from seq from: Forward, in
+	// ascending seqs to the last; Backward, in descending seqs down to 1.
+	// From FromLast (or any from <= 0) it starts at the last event. The
+	// event bytes are valid only during the call. Read stops when fn
+	// returns false, and reads only as much as it needs to get that far.
+	Read(ctx context.Context, from int64, dir Direction, fn func(seq int64, event []byte) bool) error
 
 	// Close lets go of what the conversation opened.
 	Close() error
@@ -61,9 +109,14 @@ type Conversation interface {
 
 // Driver keeps every conversation of one agent, each under its thread key:
 // the name of the conversation's folder under chats/ (the whole thread name
-// is kept in the conversation's first event). A Driver is safe for
-// concurrent use, and so are the Conversations it opens. Listing threads is
-// the ability Lister.
+// is kept in the conversation's first event). Listing threads is the
+// ability Lister.
+//
+// Concurrency: a Driver is safe for concurrent use by any number of
+// goroutines, and so are the Conversations it opens; other processes may
+// use the same agent's conversations through their own Driver at once, as
+// a Conversation says. Close may be called once, after every other call on
+// it and its Conversations has returned.
 type Driver interface {
 	// Open returns thread's conversation. Opening reads and writes
 	// nothing: a thread with no events is an empty conversation.
@@ -74,7 +127,9 @@ type Driver interface {
 	Close() error
 }
 
-// Lister is a Driver that lists its conversations.
+// Lister is a Driver that lists its conversations. Threads is safe to call
+// beside any other call of the Driver's; a conversation that gets its first
+// event meanwhile may or may not be listed.
 type Lister interface {
 	// Threads returns the thread keys of the conversations with at least
 	// one event, in byte order.
@@ -84,8 +139,14 @@ type Lister interface {
 // Leaser is a conversation that keeps a lease saying which turn runs, with
 // fencing: each holder that takes the lease gets a token greater than any
 // before it, and the store refuses an append carrying a token that is not
-// the current one. Its methods may be called while another of the
-// conversation's methods runs (a holder renews while its turn appends).
+// the current one.
+//
+// Concurrency: its methods may be called from another goroutine while
+// another of the conversation's methods runs (a holder renews while its
+// turn appends), even on a Conversation that is otherwise for one
+// goroutine at a time. Across processes the lease is what makes one turn
+// run at a time; AppendLeased's check and write are one step, so a holder
+// that lost the lease never writes after the next one has.
 //
 // A lease runs out by the clocks of those who watch it, never by a time
 // written in the store: Lease by another holder succeeds only once the
@@ -112,8 +173,11 @@ type Leaser interface {
 
 // Meta is a conversation that keeps side data beside its events: small
 // named values that are not events (the tools it was narrowed to, an answer
-// still to hand over). Names are 1 to 100 bytes of [A-Za-z0-9._-]; a value
-// is at most MaxMetaBytes.
+// still to hand over). Names are 1 to 100 bytes of [A-Za-z0-9._-] (else
+// ErrBadName); a value is at most MaxMetaBytes (else ErrTooLarge).
+//
+// Concurrency: as the Conversation's own methods. Writers of one name in
+// several processes at once leave one of the values, whole.
 type Meta interface {
 	// MetaGet returns the value of name, or ErrNotFound.
 	MetaGet(ctx context.Context, name string) ([]byte, error)
@@ -123,7 +187,9 @@ type Meta interface {
 	MetaDelete(ctx context.Context, name string) error
 }
 
-// Narrower is a conversation that narrows the tools it may call in one step.
+// Narrower is a conversation that narrows the tools it may call in one step:
+// two narrowings at once, in one process or several, keep only what both
+// allow. Its calls follow the Conversation's rule.
 type Narrower interface {
 	// NarrowTools keeps only the tools both in the conversation's list and
 	// in tools, and returns what is kept; the first narrowing keeps tools.
@@ -134,7 +200,8 @@ type Narrower interface {
 
 // Forgetter is a conversation that can be forgotten: lnk agent chat
 // convert forgets a driver's copy of a conversation once the conversation
-// is kept another way.
+// is kept another way. Forget is for a conversation no turn is using (a
+// stopped agent's); an Append racing it may land before or after.
 type Forgetter interface {
 	// Forget removes the conversation's events and side data, durably, in
 	// one step; afterwards it is an empty conversation. Its lease, if it
@@ -146,5 +213,6 @@ type Forgetter interface {
 // ToolsMeta is the side datum NarrowTools keeps its list in.
 const ToolsMeta = "tools"
 
-// MaxMetaBytes is the largest side datum a store keeps.
+// MaxMetaBytes is the largest side datum a store keeps; MetaPut refuses a
+// larger one with ErrTooLarge.
 const MaxMetaBytes = 1 << 20

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // build builds the programs the test runs, once per test binary.
@@ -180,13 +180,13 @@ chunks = 3
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d store.Decoder
+		var d event.Decoder
 		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 		if len(lines) != 2*len(got[ti]) {
 			t.Errorf("%s: %d events for %d messages", thread, len(lines), len(got[ti]))
 		}
 		for i, line := range lines {
-			var e store.Event
+			var e event.Event
 			if err := d.Decode([]byte(line), &e); err != nil {
 				t.Fatalf("%s line %d: %v", thread, i+1, err)
 			}

@@ -128,7 +128,7 @@ func events(t *testing.T, o *stores.Opener, dir string) [][]byte {
 	}
 	defer c.Close()
 	var got [][]byte
-	if err := c.Read(context.Background(), 1, false, func(_ int64, ev []byte) bool {
+	if err := c.Read(context.Background(), 1, store.Forward, func(_ int64, ev []byte) bool {
 		got = append(got, bytes.Clone(ev))
 		return true
 	}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/convert"
+	"lnk.dev/linkharness/store/event"
 )
 
 // cmdChatList is `lnk agent chat list`: the agent's conversations, a line
@@ -117,12 +118,12 @@ func describe(ctx context.Context, opener *stores.Opener, dir string) (chatLine,
 		return l, err
 	}
 	var (
-		dec  store.Decoder
+		dec  event.Decoder
 		derr error
 	)
-	read := func(seq int64, into func(*store.Event)) error {
-		err := conv.Read(ctx, seq, false, func(_ int64, ev []byte) bool {
-			var e store.Event
+	read := func(seq int64, into func(*event.Event)) error {
+		err := conv.Read(ctx, seq, store.Forward, func(_ int64, ev []byte) bool {
+			var e event.Event
 			if derr = dec.Decode(ev, &e); derr == nil {
 				into(&e)
 			}
@@ -133,12 +134,12 @@ func describe(ctx context.Context, opener *stores.Opener, dir string) (chatLine,
 		}
 		return err
 	}
-	if err := read(1, func(e *store.Event) {
+	if err := read(1, func(e *event.Event) {
 		if e.Thread != "" {
 			l.thread = e.Thread
 		}
 	}); err != nil {
 		return l, err
 	}
-	return l, read(l.events, func(e *store.Event) { l.last = e.Time })
+	return l, read(l.events, func(e *event.Event) { l.last = e.Time })
 }

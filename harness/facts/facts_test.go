@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/settings"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Link's file describes each model whole, so a field of Link's is never
@@ -204,13 +204,13 @@ func TestCost(t *testing.T) {
 	b, _ := Load(filepath.Join(t.TempDir(), "none"))
 	opus := b.Model("anthropic/claude-opus-5-5")
 	// 1M input at $5, 100k output at $25, 2M cache reads at $0.50, 10k cache writes at $6.25.
-	got := Cost(&opus, store.Usage{Input: 1_000_000, Output: 100_000, CacheRead: 2_000_000, CacheWrite: 10_000})
+	got := Cost(&opus, event.Usage{Input: 1_000_000, Output: 100_000, CacheRead: 2_000_000, CacheWrite: 10_000})
 	if want := 5 + 2.5 + 1 + 0.0625; math.Abs(got-want) > 1e-9 {
 		t.Errorf("opus: %v, want %v", got, want)
 	}
 	local := b.Model("ollama/qwen3:8b")
 	nobody := b.Model("acme/x")
-	if Cost(&local, store.Usage{Input: 1e6, Output: 1e6}) != 0 || Cost(&nobody, store.Usage{Input: 1e6}) != 0 {
+	if Cost(&local, event.Usage{Input: 1e6, Output: 1e6}) != 0 || Cost(&nobody, event.Usage{Input: 1e6}) != 0 {
 		t.Error("a local or unknown model costs something")
 	}
 }

@@ -2,7 +2,7 @@ package facts
 
 import (
 	"lnk.dev/linkharness/harness/settings"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Window is the window's size in tokens for the model m under the spec's
@@ -42,7 +42,7 @@ func AnswerRoom(m *Model, s *settings.Settings, size int) int {
 
 // Cost is what u cost in USD at m's prices; a price nobody described
 // counts as nothing.
-func Cost(m *Model, u store.Usage) float64 {
+func Cost(m *Model, u event.Usage) float64 {
 	return (float64(u.Input)*m.Input.Value +
 		float64(u.Output)*m.Output.Value +
 		float64(u.CacheRead)*m.CacheRead.Value +

@@ -17,4 +17,10 @@
 //	chats/<dir>/                   one conversation (events.jsonl, events.zst,
 //	                               store.<driver>, chat.md, tools.json, end, pending/)
 //	chats/events.sqlite            lnk-sqlite's file
+//
+// Its errors, ErrBadName and ErrTooLarge, are also store.ErrBadName and
+// store.ErrTooLarge: a name or a size refused here and one refused by a
+// store are one kind of error to a caller. Those kinds live in package
+// store, the bottom of the tree, so home imports store (the seam alone,
+// and the event codec under it) and nothing else of Link Harness's.
 package home

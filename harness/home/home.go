@@ -1,14 +1,29 @@
 package home
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"lnk.dev/linkharness/store"
 )
 
-// ErrBadName comes when a name from outside cannot become a path.
-var ErrBadName = errors.New("home: bad name")
+// ErrBadName comes when a name from outside cannot become a path: a thread,
+// model, place or file name, or a path outside the home. It is a
+// store.ErrBadName too, so errors.Is(err, store.ErrBadName) holds for it,
+// and a caller answers a bad name the same whoever refused it.
+var ErrBadName error = &kindError{"home: bad name", store.ErrBadName}
+
+// kindError is a sentinel of this package that is also one of store's:
+// the kinds of error every part of Link Harness shares (bad names, limits)
+// are store's, at the bottom of the tree, and home's own wrap them.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 // MaxThreadBytes is the longest thread name taken.
 const MaxThreadBytes = 200

@@ -9,10 +9,13 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store"
 )
 
-// ErrTooLarge comes when a file is larger than its section's most.
-var ErrTooLarge = errors.New("home: file over its limit")
+// ErrTooLarge comes from ReadFile when a file is larger than its section's
+// most. It is a store.ErrTooLarge too.
+var ErrTooLarge error = &kindError{"home: file over its limit", store.ErrTooLarge}
 
 // ReadFile reads the file at path, which must lie inside the agent's home,
 // without following a symlink anywhere on the way (openat2 with

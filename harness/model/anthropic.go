@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // AnthropicVersion is the API version sent in the anthropic-version header.
@@ -70,7 +70,7 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 		maxTokens = DefaultMaxTokens
 	}
 	dst = append(dst, `{"model":`...)
-	dst = store.AppendString(dst, req.Model)
+	dst = event.AppendString(dst, req.Model)
 	dst = append(dst, `,"max_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(maxTokens), 10)
 	dst = append(dst, `,"stream":true`...)
@@ -78,15 +78,15 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 		dst = append(dst, `,"system":[{"type":"text","text":`...)
 		if k := req.SystemStable; k > 0 && k < len(req.System) {
 			if rest := strings.TrimLeft(req.System[k:], "\n"); rest != "" {
-				dst = store.AppendString(dst, req.System[:k])
+				dst = event.AppendString(dst, req.System[:k])
 				dst = append(dst, cacheControl...)
 				dst = append(dst, `},{"type":"text","text":`...)
-				dst = store.AppendString(dst, rest)
+				dst = event.AppendString(dst, rest)
 			} else {
-				dst = store.AppendString(dst, req.System)
+				dst = event.AppendString(dst, req.System)
 			}
 		} else {
-			dst = store.AppendString(dst, req.System)
+			dst = event.AppendString(dst, req.System)
 		}
 		dst = append(dst, cacheControl...)
 		dst = append(dst, `}]`...)
@@ -99,10 +99,10 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"name":`...)
-			dst = store.AppendString(dst, t.Name)
+			dst = event.AppendString(dst, t.Name)
 			if t.Description != "" {
 				dst = append(dst, `,"description":`...)
-				dst = store.AppendString(dst, t.Description)
+				dst = event.AppendString(dst, t.Description)
 			}
 			dst = append(dst, `,"input_schema":`...)
 			dst = appendSchema(dst, t.Schema)
@@ -144,10 +144,10 @@ func appendAnthropicUser(dst []byte, m *Message, breakpoint bool) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"tool_result","tool_use_id":`...)
-		dst = store.AppendString(dst, r.CallID)
+		dst = event.AppendString(dst, r.CallID)
 		if r.Text != "" {
 			dst = append(dst, `,"content":`...)
-			dst = store.AppendString(dst, r.Text)
+			dst = event.AppendString(dst, r.Text)
 		}
 		if r.IsError {
 			dst = append(dst, `,"is_error":true`...)
@@ -162,7 +162,7 @@ func appendAnthropicUser(dst []byte, m *Message, breakpoint bool) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"text","text":`...)
-		dst = store.AppendString(dst, m.Text)
+		dst = event.AppendString(dst, m.Text)
 		if breakpoint {
 			dst = append(dst, cacheControl...)
 		}
@@ -186,7 +186,7 @@ func appendAnthropicAssistant(dst []byte, m *Message) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"text","text":`...)
-		dst = store.AppendString(dst, m.Text)
+		dst = event.AppendString(dst, m.Text)
 		dst = append(dst, '}')
 		n++
 	}
@@ -196,9 +196,9 @@ func appendAnthropicAssistant(dst []byte, m *Message) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"tool_use","id":`...)
-		dst = store.AppendString(dst, c.ID)
+		dst = event.AppendString(dst, c.ID)
 		dst = append(dst, `,"name":`...)
-		dst = store.AppendString(dst, c.Name)
+		dst = event.AppendString(dst, c.Name)
 		dst = append(dst, `,"input":`...)
 		dst = appendArgs(dst, c.Args)
 		dst = append(dst, '}')
@@ -231,12 +231,12 @@ func appendThinking(dst []byte, thinking []byte) ([]byte, int, error) {
 		n++
 		if data != nil {
 			dst = append(dst, `{"type":"redacted_thinking","data":`...)
-			dst = store.AppendString(dst, string(data.GetStringBytes()))
+			dst = event.AppendString(dst, string(data.GetStringBytes()))
 		} else {
 			dst = append(dst, `{"type":"thinking","thinking":`...)
-			dst = store.AppendString(dst, string(b.GetStringBytes("thinking")))
+			dst = event.AppendString(dst, string(b.GetStringBytes("thinking")))
 			dst = append(dst, `,"signature":`...)
-			dst = store.AppendString(dst, string(b.GetStringBytes("signature")))
+			dst = event.AppendString(dst, string(b.GetStringBytes("signature")))
 		}
 		dst = append(dst, '}')
 	}
@@ -407,12 +407,12 @@ func (d *anthropicStream) finish(b *anthropicBlock) error {
 		}
 		if b.kind == "thinking" {
 			d.resp.Thinking = append(d.resp.Thinking, `{"thinking":`...)
-			d.resp.Thinking = store.AppendString(d.resp.Thinking, string(b.buf))
+			d.resp.Thinking = event.AppendString(d.resp.Thinking, string(b.buf))
 			d.resp.Thinking = append(d.resp.Thinking, `,"signature":`...)
-			d.resp.Thinking = store.AppendString(d.resp.Thinking, string(b.sig))
+			d.resp.Thinking = event.AppendString(d.resp.Thinking, string(b.sig))
 		} else {
 			d.resp.Thinking = append(d.resp.Thinking, `{"data":`...)
-			d.resp.Thinking = store.AppendString(d.resp.Thinking, string(b.buf))
+			d.resp.Thinking = event.AppendString(d.resp.Thinking, string(b.buf))
 		}
 		d.resp.Thinking = append(d.resp.Thinking, "}]"...)
 	case "tool_use":
@@ -420,7 +420,7 @@ func (d *anthropicStream) finish(b *anthropicBlock) error {
 		if err != nil {
 			return fmt.Errorf("%w: call %s (%s): %v", ErrMalformed, b.id, b.name, err)
 		}
-		d.resp.Calls = append(d.resp.Calls, store.Call{ID: b.id, Name: b.name, Args: args})
+		d.resp.Calls = append(d.resp.Calls, event.Call{ID: b.id, Name: b.name, Args: args})
 	}
 	*b = anthropicBlock{}
 	return nil
@@ -442,7 +442,7 @@ func (d *anthropicStream) appendText(frag []byte, onText func(string)) {
 
 // anthropicUsage reads a usage object; a field it has replaces the one
 // before, since message_delta's counts are cumulative.
-func anthropicUsage(u *store.Usage, v *fastjson.Value) {
+func anthropicUsage(u *event.Usage, v *fastjson.Value) {
 	if v == nil {
 		return
 	}

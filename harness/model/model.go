@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // DefaultStall is how long a stream may go without a byte before Call gives
@@ -61,7 +61,7 @@ type Message struct {
 	// never shown.
 	Thinking []byte
 
-	Calls   []store.Call // assistant: the tool calls it made
+	Calls   []event.Call // assistant: the tool calls it made
 	Results []Result     // user: tool results answering the previous assistant's calls
 }
 
@@ -115,7 +115,7 @@ type Request struct {
 type Response struct {
 	Text       string
 	Thinking   []byte       // raw JSON array of thinking blocks, as Message.Thinking
-	Calls      []store.Call // Args always a JSON object
+	Calls      []event.Call // Args always a JSON object
 	ResponseID string
 	Model      string
 
@@ -123,7 +123,7 @@ type Response struct {
 	// at the full input price, that is without the tokens read from or written
 	// to the cache, which are CacheRead and CacheWrite. Anthropic reports it
 	// so (input_tokens); for OpenAI it is prompt_tokens less cached_tokens.
-	Usage      store.Usage
+	Usage      event.Usage
 	StopReason string        // as the provider said it: end_turn, tool_use, stop, tool_calls, length …
 	Latency    time.Duration // from the request's start to the stream's last byte
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files and the fuzz seeds under testdata")
@@ -144,7 +144,7 @@ func TestCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []store.Call{
+			want := []event.Call{
 				{Name: "weather__now", Args: []byte(`{"city":"Oslo"}`)},
 				{Name: "weather__now", Args: []byte(`{"city":"Zürich","units":"metric","days":[1,2,3]}`)},
 				{Name: "clock__now", Args: []byte(`{}`)},
@@ -185,8 +185,8 @@ func TestCalls(t *testing.T) {
 
 // fixedIDs gives calls ids that do not depend on the request, so a golden
 // file holds.
-func fixedIDs(calls []store.Call) []store.Call {
-	out := append([]store.Call(nil), calls...)
+func fixedIDs(calls []event.Call) []event.Call {
+	out := append([]event.Call(nil), calls...)
 	for i := range out {
 		out[i].ID = "c" + string(rune('0'+i))
 	}
@@ -286,7 +286,7 @@ func TestUsage(t *testing.T) {
 	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{
 		Match: "any", Text: "cached", Usage: scripted.Usage{Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
 	}}})
-	want := map[string]store.Usage{
+	want := map[string]event.Usage{
 		"anthropic":  {Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
 		"openai":     {Input: 12, Output: 7, CacheRead: 3000}, // no count of cache writes
 		"openrouter": {Input: 12, Output: 7, CacheRead: 3000},

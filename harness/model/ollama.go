@@ -13,7 +13,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // OllamaDefaultWindow is the window Ollama runs a model with when nothing
@@ -76,7 +76,7 @@ func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*
 // model_info's <architecture>.context_length, the window it runs with is
 // num_ctx in the model's parameters, else OllamaDefaultWindow.
 func (c *Ollama) Describe(ctx context.Context, name string) (Runtime, error) {
-	body := store.AppendString([]byte(`{"model":`), name)
+	body := event.AppendString([]byte(`{"model":`), name)
 	body = append(body, '}')
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/api/show", bytes.NewReader(body))
 	if err != nil {
@@ -133,7 +133,7 @@ func parseShow(b []byte) (Runtime, error) {
 // num_predict.
 func appendOllamaRequest(dst []byte, req *Request) ([]byte, error) {
 	dst = append(dst, `{"model":`...)
-	dst = store.AppendString(dst, req.Model)
+	dst = event.AppendString(dst, req.Model)
 	dst = append(dst, `,"stream":true`...)
 	if req.Window > 0 || req.MaxTokens > 0 {
 		dst = append(dst, `,"options":{`...)
@@ -154,7 +154,7 @@ func appendOllamaRequest(dst []byte, req *Request) ([]byte, error) {
 	n := 0
 	if req.System != "" {
 		dst = append(dst, `{"role":"system","content":`...)
-		dst = store.AppendString(dst, req.System)
+		dst = event.AppendString(dst, req.System)
 		dst = append(dst, '}')
 		n++
 	}
@@ -193,7 +193,7 @@ func appendOllamaAssistant(dst []byte, m *Message, n int) ([]byte, int, error) {
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `{"role":"assistant","content":`...)
-	dst = store.AppendString(dst, m.Text)
+	dst = event.AppendString(dst, m.Text)
 	if len(m.Thinking) > 0 {
 		text, err := thinkingText(m.Thinking)
 		if err != nil {
@@ -201,7 +201,7 @@ func appendOllamaAssistant(dst []byte, m *Message, n int) ([]byte, int, error) {
 		}
 		if text != "" {
 			dst = append(dst, `,"thinking":`...)
-			dst = store.AppendString(dst, text)
+			dst = event.AppendString(dst, text)
 		}
 	}
 	if len(m.Calls) > 0 {
@@ -212,7 +212,7 @@ func appendOllamaAssistant(dst []byte, m *Message, n int) ([]byte, int, error) {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"function":{"name":`...)
-			dst = store.AppendString(dst, c.Name)
+			dst = event.AppendString(dst, c.Name)
 			dst = append(dst, `,"arguments":`...)
 			dst = appendArgs(dst, c.Args)
 			dst = append(dst, `}}`...)
@@ -318,7 +318,7 @@ func (d *ollamaStream) line(v *fastjson.Value, onText func(string)) (bool, error
 	setCount(&d.resp.Usage.Output, v.Get("eval_count"))
 	if len(d.thinking) > 0 {
 		d.resp.Thinking = append(d.resp.Thinking, `[{"thinking":`...)
-		d.resp.Thinking = store.AppendString(d.resp.Thinking, string(d.thinking))
+		d.resp.Thinking = event.AppendString(d.resp.Thinking, string(d.thinking))
 		d.resp.Thinking = append(d.resp.Thinking, "}]"...)
 	}
 	if len(d.resp.Calls) > 0 && d.resp.StopReason == "stop" {
@@ -357,6 +357,6 @@ func (d *ollamaStream) call(tc *fastjson.Value) error {
 		}
 		id = d.callID + strconv.Itoa(len(d.resp.Calls))
 	}
-	d.resp.Calls = append(d.resp.Calls, store.Call{ID: id, Name: name, Args: args})
+	d.resp.Calls = append(d.resp.Calls, event.Call{ID: id, Name: name, Args: args})
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // OpenAI is a client of the Chat Completions API, streamed: OpenAI's, and
@@ -62,7 +62,7 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 // reasoning_details.
 func appendOpenAIRequest(dst []byte, req *Request, openRouter bool) ([]byte, error) {
 	dst = append(dst, `{"model":`...)
-	dst = store.AppendString(dst, req.Model)
+	dst = event.AppendString(dst, req.Model)
 	if req.MaxTokens > 0 {
 		if openRouter {
 			dst = append(dst, `,"max_tokens":`...)
@@ -74,13 +74,13 @@ func appendOpenAIRequest(dst []byte, req *Request, openRouter bool) ([]byte, err
 	dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	if req.CacheKey != "" {
 		dst = append(dst, `,"prompt_cache_key":`...)
-		dst = store.AppendString(dst, req.CacheKey)
+		dst = event.AppendString(dst, req.CacheKey)
 	}
 	dst = append(dst, `,"messages":[`...)
 	n := 0
 	if req.System != "" {
 		dst = append(dst, `{"role":"system","content":`...)
-		dst = store.AppendString(dst, req.System)
+		dst = event.AppendString(dst, req.System)
 		dst = append(dst, '}')
 		n++
 	}
@@ -121,12 +121,12 @@ func appendToolUser(dst []byte, m *Message, n int, head string, name func(*Resul
 			dst = append(dst, ',')
 		}
 		dst = append(dst, head...)
-		dst = store.AppendString(dst, name(r))
+		dst = event.AppendString(dst, name(r))
 		dst = append(dst, `,"content":`...)
 		if r.IsError {
-			dst = store.AppendString(dst, "error: "+r.Text)
+			dst = event.AppendString(dst, "error: "+r.Text)
 		} else {
-			dst = store.AppendString(dst, r.Text)
+			dst = event.AppendString(dst, r.Text)
 		}
 		dst = append(dst, '}')
 		n++
@@ -136,7 +136,7 @@ func appendToolUser(dst []byte, m *Message, n int, head string, name func(*Resul
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"role":"user","content":`...)
-		dst = store.AppendString(dst, m.Text)
+		dst = event.AppendString(dst, m.Text)
 		dst = append(dst, '}')
 		n++
 	}
@@ -156,10 +156,10 @@ func appendFunctionTools(dst []byte, tools []Tool) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"function","function":{"name":`...)
-		dst = store.AppendString(dst, t.Name)
+		dst = event.AppendString(dst, t.Name)
 		if t.Description != "" {
 			dst = append(dst, `,"description":`...)
-			dst = store.AppendString(dst, t.Description)
+			dst = event.AppendString(dst, t.Description)
 		}
 		dst = append(dst, `,"parameters":`...)
 		dst = appendSchema(dst, t.Schema)
@@ -179,7 +179,7 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 	if m.Text == "" && len(m.Calls) > 0 {
 		dst = append(dst, "null"...)
 	} else {
-		dst = store.AppendString(dst, m.Text)
+		dst = event.AppendString(dst, m.Text)
 	}
 	if len(m.Calls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -189,14 +189,14 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"id":`...)
-			dst = store.AppendString(dst, c.ID)
+			dst = event.AppendString(dst, c.ID)
 			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = store.AppendString(dst, c.Name)
+			dst = event.AppendString(dst, c.Name)
 			dst = append(dst, `,"arguments":`...)
 			if len(c.Args) == 0 {
 				dst = append(dst, `"{}"`...)
 			} else {
-				dst = store.AppendString(dst, string(c.Args))
+				dst = event.AppendString(dst, string(c.Args))
 			}
 			dst = append(dst, `}}`...)
 		}
@@ -273,7 +273,7 @@ func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
 		// prompt_tokens counts the cached tokens too; Input leaves them out.
 		prompt := u.GetInt64("prompt_tokens")
 		cached := u.GetInt64("prompt_tokens_details", "cached_tokens")
-		d.resp.Usage = store.Usage{Input: prompt - cached, Output: u.GetInt64("completion_tokens"), CacheRead: cached}
+		d.resp.Usage = event.Usage{Input: prompt - cached, Output: u.GetInt64("completion_tokens"), CacheRead: cached}
 	}
 	for _, c := range v.GetArray("choices") {
 		if c.GetInt("index") != 0 {
@@ -354,7 +354,7 @@ func (d *openAIStream) finish() error {
 		if err != nil {
 			return fmt.Errorf("%w: call %s (%s): %v", ErrMalformed, c.id, c.name, err)
 		}
-		d.resp.Calls = append(d.resp.Calls, store.Call{ID: c.id, Name: c.name, Args: args})
+		d.resp.Calls = append(d.resp.Calls, event.Call{ID: c.id, Name: c.name, Args: args})
 	}
 	return nil
 }

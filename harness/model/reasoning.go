@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // OpenRouter relays each model's reasoning in the model's own shape, as
@@ -162,7 +162,7 @@ func (r *reasoningDetail) addExtra(key []byte, v *fastjson.Value) error {
 	}
 	r.extraKeys = append(r.extraKeys, string(key))
 	r.extra = append(r.extra, ',')
-	r.extra = store.AppendString(r.extra, string(key))
+	r.extra = event.AppendString(r.extra, string(key))
 	r.extra = append(r.extra, ':')
 	r.extra = v.MarshalTo(r.extra)
 	if len(r.extra) > maxLine {
@@ -227,31 +227,31 @@ func (r *reasoningDetail) appendTo(dst []byte) []byte {
 	}
 	if r.has&hasType != 0 {
 		key(`"type":`)
-		dst = store.AppendString(dst, r.typ)
+		dst = event.AppendString(dst, r.typ)
 	}
 	if r.has&hasText != 0 {
 		key(`"text":`)
-		dst = store.AppendString(dst, string(r.text))
+		dst = event.AppendString(dst, string(r.text))
 	}
 	if r.has&hasSummary != 0 {
 		key(`"summary":`)
-		dst = store.AppendString(dst, string(r.summary))
+		dst = event.AppendString(dst, string(r.summary))
 	}
 	if r.has&hasData != 0 {
 		key(`"data":`)
-		dst = store.AppendString(dst, string(r.data))
+		dst = event.AppendString(dst, string(r.data))
 	}
 	if r.has&hasSignature != 0 {
 		key(`"signature":`)
-		dst = store.AppendString(dst, string(r.sig))
+		dst = event.AppendString(dst, string(r.sig))
 	}
 	if r.has&hasID != 0 {
 		key(`"id":`)
-		dst = store.AppendString(dst, r.id)
+		dst = event.AppendString(dst, r.id)
 	}
 	if r.has&hasFormat != 0 {
 		key(`"format":`)
-		dst = store.AppendString(dst, r.format)
+		dst = event.AppendString(dst, r.format)
 	}
 	if r.has&hasIndex != 0 {
 		key(`"index":`)

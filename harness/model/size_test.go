@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // The body is made at its size: the estimate holds every provider's body
@@ -19,7 +19,7 @@ func TestBodySize(t *testing.T) {
 		Messages: []Message{
 			{Role: "user", Text: "[Mon 2026-12-02 10:45 UTC, Ann]\nWhat is the weather in Zürich ✓?"},
 			{Role: "assistant", Text: "Looking.", Thinking: []byte(`[{"thinking":"The user wants \"weather\".","signature":"c2lnbmF0dXJl"}]`),
-				Calls: []store.Call{{ID: "toolu_01", Name: "weather__now", Args: []byte(`{"city":"Zürich","units":"metric","days":[1,2,3]}`)}}},
+				Calls: []event.Call{{ID: "toolu_01", Name: "weather__now", Args: []byte(`{"city":"Zürich","units":"metric","days":[1,2,3]}`)}}},
 			{Role: "user", Results: []Result{{CallID: "toolu_01", Name: "weather__now", Text: "{\"temp\": -2,\n \"sky\": \"snow\"}"}}},
 			{Role: "assistant", Text: "Cold: -2 °C and snow."},
 		},

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/model"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Base is Link's base: the first section of every prompt unless the spec
@@ -84,11 +84,11 @@ func linkSpeaker(id string) string {
 // its call in the user's next message. Consecutive user messages become one,
 // since providers want the two roles in turn. A call left without a result
 // (a turn cut short) is answered as unanswered, so the prompt stays valid.
-func Messages(events []store.Event) []model.Message {
+func Messages(events []event.Event) []model.Message {
 	// About a message an event (fewer where user messages join; one more
 	// where a call is left unanswered): made at once, rarely grown.
 	out := make([]model.Message, 0, len(events)+1)
-	var open []store.Call // calls of the last answer not yet answered
+	var open []event.Call // calls of the last answer not yet answered
 	closeCalls := func() {
 		if len(open) == 0 {
 			return
@@ -113,7 +113,7 @@ func Messages(events []store.Event) []model.Message {
 	for i := range events {
 		e := &events[i]
 		switch e.Type {
-		case store.TypeMessage:
+		case event.TypeMessage:
 			closeCalls()
 			m := user()
 			text := e.Text
@@ -125,11 +125,11 @@ func Messages(events []store.Event) []model.Message {
 			} else {
 				m.Text = text
 			}
-		case store.TypeAnswer:
+		case event.TypeAnswer:
 			closeCalls()
 			out = append(out, model.Message{Role: "assistant", Text: e.Text, Thinking: e.Thinking, Calls: e.Calls})
-			open = append([]store.Call(nil), e.Calls...)
-		case store.TypeResult:
+			open = append([]event.Call(nil), e.Calls...)
+		case event.TypeResult:
 			k := -1
 			for j, c := range open {
 				if c.ID == e.CallID {

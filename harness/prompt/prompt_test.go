@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/model"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -60,20 +60,20 @@ func TestSystem(t *testing.T) {
 // what the model is sent must stay the same turn after turn.
 func TestMessagesGolden(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 45, 0, 0, time.UTC)
-	events := []store.Event{
-		{Seq: 1, Time: at, Type: store.TypeAnswer, Text: "an answer before the window's first message is dropped"},
-		{Seq: 2, Time: at, Type: store.TypeMessage, Head: "[Wed 2026-12-02 10:45 UTC · telegram · Ada, your owner]", Text: "find my notes"},
-		{Seq: 3, Time: at, Type: store.TypeAnswer, Text: "Looking.", Calls: []store.Call{
+	events := []event.Event{
+		{Seq: 1, Time: at, Type: event.TypeAnswer, Text: "an answer before the window's first message is dropped"},
+		{Seq: 2, Time: at, Type: event.TypeMessage, Head: "[Wed 2026-12-02 10:45 UTC · telegram · Ada, your owner]", Text: "find my notes"},
+		{Seq: 3, Time: at, Type: event.TypeAnswer, Text: "Looking.", Calls: []event.Call{
 			{ID: "c1", Name: "memory__search", Args: []byte(`{"q":"notes"}`)},
 			{ID: "c2", Name: "memory__read", Args: []byte(`{"path":"a"}`)},
 		}},
-		{Seq: 4, Time: at, Type: store.TypeResult, CallID: "c1", Name: "memory__search", Text: "two notes"},
+		{Seq: 4, Time: at, Type: event.TypeResult, CallID: "c1", Name: "memory__search", Text: "two notes"},
 		// c2 was never answered: the turn was cut short.
-		{Seq: 5, Time: at, Type: store.TypeMessage, Head: "[Wed 2026-12-02 10:46 UTC · telegram · Ada, your owner]", Text: "well?"},
-		{Seq: 6, Time: at, Type: store.TypeMessage, Head: "[Wed 2026-12-02 10:46 UTC · telegram]", Text: "Bob: me too"},
-		{Seq: 7, Time: at, Type: store.TypeResult, CallID: "zz", Text: "a result for no open call"},
-		{Seq: 8, Time: at, Type: store.TypeAnswer, Text: "Two notes.", Thinking: []byte(`[{"thinking":"t","signature":"s"}]`)},
-		{Seq: 9, Time: at, Type: store.TypeMessage, Text: "thanks"},
+		{Seq: 5, Time: at, Type: event.TypeMessage, Head: "[Wed 2026-12-02 10:46 UTC · telegram · Ada, your owner]", Text: "well?"},
+		{Seq: 6, Time: at, Type: event.TypeMessage, Head: "[Wed 2026-12-02 10:46 UTC · telegram]", Text: "Bob: me too"},
+		{Seq: 7, Time: at, Type: event.TypeResult, CallID: "zz", Text: "a result for no open call"},
+		{Seq: 8, Time: at, Type: event.TypeAnswer, Text: "Two notes.", Thinking: []byte(`[{"thinking":"t","signature":"s"}]`)},
+		{Seq: 9, Time: at, Type: event.TypeMessage, Text: "thanks"},
 	}
 	msgs := Messages(events)
 	got, err := json.MarshalIndent(msgs, "", "  ")

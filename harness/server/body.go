@@ -8,14 +8,14 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // messageBody is the body of POST …/messages.
 type messageBody struct {
 	ID         string
 	Text       *string // nil when the body has none
-	From       store.Sender
+	From       event.Sender
 	Owner      bool
 	Connection string
 }
@@ -72,8 +72,8 @@ func parseMessageBody(data []byte) (messageBody, error) {
 }
 
 // bodySender reads from: {id, name}.
-func bodySender(v *fastjson.Value) (store.Sender, error) {
-	var s store.Sender
+func bodySender(v *fastjson.Value) (event.Sender, error) {
+	var s event.Sender
 	o, err := v.Object()
 	if err != nil {
 		return s, fmt.Errorf(`"from" is %s, want an object`, typeName(v))

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 func TestParseMessageBody(t *testing.T) {
@@ -16,7 +16,7 @@ func TestParseMessageBody(t *testing.T) {
 		says     string // in the error; "" for none
 	}{
 		{"all", `{"id":"m1","text":"hi","from":{"id":"u7","name":"Ann"},"owner":true,"connection":"telegram"}`,
-			messageBody{ID: "m1", Text: text("hi"), From: store.Sender{ID: "u7", Name: "Ann"}, Owner: true, Connection: "telegram"}, ""},
+			messageBody{ID: "m1", Text: text("hi"), From: event.Sender{ID: "u7", Name: "Ann"}, Owner: true, Connection: "telegram"}, ""},
 		{"text alone", `{"text":"hi"}`, messageBody{Text: text("hi")}, ""},
 		{"no text", `{"id":"1"}`, messageBody{ID: "1"}, ""},
 		{"null is missing", `{"text":"hi","id":null,"from":null,"owner":null}`, messageBody{Text: text("hi")}, ""},

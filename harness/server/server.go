@@ -19,6 +19,7 @@ import (
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/store"
 )
 
 // MaxBodyBytes is the largest request body taken.
@@ -391,7 +392,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread 
 	}
 	if strings.Contains(r.Header.Get("Accept"), "application/jsonl") {
 		w.Header().Set("Content-Type", "application/jsonl")
-		conv.Read(r.Context(), 1, false, func(_ int64, ev []byte) bool {
+		conv.Read(r.Context(), 1, store.Forward, func(_ int64, ev []byte) bool {
 			_, err := w.Write(append(ev, '\n'))
 			return err == nil
 		})

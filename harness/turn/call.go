@@ -11,7 +11,7 @@ import (
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // callModel asks the model through the proxy. When the provider says the
@@ -203,7 +203,7 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 
 // answerCost is what an answer's usage cost in USD at the prices known of
 // s's model; 0 when none are known.
-func (t *turn) answerCost(s *settings.Settings, u store.Usage) float64 {
+func (t *turn) answerCost(s *settings.Settings, u event.Usage) float64 {
 	path, err := facts.UserPath(t.r.getenv)
 	if err != nil {
 		return 0

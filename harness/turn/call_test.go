@@ -15,7 +15,7 @@ import (
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // modelRunner is a runner whose model proxy is the scripted model, with
@@ -51,17 +51,17 @@ func withModel(name, provider string) settings.Settings {
 }
 
 // events reads a conversation's events.
-func events(t *testing.T, r *Runner, thread string) []store.Event {
+func events(t *testing.T, r *Runner, thread string) []event.Event {
 	t.Helper()
 	dir, _ := r.Agent.Path(home.Chat, thread)
 	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []store.Event
-	var d store.Decoder
+	var out []event.Event
+	var d event.Decoder
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e store.Event
+		var e event.Event
 		if err := d.Decode([]byte(line), &e); err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
@@ -76,7 +76,7 @@ func lastIsMessage(t *testing.T, r *Runner, thread string, n int, text string) {
 	t.Helper()
 	ev := events(t, r, thread)
 	last := ev[len(ev)-1]
-	if len(ev) != n || last.Type != store.TypeMessage || last.Text != text {
+	if len(ev) != n || last.Type != event.TypeMessage || last.Text != text {
 		t.Errorf("%d events, the last %s %q; want %d, the message %q", len(ev), last.Type, last.Text, n, text)
 	}
 }
@@ -184,7 +184,7 @@ func TestCost(t *testing.T) {
 	// cache reads at $0.50, 100 cache writes at $6.25, per million.
 	for i, want := range map[int]float64{1: 0.015625, 3: 0.020625} {
 		a := ev[i]
-		if a.Type != store.TypeAnswer || math.Abs(a.Cost-want) > 1e-12 || a.Usage.CacheRead != 10000 || a.Model != "anthropic/claude-opus-5-5" || a.Provider != "anthropic" {
+		if a.Type != event.TypeAnswer || math.Abs(a.Cost-want) > 1e-12 || a.Usage.CacheRead != 10000 || a.Model != "anthropic/claude-opus-5-5" || a.Provider != "anthropic" {
 			t.Errorf("answer %d: %s cost %v usage %+v model %s/%s; want cost %v", i, a.Type, a.Cost, a.Usage, a.Provider, a.Model, want)
 		}
 	}

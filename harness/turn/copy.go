@@ -11,6 +11,7 @@ import (
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // The copy for people (chat.md) holds what was said up to the agent's last
@@ -26,12 +27,12 @@ func copyMark(seq int64) string { return "<!-- lnk:answer " + strconv.FormatInt(
 
 // AppendCopy appends to dst the copy's part for events, oldest first: each
 // message and each answer with text, then the mark of the last answer.
-func AppendCopy(dst []byte, agent string, events []store.Event) []byte {
+func AppendCopy(dst []byte, agent string, events []event.Event) []byte {
 	var last int64
 	for i := range events {
 		e := &events[i]
 		switch {
-		case e.Type == store.TypeMessage:
+		case e.Type == event.TypeMessage:
 			name := e.From.Name
 			if name == "" {
 				name = e.From.ID
@@ -40,10 +41,10 @@ func AppendCopy(dst []byte, agent string, events []store.Event) []byte {
 				name = "someone"
 			}
 			dst = fmt.Appendf(dst, "**%s** · %s\n\n%s\n\n", name, e.Time.Local().Format("2006-01-02 15:04"), e.Text)
-		case e.Type == store.TypeAnswer && e.Text != "":
+		case e.Type == event.TypeAnswer && e.Text != "":
 			dst = fmt.Appendf(dst, "**%s** · %s\n\n%s\n\n", agent, e.Time.Local().Format("2006-01-02 15:04"), e.Text)
 			last = e.Seq
-		case e.Type == store.TypeAnswer:
+		case e.Type == event.TypeAnswer:
 			last = e.Seq
 		}
 	}
@@ -56,7 +57,7 @@ func AppendCopy(dst []byte, agent string, events []store.Event) []byte {
 // addToCopy adds this turn's part to the copy: the events since the answer
 // before this turn's, which the turn already holds. events are the window
 // as read (its first n) and then everything the turn appended.
-func (t *turn) addToCopy(ctx context.Context, events []store.Event, n int) error {
+func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error {
 	if k, ok := t.conv.(interface{ KeepsNoCopy() bool }); ok && k.KeepsNoCopy() {
 		return nil // a compact conversation: lnk agent chat show makes the copy from the events
 	}
@@ -67,7 +68,7 @@ func (t *turn) addToCopy(ctx context.Context, events []store.Event, n int) error
 	// The answer before this turn's, and what came after it.
 	prev, from := int64(0), 0
 	for i := n - 1; i >= 0; i-- {
-		if e := &events[i]; e.Type == store.TypeAnswer {
+		if e := &events[i]; e.Type == event.TypeAnswer {
 			prev, from = e.Seq, i+1
 			break
 		}
@@ -88,7 +89,7 @@ func (t *turn) addToCopy(ctx context.Context, events []store.Event, n int) error
 	var b []byte
 	part, start := events[from:], 0
 	for i := range part {
-		if part[i].Type == store.TypeAnswer {
+		if part[i].Type == event.TypeAnswer {
 			b = AppendCopy(b, t.r.Agent.Name, part[start:i+1])
 			start = i + 1
 		}
@@ -140,22 +141,22 @@ func (t *turn) remakeCopy(ctx context.Context, path string) error {
 // messages since the last answer.
 func WriteCopy(ctx context.Context, w io.Writer, agent string, conv store.Conversation) (int64, error) {
 	var (
-		dec     store.Decoder
+		dec     event.Decoder
 		buf     []byte
-		pending []store.Event
-		e       store.Event
+		pending []event.Event
+		e       event.Event
 		n       int64
 		derr    error
 	)
-	err := conv.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
+	err := conv.Read(ctx, 1, store.Forward, func(_ int64, ev []byte) bool {
 		if derr = dec.Decode(ev, &e); derr != nil {
 			return false
 		}
 		switch e.Type {
-		case store.TypeMessage:
-			pending = append(pending, store.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, From: e.From, Text: e.Text})
-		case store.TypeAnswer:
-			pending = append(pending, store.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, Text: e.Text})
+		case event.TypeMessage:
+			pending = append(pending, event.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, From: e.From, Text: e.Text})
+		case event.TypeAnswer:
+			pending = append(pending, event.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, Text: e.Text})
 			buf = AppendCopy(buf[:0], agent, pending)
 			pending = pending[:0]
 			var m int

@@ -8,6 +8,7 @@ import (
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Opener opens the conversation kept in folder dir, which exists. What the
@@ -55,9 +56,9 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		return nil
 	}
 	var first string
-	err = held.Read(ctx, 1, false, func(_ int64, ev []byte) bool {
+	err = held.Read(ctx, 1, store.Forward, func(_ int64, ev []byte) bool {
 		t.read += int64(len(ev))
-		var e store.Event
+		var e event.Event
 		if err := t.dec.Decode(ev, &e); err == nil {
 			first, t.startConn = e.Thread, e.Connection
 		}

@@ -13,6 +13,7 @@ import (
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // MaxRounds is the most rounds of tool calls a turn makes. The model is then
@@ -33,11 +34,11 @@ const LastRoundNote = "[You have used every round of tool calls this turn may ma
 // no message waits; past the last round it asks once more for those that
 // came meanwhile. It returns the answer the turn's own message is told (the
 // first that calls nothing) and events with everything the turn appended.
-func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp window.Checkpoint, events []store.Event, onText func(string)) (*store.Event, []store.Event, error) {
+func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp window.Checkpoint, events []event.Event, onText func(string)) (*event.Event, []event.Event, error) {
 	if t.offer != nil {
 		req.Tools = t.offer.Tools()
 	}
-	var reply *store.Event
+	var reply *event.Event
 	for round := 0; ; round++ {
 		if round > MaxRounds {
 			t.in.close() // the call for those that steered it past the last round is the turn's last
@@ -107,9 +108,9 @@ func withNote(msgs []model.Message, note string) []model.Message {
 // runCalls runs one round's calls at once and appends each tool's answer as
 // it comes, the first to answer first. A call is always answered: by the
 // tool, or with why it was not.
-func (t *turn) runCalls(ctx context.Context, calls []store.Call) ([]store.Event, error) {
+func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event, error) {
 	type answered struct {
-		c store.Call
+		c event.Call
 		r tools.Result
 	}
 	ch := make(chan answered, len(calls))
@@ -121,7 +122,7 @@ func (t *turn) runCalls(ctx context.Context, calls []store.Call) ([]store.Event,
 			ch <- answered{c, r}
 		}()
 	}
-	out := make([]store.Event, 0, len(calls))
+	out := make([]event.Event, 0, len(calls))
 	var werr error
 	for range calls {
 		a := <-ch
@@ -136,14 +137,14 @@ func (t *turn) runCalls(ctx context.Context, calls []store.Call) ([]store.Event,
 
 // resultEvent is the event of a tool's answer to one call, its text kept to
 // tools.MaxResultBytes.
-func resultEvent(now time.Time, c store.Call, r tools.Result) store.Event {
+func resultEvent(now time.Time, c event.Call, r tools.Result) event.Event {
 	text, cut := tools.Cut(r.Text)
 	errText, _ := tools.Cut(r.Error)
-	return store.Event{Time: now, Type: store.TypeResult, CallID: c.ID, Name: c.Name, Text: text, Error: errText, Truncated: cut || r.Truncated}
+	return event.Event{Time: now, Type: event.TypeResult, CallID: c.ID, Name: c.Name, Text: text, Error: errText, Truncated: cut || r.Truncated}
 }
 
 // call runs one call on the tools the conversation was offered.
-func (t *turn) call(ctx context.Context, c store.Call) tools.Result {
+func (t *turn) call(ctx context.Context, c event.Call) tools.Result {
 	if t.offer == nil || !t.offer.Offered(c.Name) {
 		return tools.Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", c.Name)}
 	}

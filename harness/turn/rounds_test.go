@@ -22,6 +22,7 @@ import (
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // slowCall is how long web__slow takes.
@@ -86,17 +87,17 @@ func parseScript(t *testing.T, s string) *scripted.Script {
 }
 
 // readEvents reads a conversation's events.
-func readEvents(t *testing.T, r *Runner, thread string) []store.Event {
+func readEvents(t *testing.T, r *Runner, thread string) []event.Event {
 	t.Helper()
 	conv, err := r.Conversation(thread)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conv.Close()
-	var out []store.Event
-	var dec store.Decoder
-	err = conv.Read(context.Background(), 1, false, func(_ int64, ev []byte) bool {
-		var e store.Event
+	var out []event.Event
+	var dec event.Decoder
+	err = conv.Read(context.Background(), 1, store.Forward, func(_ int64, ev []byte) bool {
+		var e event.Event
 		if err := dec.Decode(ev, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -109,8 +110,8 @@ func readEvents(t *testing.T, r *Runner, thread string) []store.Event {
 	return out
 }
 
-func ofType(events []store.Event, typ string) []store.Event {
-	var out []store.Event
+func ofType(events []event.Event, typ string) []event.Event {
+	var out []event.Event
 	for _, e := range events {
 		if e.Type == typ {
 			out = append(out, e)
@@ -174,8 +175,8 @@ text = "all three came back"
 		t.Errorf("three calls of %v took %v in all: not at once", slowCall, took)
 	}
 	ev := readEvents(t, r, "t")
-	res := ofType(ev, store.TypeResult)
-	if len(res) != 3 || len(ofType(ev, store.TypeAnswer)) != 2 {
+	res := ofType(ev, event.TypeResult)
+	if len(res) != 3 || len(ofType(ev, event.TypeAnswer)) != 2 {
 		t.Fatalf("events %+v", ev)
 	}
 	for _, e := range res {
@@ -202,8 +203,8 @@ args = '{"text":"x"}'
 		t.Fatal(err)
 	}
 	ev := readEvents(t, r, "t")
-	answers := ofType(ev, store.TypeAnswer)
-	if n := len(ofType(ev, store.TypeResult)); n != MaxRounds {
+	answers := ofType(ev, event.TypeAnswer)
+	if n := len(ofType(ev, event.TypeResult)); n != MaxRounds {
 		t.Errorf("%d results, want %d", n, MaxRounds)
 	}
 	if len(answers) != MaxRounds+1 || len(answers[MaxRounds].Calls) != 0 || a.Seq != answers[MaxRounds].Seq {
@@ -236,7 +237,7 @@ text = "read it"
 	if _, err := r.Message(context.Background(), "t", Message{Text: "big one"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range ofType(readEvents(t, r, "t"), store.TypeResult) {
+	for _, e := range ofType(readEvents(t, r, "t"), event.TypeResult) {
 		switch e.Name {
 		case "web__big":
 			if len(e.Text) != tools.MaxResultBytes || !e.Truncated {
@@ -332,7 +333,7 @@ func field(t *testing.T, body []byte, key string) json.RawMessage {
 // A message from run:<id> (a background command's end) says so in its head.
 func TestBackgroundEndHead(t *testing.T) {
 	r, _ := newRunner(t, nil)
-	if _, err := r.Message(context.Background(), "t", Message{Text: "exit 0", From: store.Sender{ID: "run:42"}, Connection: "run"}, nil); err != nil {
+	if _, err := r.Message(context.Background(), "t", Message{Text: "exit 0", From: event.Sender{ID: "run:42"}, Connection: "run"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if h := readEvents(t, r, "t")[0].Head; !strings.Contains(h, "run:42, the end of a command you started in the background") {
@@ -396,7 +397,7 @@ text = "done"
 				t.Fatalf("%+v %v", a, err)
 			}
 			var texts []string
-			for _, e := range ofType(readEvents(t, r, "t"), store.TypeResult) {
+			for _, e := range ofType(readEvents(t, r, "t"), event.TypeResult) {
 				if e.Error != "" {
 					t.Errorf("%s: %s", e.Name, e.Error)
 				}

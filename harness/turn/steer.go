@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Steering. A message sent to a conversation while a turn of it runs in
@@ -48,7 +48,7 @@ type steer struct {
 	done   chan steered // one send: what the sender is told
 
 	// set by the turn
-	told   *store.Event // the answer to tell
+	told   *event.Event // the answer to tell
 	shared bool         // told to an earlier message's caller as well
 }
 
@@ -133,7 +133,7 @@ func (in *inbox) text(frag string) {
 // answered marks the answer a, which calls nothing, as the one to tell
 // every taken sender not told one yet; shared says a is told to an earlier
 // message's caller already (the turn's own, or a sender before).
-func (in *inbox) answered(a *store.Event, shared bool) {
+func (in *inbox) answered(a *event.Event, shared bool) {
 	if in == nil {
 		return
 	}
@@ -179,14 +179,14 @@ func (in *inbox) finish(thread string, err error) {
 func (in *inbox) refuse(s *steer) { s.done <- steered{refused: true} }
 
 // answerOf is the Answer of answer event e.
-func answerOf(thread string, e *store.Event) Answer {
+func answerOf(thread string, e *event.Event) Answer {
 	return Answer{Thread: thread, Seq: e.Seq, Text: e.Text, Usage: e.Usage}
 }
 
 // takeSteers appends the messages waiting to steer the turn and returns
 // events with them. A message whose id the turn's events already hold is
 // refused: after the turn, it is found as taken and its answer given.
-func (t *turn) takeSteers(ctx context.Context, events []store.Event) ([]store.Event, error) {
+func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Event, error) {
 	waiting := t.in.take()
 	for i, s := range waiting {
 		if s.m.ID != "" && holdsID(events, s.m.ID) {
@@ -210,7 +210,7 @@ func (t *turn) takeSteers(ctx context.Context, events []store.Event) ([]store.Ev
 // that came meanwhile, and says whether it appended any, for the model to
 // be asked again. With none waiting, the inbox closes: the answer is the
 // turn's, and a message from now on waits for a turn of its own.
-func (t *turn) steeredAfter(ctx context.Context, events []store.Event) ([]store.Event, bool, error) {
+func (t *turn) steeredAfter(ctx context.Context, events []event.Event) ([]event.Event, bool, error) {
 	for !t.in.closeIfNone() {
 		n := len(events)
 		var err error
@@ -221,9 +221,9 @@ func (t *turn) steeredAfter(ctx context.Context, events []store.Event) ([]store.
 	return events, false, nil
 }
 
-func holdsID(events []store.Event, id string) bool {
+func holdsID(events []event.Event, id string) bool {
 	for i := range events {
-		if events[i].Type == store.TypeMessage && events[i].ID == id {
+		if events[i].Type == event.TypeMessage && events[i].ID == id {
 			return true
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // told is what one caller of Runner.Message was told.
@@ -55,7 +55,7 @@ func wait(t *testing.T, ch <-chan told) Answer {
 }
 
 // types is the events' types, one letter each: message, answer, result.
-func types(events []store.Event) string {
+func types(events []event.Event) string {
 	var b strings.Builder
 	for _, e := range events {
 		b.WriteByte(e.Type[0])
@@ -191,7 +191,7 @@ text = "a turn of its own"
 	a1, a2, a3 := wait(t, first), wait(t, second), wait(t, third)
 
 	ev := readEvents(t, r, "t")
-	answers := ofType(ev, store.TypeAnswer)
+	answers := ofType(ev, event.TypeAnswer)
 	if len(answers) != MaxRounds+3 {
 		t.Fatalf("%d answers, want %d: %s", len(answers), MaxRounds+3, types(ev))
 	}

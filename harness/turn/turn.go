@@ -17,6 +17,7 @@ import (
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Errors a turn returns, besides the store's and the model's.
@@ -58,7 +59,7 @@ type Runner struct {
 type Message struct {
 	ID         string // the sender's message id: the same id twice is one message
 	Text       string
-	From       store.Sender
+	From       event.Sender
 	Owner      bool
 	Connection string
 	Tools      []string // Link-Tools: narrows the conversation's tools, never widens them; nil leaves them
@@ -69,7 +70,7 @@ type Answer struct {
 	Thread string
 	Seq    int64 // the answer's seq
 	Text   string
-	Usage  store.Usage
+	Usage  event.Usage
 	Repeat bool // the message was already answered: this is that answer
 	// Shared says the answer is also an earlier message's, whose caller is
 	// told it: the message steered a turn that answered both at once, and a
@@ -187,7 +188,7 @@ type turn struct {
 	dir    string
 	in     *inbox // the messages that steer it
 	conv   store.Conversation
-	dec    store.Decoder
+	dec    event.Decoder
 	buf    []byte
 
 	startConn string            // the connection of the conversation's first message, as open read it
@@ -196,7 +197,7 @@ type turn struct {
 	composed  []prompt.Section  // the prompt's sections as this turn read them, for a fallback model
 	paths     homePaths         // the paths the prompt reads, set when it is composed
 	release   func()            // lets the conversation's lease go, for a store that keeps leases
-	window    *[]store.Event    // the slice the window is decoded into, given back when the turn ends
+	window    *[]event.Event    // the slice the window is decoded into, given back when the turn ends
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -295,17 +296,17 @@ func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 		n   int
 		err error
 	)
-	rerr := t.conv.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
+	rerr := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 		t.read += int64(len(ev))
 		var (
 			id      []byte
 			message bool
 		)
-		if id, message, err = store.MessageID(ev); err != nil {
+		if id, message, err = event.MessageID(ev); err != nil {
 			err = fmt.Errorf("event %d: %w", seq, err)
 			return false
 		}
-		if message && store.RawIs(id, m.ID) {
+		if message && event.RawIs(id, m.ID) {
 			at = seq
 			return false
 		}
@@ -333,15 +334,15 @@ func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
 func (t *turn) answerAfter(ctx context.Context, seq int64) (Answer, error) {
 	var (
 		a   Answer
-		e   store.Event
+		e   event.Event
 		err error
 	)
-	rerr := t.conv.Read(ctx, seq+1, false, func(seq int64, ev []byte) bool {
+	rerr := t.conv.Read(ctx, seq+1, store.Forward, func(seq int64, ev []byte) bool {
 		t.read += int64(len(ev))
 		if err = t.dec.Decode(ev, &e); err != nil {
 			return false
 		}
-		if e.Type == store.TypeAnswer && len(e.Calls) == 0 {
+		if e.Type == event.TypeAnswer && len(e.Calls) == 0 {
 			a = Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true}
 			return false
 		}
@@ -353,12 +354,12 @@ func (t *turn) answerAfter(ctx context.Context, seq int64) (Answer, error) {
 	return a, err
 }
 
-func (t *turn) appendEvent(ctx context.Context, e *store.Event) error {
+func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
 	e.Seq = t.last + 1
 	if t.last == 0 {
 		e.Thread = t.thread
 	}
-	t.buf = store.AppendEvent(t.buf[:0], e)
+	t.buf = event.Append(t.buf[:0], e)
 	if err := t.conv.Append(ctx, e.Seq, t.buf); err != nil {
 		return err
 	}
@@ -369,10 +370,10 @@ func (t *turn) appendEvent(ctx context.Context, e *store.Event) error {
 
 // appendMessage appends the message with its head, durable before the
 // model is asked, and returns its event.
-func (t *turn) appendMessage(ctx context.Context, m Message) (store.Event, error) {
+func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error) {
 	now := t.r.now()
-	e := store.Event{
-		Time: now, Type: store.TypeMessage, ID: m.ID, From: m.From, Owner: m.Owner,
+	e := event.Event{
+		Time: now, Type: event.TypeMessage, ID: m.ID, From: m.From, Owner: m.Owner,
 		Connection: m.Connection, Text: m.Text,
 		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
@@ -393,13 +394,13 @@ func (t *turn) settings() (settings.Settings, error) {
 
 // appendAnswer appends the model's answer with what the provider reported
 // and the window's checkpoint.
-func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []store.Event) (*store.Event, error) {
-	e := store.Event{
-		Time: t.r.now(), Type: store.TypeAnswer, Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls,
+func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []event.Event) (*event.Event, error) {
+	e := event.Event{
+		Time: t.r.now(), Type: event.TypeAnswer, Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls,
 		Model: s.Model.Name, Provider: s.Provider(), ResponseID: resp.ResponseID, Usage: resp.Usage,
 		LatencyMS: resp.Latency.Milliseconds(),
 		Cost:      t.answerCost(s, resp.Usage),
-		Window:    &store.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
+		Window:    &event.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
 	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)

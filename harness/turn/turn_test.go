@@ -16,6 +16,7 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
 )
 
@@ -126,17 +127,17 @@ func writeConversation(t testing.TB, dir, thread string, n int) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var buf []byte
 	for seq := int64(1); seq <= int64(n); seq++ {
-		e := store.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
+		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
 		if seq == 1 {
 			e.Thread = thread
 		}
 		if seq%2 == 1 {
-			e.Type, e.ID, e.Text, e.Head = store.TypeMessage, fmt.Sprintf("m%d", seq), fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
+			e.Type, e.ID, e.Text, e.Head = event.TypeMessage, fmt.Sprintf("m%d", seq), fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
 		} else {
-			e.Type, e.Text = store.TypeAnswer, fmt.Sprintf("answer %d: %s", seq, strings.Repeat("reply ", 40))
-			e.Window = &store.Window{Start: max(1, seq-40), TokensBefore: 0}
+			e.Type, e.Text = event.TypeAnswer, fmt.Sprintf("answer %d: %s", seq, strings.Repeat("reply ", 40))
+			e.Window = &event.Window{Start: max(1, seq-40), TokensBefore: 0}
 		}
-		buf = append(store.AppendEvent(buf[:0], &e), '\n')
+		buf = append(event.Append(buf[:0], &e), '\n')
 		if _, err := f.Write(buf); err != nil {
 			t.Fatal(err)
 		}
@@ -183,8 +184,8 @@ func TestWindowDrops(t *testing.T) {
 		dir, _ := r.Agent.Path(home.Chat, "t")
 		b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		var d store.Decoder
-		var e store.Event
+		var d event.Decoder
+		var e event.Event
 		if err := d.Decode([]byte(lines[len(lines)-1]), &e); err != nil || e.Window == nil {
 			t.Fatalf("last event %s: %v", lines[len(lines)-1], err)
 		}
@@ -233,7 +234,7 @@ func TestOneTurnAtATime(t *testing.T) {
 	}
 	for _, th := range []string{"t0", "t1"} {
 		ev := readEvents(t, r, th)
-		msgs := ofType(ev, store.TypeMessage)
+		msgs := ofType(ev, event.TypeMessage)
 		if len(msgs) != 10 {
 			t.Errorf("%s: %d messages, want 10", th, len(msgs))
 		}
@@ -244,11 +245,11 @@ func TestOneTurnAtATime(t *testing.T) {
 					seq = e.Seq
 				}
 			}
-			if e := ev[o.a.Seq-1]; e.Type != store.TypeAnswer || o.a.Seq < seq || seq == 0 {
+			if e := ev[o.a.Seq-1]; e.Type != event.TypeAnswer || o.a.Seq < seq || seq == 0 {
 				t.Errorf("%s: message %q (seq %d) told %+v", th, o.text, seq, o.a)
 			}
 		}
-		if last := ev[len(ev)-1]; last.Type != store.TypeAnswer {
+		if last := ev[len(ev)-1]; last.Type != event.TypeAnswer {
 			t.Errorf("%s ends with a %s", th, last.Type)
 		}
 	}
@@ -298,30 +299,30 @@ func TestRepeatedMessage(t *testing.T) {
 	r, m := newRunner(t, nil)
 	dir, _ := r.Agent.Path(home.Chat, "t")
 	os.MkdirAll(dir, 0o700)
-	var events []store.Event
-	add := func(e store.Event) {
+	var events []event.Event
+	add := func(e event.Event) {
 		e.Seq, e.Time = int64(len(events)+1), time.Date(2026, 1, 1, 0, 0, len(events), 0, time.UTC)
 		if e.Seq == 1 {
 			e.Thread = "t"
 		}
 		events = append(events, e)
 	}
-	add(store.Event{Type: store.TypeMessage, ID: "far", Text: "long ago"})
-	add(store.Event{Type: store.TypeAnswer, Text: "long ago answered"})
+	add(event.Event{Type: event.TypeMessage, ID: "far", Text: "long ago"})
+	add(event.Event{Type: event.TypeAnswer, Text: "long ago answered"})
 	for i := range 40 {
-		add(store.Event{Type: store.TypeMessage, ID: fmt.Sprintf("filler-%d", i), Text: "more"})
-		add(store.Event{Type: store.TypeAnswer, Text: "and more"})
+		add(event.Event{Type: event.TypeMessage, ID: fmt.Sprintf("filler-%d", i), Text: "more"})
+		add(event.Event{Type: event.TypeAnswer, Text: "and more"})
 	}
-	add(store.Event{Type: store.TypeMessage, ID: "m-1", Text: "look it up"})
-	add(store.Event{Type: store.TypeAnswer, Calls: []store.Call{{ID: "c1", Name: "web__echo", Args: []byte(`{}`)}}})
-	add(store.Event{Type: store.TypeResult, CallID: "c1", Name: "web__echo", Text: "found"})
-	add(store.Event{Type: store.TypeAnswer, Text: "first answer"})
-	add(store.Event{Type: store.TypeMessage, ID: `q"é\1`, Text: "quoted"})
-	add(store.Event{Type: store.TypeAnswer, Text: "second answer"})
-	add(store.Event{Type: store.TypeMessage, ID: "m-crashed", Text: "no answer"})
+	add(event.Event{Type: event.TypeMessage, ID: "m-1", Text: "look it up"})
+	add(event.Event{Type: event.TypeAnswer, Calls: []event.Call{{ID: "c1", Name: "web__echo", Args: []byte(`{}`)}}})
+	add(event.Event{Type: event.TypeResult, CallID: "c1", Name: "web__echo", Text: "found"})
+	add(event.Event{Type: event.TypeAnswer, Text: "first answer"})
+	add(event.Event{Type: event.TypeMessage, ID: `q"é\1`, Text: "quoted"})
+	add(event.Event{Type: event.TypeAnswer, Text: "second answer"})
+	add(event.Event{Type: event.TypeMessage, ID: "m-crashed", Text: "no answer"})
 	var buf []byte
 	for i := range events {
-		buf = append(store.AppendEvent(buf, &events[i]), '\n')
+		buf = append(event.Append(buf, &events[i]), '\n')
 	}
 	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), buf, 0o600); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // maxWindowRead bounds how much of a conversation one turn reads back,
@@ -15,13 +16,13 @@ const maxWindowRead = 64 << 20
 // windowSlices holds the slices windows are decoded into, emptied, so a turn
 // does not grow a new one of several hundred bytes an event each time. The
 // pool is the process's, never an agent's, and the collector empties it.
-var windowSlices = sync.Pool{New: func() any { return new([]store.Event) }}
+var windowSlices = sync.Pool{New: func() any { return new([]event.Event) }}
 
 // keepWindow makes events, or a larger slice the turn's events grew into,
 // the slice its turn gives back when it ends.
-func (t *turn) keepWindow(events []store.Event) {
+func (t *turn) keepWindow(events []event.Event) {
 	if t.window == nil {
-		t.window = windowSlices.Get().(*[]store.Event)
+		t.window = windowSlices.Get().(*[]event.Event)
 	}
 	if cap(events) > cap(*t.window) {
 		*t.window = events[:0]
@@ -45,7 +46,7 @@ func (t *turn) giveWindow() {
 // latest checkpoint's start (or the first event), and returns the window's
 // events oldest first with where it starts. It stops early once what it has
 // read is more than the share, since a window never reaches further back.
-func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window.Checkpoint, error) {
+func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
 	t.keepWindow(nil)
 	var (
 		events = (*t.window)[:0]
@@ -56,15 +57,15 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 		bytes  int
 		derr   error
 	)
-	err := t.conv.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
+	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 		t.read += int64(len(ev))
 		bytes += len(ev)
-		events = append(events, store.Event{})
+		events = append(events, event.Event{})
 		e := &events[len(events)-1]
 		if derr = t.dec.Decode(ev, e); derr != nil {
 			return false
 		}
-		if !found && e.Window != nil && (e.Type == store.TypeAnswer || e.Type == store.TypeSummary) {
+		if !found && e.Window != nil && (e.Type == event.TypeAnswer || e.Type == event.TypeSummary) {
 			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
 		}
 		tok := eventTokens(e)
@@ -98,7 +99,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 	}
 	items := make([]window.Item, len(events))
 	for i := range events {
-		items[i] = window.Item{Seq: events[i].Seq, Tokens: toks[i], CanStart: events[i].Type == store.TypeMessage}
+		items[i] = window.Item{Seq: events[i].Seq, Tokens: toks[i], CanStart: events[i].Type == event.TypeMessage}
 	}
 	next := window.Start(cp, items, share)
 	for len(events) > 0 && events[0].Seq < next.Start {
@@ -108,7 +109,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]store.Event, window
 }
 
 // eventTokens is an event's rough share of the prompt.
-func eventTokens(e *store.Event) int {
+func eventTokens(e *event.Event) int {
 	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
 	for _, c := range e.Calls {
 		n += window.Tokens(c.Name) + len(c.Args)/4

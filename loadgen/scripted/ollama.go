@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // createdAt is the time every Ollama line says it was made: fixed, so the
@@ -28,7 +28,7 @@ func (st *stream) ollama(req *request) {
 		}
 		st.ollamaStart(req)
 		st.buf = append(st.buf, `"content":"","thinking":`...)
-		st.buf = store.AppendString(st.buf, p)
+		st.buf = event.AppendString(st.buf, p)
 		st.buf = append(st.buf, "},\"done\":false}\n"...)
 		st.flush()
 	}
@@ -41,7 +41,7 @@ func (st *stream) ollama(req *request) {
 		}
 		st.ollamaStart(req)
 		st.buf = append(st.buf, `"content":`...)
-		st.buf = store.AppendString(st.buf, p)
+		st.buf = event.AppendString(st.buf, p)
 		st.buf = append(st.buf, "},\"done\":false}\n"...)
 		st.flush()
 	}
@@ -68,7 +68,7 @@ func (st *stream) ollama(req *request) {
 // ollamaStart begins a line, up to the message's fields.
 func (st *stream) ollamaStart(req *request) {
 	st.buf = append(st.buf, `{"model":`...)
-	st.buf = store.AppendString(st.buf, req.model)
+	st.buf = event.AppendString(st.buf, req.model)
 	st.buf = append(st.buf, ","+createdAt+`,"message":{"role":"assistant",`...)
 }
 
@@ -76,7 +76,7 @@ func (st *stream) ollamaStart(req *request) {
 // arguments an object.
 func appendOllamaCall(b []byte, c call) []byte {
 	b = append(b, `{"function":{"name":`...)
-	b = store.AppendString(b, c.name)
+	b = event.AppendString(b, c.name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, c.args...)
 	return append(b, "}}"...)
@@ -96,12 +96,12 @@ func appendOllamaCounts(b []byte, u Usage) []byte {
 // "stream": false.
 func writeOllamaWhole(w http.ResponseWriter, req *request, a *answer) {
 	b := append([]byte(nil), `{"model":`...)
-	b = store.AppendString(b, req.model)
+	b = event.AppendString(b, req.model)
 	b = append(b, ","+createdAt+`,"message":{"role":"assistant","content":`...)
-	b = store.AppendString(b, a.text)
+	b = event.AppendString(b, a.text)
 	if a.thinking != "" {
 		b = append(b, `,"thinking":`...)
-		b = store.AppendString(b, a.thinking)
+		b = event.AppendString(b, a.thinking)
 	}
 	if len(a.calls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -164,14 +164,14 @@ func (s *Server) serveShow(w http.ResponseWriter, r *http.Request) {
 	if m.NumCtx > 0 {
 		params += "\nnum_ctx " + strconv.Itoa(m.NumCtx)
 	}
-	b = store.AppendString(b, params)
+	b = event.AppendString(b, params)
 	b = append(b, `,"template":"","details":{"format":"gguf","family":`...)
-	b = store.AppendString(b, arch)
+	b = event.AppendString(b, arch)
 	b = append(b, `},"model_info":{"general.architecture":`...)
-	b = store.AppendString(b, arch)
+	b = event.AppendString(b, arch)
 	if m.ContextLength > 0 {
 		b = append(b, ',')
-		b = store.AppendString(b, arch+".context_length")
+		b = event.AppendString(b, arch+".context_length")
 		b = append(b, ':')
 		b = strconv.AppendInt(b, int64(m.ContextLength), 10)
 	}

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
-func quote(s string) []byte { return store.AppendString(nil, s) }
+func quote(s string) []byte { return event.AppendString(nil, s) }
 
 // stream writes one streamed answer, a piece at a time, stopping where the
 // rule cuts or stalls it.
@@ -71,11 +71,11 @@ func (st *stream) failure(code int) {
 		st.buf = append(st.buf, `{"type":"error","error":{"type":"`...)
 		st.buf = append(st.buf, anthropicType(code)...)
 		st.buf = append(st.buf, `","message":`...)
-		st.buf = store.AppendString(st.buf, msg)
+		st.buf = event.AppendString(st.buf, msg)
 		st.buf = append(st.buf, "}}\n\n"...)
 	case ollama:
 		st.buf = append(st.buf, `{"error":`...)
-		st.buf = store.AppendString(st.buf, msg)
+		st.buf = event.AppendString(st.buf, msg)
 		st.buf = append(st.buf, "}\n"...)
 	case responses:
 		st.rEvent("response.failed")
@@ -84,11 +84,11 @@ func (st *stream) failure(code int) {
 		st.buf = append(st.buf, `","object":"response","status":"failed","error":{"code":"`...)
 		st.buf = append(st.buf, openAIType(code)...)
 		st.buf = append(st.buf, `","message":`...)
-		st.buf = store.AppendString(st.buf, msg)
+		st.buf = event.AppendString(st.buf, msg)
 		st.buf = append(st.buf, "}}}\n\n"...)
 	default:
 		st.buf = append(st.buf, `data: {"error":{"message":`...)
-		st.buf = store.AppendString(st.buf, msg)
+		st.buf = event.AppendString(st.buf, msg)
 		st.buf = append(st.buf, `,"type":"`...)
 		st.buf = append(st.buf, openAIType(code)...)
 		st.buf = append(st.buf, `","code":`...)
@@ -104,7 +104,7 @@ func (st *stream) anthropic(req *request) {
 	st.buf = append(st.buf, `{"type":"message_start","message":{"id":"msg_`...)
 	st.buf = append(st.buf, a.id...)
 	st.buf = append(st.buf, `","type":"message","role":"assistant","model":`...)
-	st.buf = store.AppendString(st.buf, req.model)
+	st.buf = event.AppendString(st.buf, req.model)
 	st.buf = append(st.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	st.buf = strconv.AppendInt(st.buf, a.usage.Input, 10)
 	st.buf = append(st.buf, `,"cache_creation_input_tokens":`...)
@@ -145,7 +145,7 @@ func (st *stream) anthropic(req *request) {
 		st.buf = append(st.buf, `,"content_block":{"type":"tool_use","id":"toolu_`...)
 		st.buf = append(st.buf, c.id...)
 		st.buf = append(st.buf, `","name":`...)
-		st.buf = store.AppendString(st.buf, c.name)
+		st.buf = event.AppendString(st.buf, c.name)
 		st.buf = append(st.buf, `,"input":{}}}`+"\n\n"...)
 		for _, p := range pieces(c.args, a.chunks) {
 			if !st.piece() {
@@ -194,7 +194,7 @@ func (st *stream) delta(index int, typ, key, s string) {
 	st.buf = append(st.buf, `","`...)
 	st.buf = append(st.buf, key...)
 	st.buf = append(st.buf, `":`...)
-	st.buf = store.AppendString(st.buf, s)
+	st.buf = event.AppendString(st.buf, s)
 	st.buf = append(st.buf, "}}\n\n"...)
 	st.flush()
 }
@@ -230,7 +230,7 @@ func (st *stream) openAI(req *request) {
 		}
 		st.chunkStart(req)
 		st.buf = append(st.buf, `{"content":`...)
-		st.buf = store.AppendString(st.buf, p)
+		st.buf = event.AppendString(st.buf, p)
 		st.buf = append(st.buf, `},"finish_reason":null}]}`+"\n\n"...)
 		st.flush()
 	}
@@ -241,7 +241,7 @@ func (st *stream) openAI(req *request) {
 		st.buf = append(st.buf, `,"id":"call_`...)
 		st.buf = append(st.buf, c.id...)
 		st.buf = append(st.buf, `","type":"function","function":{"name":`...)
-		st.buf = store.AppendString(st.buf, c.name)
+		st.buf = event.AppendString(st.buf, c.name)
 		st.buf = append(st.buf, `,"arguments":""}}]},"finish_reason":null}]}`+"\n\n"...)
 		for _, p := range pieces(c.args, a.chunks) {
 			if !st.piece() {
@@ -251,7 +251,7 @@ func (st *stream) openAI(req *request) {
 			st.buf = append(st.buf, `{"tool_calls":[{"index":`...)
 			st.buf = strconv.AppendInt(st.buf, int64(i), 10)
 			st.buf = append(st.buf, `,"function":{"arguments":`...)
-			st.buf = store.AppendString(st.buf, p)
+			st.buf = event.AppendString(st.buf, p)
 			st.buf = append(st.buf, `}}]},"finish_reason":null}]}`+"\n\n"...)
 			st.flush()
 		}
@@ -267,7 +267,7 @@ func (st *stream) openAI(req *request) {
 		st.buf = append(st.buf, `data: {"id":"chatcmpl-`...)
 		st.buf = append(st.buf, a.id...)
 		st.buf = append(st.buf, `","object":"chat.completion.chunk","created":0,"model":`...)
-		st.buf = store.AppendString(st.buf, req.model)
+		st.buf = event.AppendString(st.buf, req.model)
 		st.buf = append(st.buf, `,"choices":[],"usage":`...)
 		st.buf = appendOpenAIUsage(st.buf, a.usage)
 		st.buf = append(st.buf, "}\n\n"...)
@@ -290,11 +290,11 @@ func (st *stream) reasoning(req *request, text, sig string) {
 	st.buf = append(st.buf, `{"reasoning":`...)
 	if sig != "" {
 		st.buf = append(st.buf, `null,"reasoning_details":[{"type":"reasoning.text","signature":`...)
-		st.buf = store.AppendString(st.buf, sig)
+		st.buf = event.AppendString(st.buf, sig)
 	} else {
-		st.buf = store.AppendString(st.buf, text)
+		st.buf = event.AppendString(st.buf, text)
 		st.buf = append(st.buf, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
-		st.buf = store.AppendString(st.buf, text)
+		st.buf = event.AppendString(st.buf, text)
 	}
 	st.buf = append(st.buf, `,"format":"`+reasoningFormat+`","index":0}]},"finish_reason":null}]}`+"\n\n"...)
 	st.flush()
@@ -305,7 +305,7 @@ func (st *stream) chunkStart(req *request) {
 	st.buf = append(st.buf, `data: {"id":"chatcmpl-`...)
 	st.buf = append(st.buf, st.a.id...)
 	st.buf = append(st.buf, `","object":"chat.completion.chunk","created":0,"model":`...)
-	st.buf = store.AppendString(st.buf, req.model)
+	st.buf = event.AppendString(st.buf, req.model)
 	st.buf = append(st.buf, `,"choices":[{"index":0,"delta":`...)
 }
 
@@ -346,12 +346,12 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 		b = append(b, `{"id":"msg_`...)
 		b = append(b, a.id...)
 		b = append(b, `","type":"message","role":"assistant","model":`...)
-		b = store.AppendString(b, req.model)
+		b = event.AppendString(b, req.model)
 		b = append(b, `,"content":[`...)
 		n := 0
 		if a.thinking != "" {
 			b = append(b, `{"type":"thinking","thinking":`...)
-			b = store.AppendString(b, a.thinking)
+			b = event.AppendString(b, a.thinking)
 			b = append(b, `,"signature":"sig_`...)
 			b = append(b, a.id...)
 			b = append(b, `"}`...)
@@ -362,7 +362,7 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":"text","text":`...)
-			b = store.AppendString(b, a.text)
+			b = event.AppendString(b, a.text)
 			b = append(b, '}')
 			n++
 		}
@@ -373,7 +373,7 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 			b = append(b, `{"type":"tool_use","id":"toolu_`...)
 			b = append(b, c.id...)
 			b = append(b, `","name":`...)
-			b = store.AppendString(b, c.name)
+			b = event.AppendString(b, c.name)
 			b = append(b, `,"input":`...)
 			b = append(b, c.args...)
 			b = append(b, '}')
@@ -394,18 +394,18 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 		b = append(b, `{"id":"chatcmpl-`...)
 		b = append(b, a.id...)
 		b = append(b, `","object":"chat.completion","created":0,"model":`...)
-		b = store.AppendString(b, req.model)
+		b = event.AppendString(b, req.model)
 		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 		if a.text == "" && len(a.calls) > 0 {
 			b = append(b, "null"...)
 		} else {
-			b = store.AppendString(b, a.text)
+			b = event.AppendString(b, a.text)
 		}
 		if req.format == openRouter && a.thinking != "" {
 			b = append(b, `,"reasoning":`...)
-			b = store.AppendString(b, a.thinking)
+			b = event.AppendString(b, a.thinking)
 			b = append(b, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
-			b = store.AppendString(b, a.thinking)
+			b = event.AppendString(b, a.thinking)
 			b = append(b, `,"signature":"sig_`...)
 			b = append(b, a.id...)
 			b = append(b, `","format":"`+reasoningFormat+`","index":0}]`...)
@@ -419,9 +419,9 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 				b = append(b, `{"id":"call_`...)
 				b = append(b, c.id...)
 				b = append(b, `","type":"function","function":{"name":`...)
-				b = store.AppendString(b, c.name)
+				b = event.AppendString(b, c.name)
 				b = append(b, `,"arguments":`...)
-				b = store.AppendString(b, c.args)
+				b = event.AppendString(b, c.args)
 				b = append(b, "}}"...)
 			}
 			b = append(b, ']')
@@ -474,29 +474,29 @@ func writeError(w http.ResponseWriter, f format, code int, msg, errCode string, 
 		b = append(b, `{"type":"error","error":{"type":"`...)
 		b = append(b, anthropicType(code)...)
 		b = append(b, `","message":`...)
-		b = store.AppendString(b, msg)
+		b = event.AppendString(b, msg)
 		b = append(b, "}}\n"...)
 	case openAI, responses:
 		b = append(b, `{"error":{"message":`...)
-		b = store.AppendString(b, msg)
+		b = event.AppendString(b, msg)
 		b = append(b, `,"type":"`...)
 		b = append(b, openAIType(code)...)
 		b = append(b, `","param":null,"code":`...)
 		if errCode != "" {
-			b = store.AppendString(b, errCode)
+			b = event.AppendString(b, errCode)
 		} else {
 			b = append(b, "null"...)
 		}
 		b = append(b, "}}\n"...)
 	case openRouter:
 		b = append(b, `{"error":{"message":`...)
-		b = store.AppendString(b, msg)
+		b = event.AppendString(b, msg)
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(code), 10)
 		b = append(b, "}}\n"...)
 	case ollama:
 		b = append(b, `{"error":`...)
-		b = store.AppendString(b, msg)
+		b = event.AppendString(b, msg)
 		b = append(b, "}\n"...)
 	}
 	h := w.Header()

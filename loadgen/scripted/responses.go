@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // responses streams the answer as OpenAI's Responses API does: typed
@@ -31,12 +31,12 @@ func (st *stream) responses(req *request) {
 			st.rEvent("response.reasoning_summary_text.delta")
 			st.buf = st.appendItemRef(st.buf, id, index)
 			st.buf = append(st.buf, `,"summary_index":0,"delta":`...)
-			st.buf = store.AppendString(st.buf, p)
+			st.buf = event.AppendString(st.buf, p)
 			st.buf = append(st.buf, "}\n\n"...)
 			st.flush()
 		}
 		item := append([]byte(nil), `{"id":"`+id+`","type":"reasoning","summary":[{"type":"summary_text","text":`...)
-		item = store.AppendString(item, a.thinking)
+		item = event.AppendString(item, a.thinking)
 		item = append(item, `}],"encrypted_content":"enc_`+a.id+`"}`...)
 		output = st.itemDone(output, index, item)
 		index++
@@ -51,17 +51,17 @@ func (st *stream) responses(req *request) {
 			st.rEvent("response.output_text.delta")
 			st.buf = st.appendItemRef(st.buf, id, index)
 			st.buf = append(st.buf, `,"content_index":0,"delta":`...)
-			st.buf = store.AppendString(st.buf, p)
+			st.buf = event.AppendString(st.buf, p)
 			st.buf = append(st.buf, "}\n\n"...)
 			st.flush()
 		}
 		st.rEvent("response.output_text.done")
 		st.buf = st.appendItemRef(st.buf, id, index)
 		st.buf = append(st.buf, `,"content_index":0,"text":`...)
-		st.buf = store.AppendString(st.buf, a.text)
+		st.buf = event.AppendString(st.buf, a.text)
 		st.buf = append(st.buf, "}\n\n"...)
 		item := append([]byte(nil), `{"id":"`+id+`","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":`...)
-		item = store.AppendString(item, a.text)
+		item = event.AppendString(item, a.text)
 		item = append(item, `,"annotations":[]}]}`...)
 		output = st.itemDone(output, index, item)
 		index++
@@ -69,7 +69,7 @@ func (st *stream) responses(req *request) {
 	for _, c := range a.calls {
 		id := "fc_" + c.id
 		start := append([]byte(nil), `{"id":"`+id+`","type":"function_call","status":"in_progress","call_id":"call_`+c.id+`","name":`...)
-		start = store.AppendString(start, c.name)
+		start = event.AppendString(start, c.name)
 		start = append(start, `,"arguments":""}`...)
 		st.itemAdded(index, string(start))
 		for _, p := range pieces(c.args, a.chunks) {
@@ -79,14 +79,14 @@ func (st *stream) responses(req *request) {
 			st.rEvent("response.function_call_arguments.delta")
 			st.buf = st.appendItemRef(st.buf, id, index)
 			st.buf = append(st.buf, `,"delta":`...)
-			st.buf = store.AppendString(st.buf, p)
+			st.buf = event.AppendString(st.buf, p)
 			st.buf = append(st.buf, "}\n\n"...)
 			st.flush()
 		}
 		item := append([]byte(nil), `{"id":"`+id+`","type":"function_call","status":"completed","call_id":"call_`+c.id+`","name":`...)
-		item = store.AppendString(item, c.name)
+		item = event.AppendString(item, c.name)
 		item = append(item, `,"arguments":`...)
-		item = store.AppendString(item, c.args)
+		item = event.AppendString(item, c.args)
 		item = append(item, '}')
 		output = st.itemDone(output, index, item)
 		index++
@@ -153,7 +153,7 @@ func appendResponse(b []byte, req *request, a *answer, status string, output []b
 	b = append(b, `","object":"response","created_at":0,"status":"`...)
 	b = append(b, status...)
 	b = append(b, `","model":`...)
-	b = store.AppendString(b, req.model)
+	b = event.AppendString(b, req.model)
 	b = append(b, `,"output":[`...)
 	b = append(b, output...)
 	b = append(b, `],"usage":`...)
@@ -184,19 +184,19 @@ func writeResponsesWhole(w http.ResponseWriter, req *request, a *answer) {
 	}
 	if a.thinking != "" {
 		item := append([]byte(nil), `{"id":"rs_`+a.id+`","type":"reasoning","summary":[{"type":"summary_text","text":`...)
-		item = store.AppendString(item, a.thinking)
+		item = event.AppendString(item, a.thinking)
 		add(append(item, `}],"encrypted_content":"enc_`+a.id+`"}`...))
 	}
 	if a.text != "" {
 		item := append([]byte(nil), `{"id":"msg_`+a.id+`","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":`...)
-		item = store.AppendString(item, a.text)
+		item = event.AppendString(item, a.text)
 		add(append(item, `,"annotations":[]}]}`...))
 	}
 	for _, c := range a.calls {
 		item := append([]byte(nil), `{"id":"fc_`+c.id+`","type":"function_call","status":"completed","call_id":"call_`+c.id+`","name":`...)
-		item = store.AppendString(item, c.name)
+		item = event.AppendString(item, c.name)
 		item = append(item, `,"arguments":`...)
-		item = store.AppendString(item, c.args)
+		item = event.AppendString(item, c.args)
 		add(append(item, '}'))
 	}
 	b := appendResponse(nil, req, a, "completed", output)

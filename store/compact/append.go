@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/flock"
 	"lnk.dev/linkharness/store/internal/rules"
 )
@@ -21,7 +22,7 @@ import (
 // failed fold before. It refuses a seq past the next (store.ErrGap) and a
 // taken seq holding other bytes (store.ErrSeqTaken), and accepts the same
 // bytes again. An event that is not one line of one JSON object whose seq
-// is seq, or over store.MaxEventBytes, is store.ErrBadEvent.
+// is seq, or over event.MaxBytes, is store.ErrBadEvent.
 //
 // Append returns nil once the event is durable, even if the fold after it
 // failed: the event is kept in the tail, and the next Append folds first
@@ -144,10 +145,10 @@ func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 
 // writeThread starts events.zst with the thread frame, naming the thread
 // event 1 names, cutting off a thread frame cut short first.
-func (c *Conversation) writeThread(s *snap, event []byte) error {
-	var e store.Event
-	var dec store.Decoder
-	if err := dec.Decode(event, &e); err != nil {
+func (c *Conversation) writeThread(s *snap, ev []byte) error {
+	var e event.Event
+	var dec event.Decoder
+	if err := dec.Decode(ev, &e); err != nil {
 		return fmt.Errorf("compact: append seq 1 to %s: %w", c.dir, err)
 	}
 	if s.zsize > 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // words make text that compresses as prose does, unlike random letters.
@@ -46,31 +47,31 @@ func realText(r *rand.Rand, n int) string {
 func realEvent(seq int64) []byte {
 	r := rand.New(rand.NewPCG(uint64(seq), 3))
 	t := time.Unix(1767225600+seq*7, int64(r.IntN(1e9))).UTC()
-	e := store.Event{Seq: seq, Time: t}
+	e := event.Event{Seq: seq, Time: t}
 	switch seq % 4 {
 	case 1:
-		e.Type, e.ID = store.TypeMessage, fmt.Sprintf("tg-%d", 900000+seq)
-		e.From, e.Owner, e.Connection = store.Sender{ID: "42", Name: "Ada"}, true, "telegram"
+		e.Type, e.ID = event.TypeMessage, fmt.Sprintf("tg-%d", 900000+seq)
+		e.From, e.Owner, e.Connection = event.Sender{ID: "42", Name: "Ada"}, true, "telegram"
 		e.Text = realText(r, 40+r.IntN(200))
 		e.Head = t.Format("2006-01-02 15:04") + " · telegram · Ada"
 		if seq == 1 {
 			e.Thread = testThread
 		}
 	case 2, 0:
-		e.Type, e.Text = store.TypeAnswer, realText(r, 100+r.IntN(400))
+		e.Type, e.Text = event.TypeAnswer, realText(r, 100+r.IntN(400))
 		e.Model, e.Provider = "claude-opus-5-5", "anthropic"
 		e.ResponseID = fmt.Sprintf("msg_01%022d", r.Int64N(1e18))
-		e.Usage = store.Usage{Input: 12000 + seq*40, Output: int64(80 + r.IntN(400)), CacheRead: 11000 + seq*38, CacheWrite: int64(r.IntN(900))}
+		e.Usage = event.Usage{Input: 12000 + seq*40, Output: int64(80 + r.IntN(400)), CacheRead: 11000 + seq*38, CacheWrite: int64(r.IntN(900))}
 		e.LatencyMS, e.Cost = int64(800+r.IntN(3000)), float64(r.IntN(3000))/1e5
-		e.Window = &store.Window{Start: max(1, seq-60), StartTime: t.Add(-time.Hour), TokensBefore: seq * 150}
+		e.Window = &event.Window{Start: max(1, seq-60), StartTime: t.Add(-time.Hour), TokensBefore: seq * 150}
 		if seq%4 == 2 {
-			e.Calls = []store.Call{{ID: fmt.Sprintf("toolu_%020d", seq), Name: "read_file", Args: []byte(`{"path":"notes/todo.md"}`)}}
+			e.Calls = []event.Call{{ID: fmt.Sprintf("toolu_%020d", seq), Name: "read_file", Args: []byte(`{"path":"notes/todo.md"}`)}}
 		}
 	case 3:
-		e.Type, e.CallID, e.Name = store.TypeResult, fmt.Sprintf("toolu_%020d", seq-1), "read_file"
+		e.Type, e.CallID, e.Name = event.TypeResult, fmt.Sprintf("toolu_%020d", seq-1), "read_file"
 		e.Text = realText(r, 100+r.IntN(500))
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 // buildCompact writes n real events to a new compact conversation,
@@ -95,7 +96,7 @@ func buildCompact(tb testing.TB, n int64) (string, []FoldStats) {
 
 func readLast32(c *Conversation) (int, error) {
 	n := 0
-	err := c.Read(context.Background(), 0, true, func(int64, []byte) bool {
+	err := c.Read(context.Background(), store.FromLast, store.Backward, func(int64, []byte) bool {
 		n++
 		return n < 32
 	})
@@ -288,7 +289,7 @@ func TestReadLast32DecodesLittle(t *testing.T) {
 			t.Errorf("events=%d: reading the last 32 allocates %v times", n, allocs)
 		}
 		c.decoded = 0
-		c.Read(context.Background(), 1, false, func(int64, []byte) bool { return false })
+		c.Read(context.Background(), 1, store.Forward, func(int64, []byte) bool { return false })
 		if c.decoded != 1 {
 			t.Errorf("events=%d: reading seq 1 decompressed %d frames", n, c.decoded)
 		}

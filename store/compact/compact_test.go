@@ -12,23 +12,24 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 const testThread = "telegram:42"
 
-// event returns the event of seq with a text of n bytes, the same bytes for
+// makeEvent returns the event of seq with a text of n bytes, the same bytes for
 // the same arguments; seq 1 names the thread.
-func event(seq int64, n int) []byte {
-	e := store.Event{
+func makeEvent(seq int64, n int) []byte {
+	e := event.Event{
 		Seq:  seq,
 		Time: time.Unix(1767225600+seq, seq).UTC(),
-		Type: store.TypeMessage,
+		Type: event.TypeMessage,
 		Text: text(seq, n),
 	}
 	if seq == 1 {
 		e.Thread = testThread
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 // text is n bytes of printable text that differ by seq.
@@ -69,7 +70,7 @@ func open(t testing.TB, dir string) *Conversation {
 func fill(t testing.TB, c *Conversation, from, to int64) {
 	t.Helper()
 	for seq := from; seq <= to; seq++ {
-		if err := c.Append(context.Background(), seq, event(seq, sizeOf(seq))); err != nil {
+		if err := c.Append(context.Background(), seq, makeEvent(seq, sizeOf(seq))); err != nil {
 			t.Fatalf("append %d: %v", seq, err)
 		}
 	}
@@ -82,7 +83,7 @@ func collect(t testing.TB, c *Conversation, from int64, reverse bool, limit int)
 	var got []int64
 	var bad error
 	err := c.Read(context.Background(), from, reverse, func(seq int64, ev []byte) bool {
-		if !bytes.Equal(ev, event(seq, sizeOf(seq))) && bad == nil {
+		if !bytes.Equal(ev, makeEvent(seq, sizeOf(seq))) && bad == nil {
 			bad = fmt.Errorf("seq %d: the bytes differ", seq)
 		}
 		got = append(got, seq)
@@ -181,22 +182,22 @@ func TestAppendFoldsAndReads(t *testing.T) {
 func TestAppendRefuses(t *testing.T) {
 	c := open(t, t.TempDir())
 	ctx := context.Background()
-	if err := c.Append(ctx, 2, event(2, 10)); !errors.Is(err, store.ErrGap) {
+	if err := c.Append(ctx, 2, makeEvent(2, 10)); !errors.Is(err, store.ErrGap) {
 		t.Fatalf("seq 2 first: %v", err)
 	}
 	fill(t, c, 1, 70)
 	for _, seq := range []int64{3, 40, 69, 70} {
-		if err := c.Append(ctx, seq, event(seq, sizeOf(seq))); err != nil {
+		if err := c.Append(ctx, seq, makeEvent(seq, sizeOf(seq))); err != nil {
 			t.Errorf("the same bytes at %d again: %v", seq, err)
 		}
-		if err := c.Append(ctx, seq, event(seq, sizeOf(seq)+1)); !errors.Is(err, store.ErrSeqTaken) {
+		if err := c.Append(ctx, seq, makeEvent(seq, sizeOf(seq)+1)); !errors.Is(err, store.ErrSeqTaken) {
 			t.Errorf("other bytes at %d: %v", seq, err)
 		}
 	}
-	if err := c.Append(ctx, 72, event(72, 10)); !errors.Is(err, store.ErrGap) {
+	if err := c.Append(ctx, 72, makeEvent(72, 10)); !errors.Is(err, store.ErrGap) {
 		t.Errorf("a gap: %v", err)
 	}
-	for _, bad := range [][]byte{[]byte(`{"seq":71,"x":1`), []byte("{\"seq\":71}\n"), event(70, 3), []byte(`[71]`)} {
+	for _, bad := range [][]byte{[]byte(`{"seq":71,"x":1`), []byte("{\"seq\":71}\n"), makeEvent(70, 3), []byte(`[71]`)} {
 		if err := c.Append(ctx, 71, bad); !errors.Is(err, store.ErrBadEvent) {
 			t.Errorf("append %q: %v", bad, err)
 		}
@@ -239,7 +240,7 @@ func TestZstdReadsIt(t *testing.T) {
 	}
 	var want []byte
 	for seq := int64(1); seq <= s.framed; seq++ {
-		want = append(append(want, event(seq, sizeOf(seq))...), '\n')
+		want = append(append(want, makeEvent(seq, sizeOf(seq))...), '\n')
 	}
 	out, err := exec.Command("zstd", "-dc", filepath.Join(dir, FramesName)).Output()
 	if err != nil {
@@ -265,7 +266,7 @@ func TestDuplicateReadOnce(t *testing.T) {
 	if n := len(readFile(t, filepath.Join(dir, TailName))); n != 0 {
 		t.Fatalf("the tail holds %d bytes after the fold", n)
 	}
-	tail = append(tail, append(event(32, sizeOf(32)), '\n')...)
+	tail = append(tail, append(makeEvent(32, sizeOf(32)), '\n')...)
 	if err := os.WriteFile(filepath.Join(dir, TailName), tail, FileMode); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestDuplicateReadOnce(t *testing.T) {
 		t.Fatalf("read back %v", got)
 	}
 	fill(t, c, 33, 33)
-	if got := readFile(t, filepath.Join(dir, TailName)); !bytes.Equal(got, append(event(33, sizeOf(33)), '\n')) {
+	if got := readFile(t, filepath.Join(dir, TailName)); !bytes.Equal(got, append(makeEvent(33, sizeOf(33)), '\n')) {
 		t.Fatalf("the tail holds %q", got)
 	}
 }
@@ -327,7 +328,7 @@ func TestTornTailLine(t *testing.T) {
 	fill(t, c, 1, 10)
 	path := filepath.Join(dir, TailName)
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	f.Write(event(11, 50)[:20])
+	f.Write(makeEvent(11, 50)[:20])
 	f.Close()
 	if last, err := c.Last(context.Background()); err != nil || last != 10 {
 		t.Fatalf("Last = %d, %v", last, err)
@@ -336,7 +337,7 @@ func TestTornTailLine(t *testing.T) {
 	if got := collect(t, c, 1, false, 0); !equal(got, span(1, 12)) {
 		t.Fatalf("read %v", got)
 	}
-	if torn := readFile(t, filepath.Join(dir, TornTailName)); !bytes.Contains(torn, event(11, 50)[:20]) {
+	if torn := readFile(t, filepath.Join(dir, TornTailName)); !bytes.Contains(torn, makeEvent(11, 50)[:20]) {
 		t.Fatalf("the torn line was not kept: %q", torn)
 	}
 }
@@ -354,7 +355,7 @@ func TestCorruption(t *testing.T) {
 		}},
 		{"a gap in the tail", func(t *testing.T, dir string) {
 			f, _ := os.OpenFile(filepath.Join(dir, TailName), os.O_WRONLY|os.O_APPEND, 0)
-			f.Write(append(event(47, 10), '\n'))
+			f.Write(append(makeEvent(47, 10), '\n'))
 			f.Close()
 		}},
 		{"garbage in the tail", func(t *testing.T, dir string) {
@@ -366,7 +367,7 @@ func TestCorruption(t *testing.T) {
 			c := open(t, dir)
 			fill(t, c, 1, 40)
 			tc.harm(t, dir)
-			err := c.Read(context.Background(), 1, false, func(int64, []byte) bool { return true })
+			err := c.Read(context.Background(), 1, store.Forward, func(int64, []byte) bool { return true })
 			var ce *CorruptError
 			if !errors.Is(err, store.ErrCorrupt) || !errors.As(err, &ce) {
 				t.Fatalf("read: %v; want corruption", err)
@@ -397,7 +398,7 @@ func TestCanceled(t *testing.T) {
 	c := open(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := c.Append(ctx, 1, event(1, 10)); !errors.Is(err, context.Canceled) {
+	if err := c.Append(ctx, 1, makeEvent(1, 10)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("append: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // childEnv names what a re-executed test binary is to do.
@@ -40,11 +40,11 @@ func crashEvent(seq int64) []byte {
 	if r.IntN(8) == 0 {
 		n = 8<<10 + r.IntN(24<<10)
 	}
-	e := store.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: store.TypeAnswer, Text: text(seq, n)}
+	e := event.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: event.TypeAnswer, Text: text(seq, n)}
 	if seq == 1 {
 		e.Thread = testThread
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 // crashFold is how many events the crash test's writer folds at a time:

@@ -82,7 +82,7 @@ and refuses a frame declaring more than MaxFrameContent bytes.
 */
 package compact
 
-import "lnk.dev/linkharness/store"
+import "lnk.dev/linkharness/store/event"
 
 // Part of the format.
 const (
@@ -123,11 +123,11 @@ const (
 
 	// MaxFrameContent is the most a data frame may decompress to: a tail
 	// just short of FoldBytes and one event of the largest size.
-	MaxFrameContent = FoldBytes + store.MaxEventBytes + 1
+	MaxFrameContent = FoldBytes + event.MaxBytes + 1
 )
 
 // maxLine is the most bytes one tail line takes with its '\n'.
-const maxLine = store.MaxEventBytes + 1
+const maxLine = event.MaxBytes + 1
 
 // maxTail is the most the tail may hold: a fold is due before the tail
 // passes FoldEvents or FoldBytes, and one line comes after that check,

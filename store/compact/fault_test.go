@@ -90,7 +90,7 @@ func TestDiskFails(t *testing.T) {
 			ctx := context.Background()
 			failed := 0
 			for seq := int64(7); seq <= 30; seq++ {
-				ev := event(seq, sizeOf(seq))
+				ev := makeEvent(seq, sizeOf(seq))
 				if err := c.Append(ctx, seq, ev); err != nil {
 					if !errors.Is(err, errInjected) {
 						t.Fatalf("%s #%d: append %d: %v", name, nth, seq, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // seedFrames returns events.zst of a conversation of n events folded
@@ -20,7 +21,7 @@ func seedFrames(f *testing.F, n int64) (zst, tail []byte) {
 	}
 	c.foldEvents = 3
 	for seq := int64(1); seq <= n; seq++ {
-		if err := c.Append(context.Background(), seq, event(seq, 40+int(seq)*7)); err != nil {
+		if err := c.Append(context.Background(), seq, makeEvent(seq, 40+int(seq)*7)); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -68,15 +69,15 @@ func FuzzFrames(f *testing.F) {
 			return
 		}
 		var fwd []int64
-		ferr := c.Read(ctx, 1, false, func(seq int64, ev []byte) bool {
-			if s, err := store.SeqOf(ev); err != nil || s != seq {
+		ferr := c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+			if s, err := event.SeqOf(ev); err != nil || s != seq {
 				t.Fatalf("seq %d handed out holding %q", seq, ev)
 			}
 			fwd = append(fwd, seq)
 			return true
 		})
 		var back []int64
-		berr := c.Read(ctx, 0, true, func(seq int64, _ []byte) bool {
+		berr := c.Read(ctx, store.FromLast, store.Backward, func(seq int64, _ []byte) bool {
 			back = append(back, seq)
 			return true
 		})

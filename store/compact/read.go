@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // Last returns the highest seq written, or 0. It reads the tail and the
@@ -273,7 +273,7 @@ func (c *Conversation) decode(src *fileSource, u unit) ([]byte, error) {
 	want := u.first()
 	for b := out; len(b) > 0; want++ {
 		i := bytes.IndexByte(b, '\n')
-		seq, err := store.SeqOf(b[:i])
+		seq, err := event.SeqOf(b[:i])
 		if err != nil || seq != want || want > u.last {
 			return nil, &CorruptError{Path: c.frames, Offset: u.off, Problem: fmt.Sprintf("the frame's line %d is not seq %d", want-u.first()+1, want)}
 		}

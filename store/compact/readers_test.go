@@ -24,7 +24,7 @@ func TestReadersWhileFolding(t *testing.T) {
 	w.foldEvents = 2
 	ctx := context.Background()
 	var acked atomic.Int64
-	if err := w.Append(ctx, 1, event(1, 200)); err != nil {
+	if err := w.Append(ctx, 1, makeEvent(1, 200)); err != nil {
 		t.Fatal(err)
 	}
 	acked.Store(1)
@@ -44,7 +44,7 @@ func TestReadersWhileFolding(t *testing.T) {
 			for done.Load() < seq*8 && done.Load() < reads {
 				time.Sleep(50 * time.Microsecond) // one append per 8 reads or so
 			}
-			if err := w.Append(ctx, seq, event(seq, 200)); err != nil {
+			if err := w.Append(ctx, seq, makeEvent(seq, 200)); err != nil {
 				errs <- err
 				return
 			}
@@ -113,7 +113,7 @@ func readOnce(c *Conversation, i int, floor int64) error {
 				return false
 			}
 		}
-		if seq != want || !bytes.Equal(ev, event(seq, 200)) {
+		if seq != want || !bytes.Equal(ev, makeEvent(seq, 200)) {
 			bad = fmt.Errorf("read %d (way %d) handed out seq %d where %d was due", i, i%10, seq, want)
 			return false
 		}

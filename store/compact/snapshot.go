@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/flock"
 )
 
@@ -169,10 +169,10 @@ func (c *Conversation) readTail(s *snap) error {
 	for off := 0; off < len(s.tail); {
 		i := bytes.IndexByte(s.tail[off:], '\n')
 		line := s.tail[off : off+i]
-		if len(line) > store.MaxEventBytes {
+		if len(line) > event.MaxBytes {
 			return c.corruptTail(int64(off), "a line of %d bytes, longer than any event", len(line))
 		}
-		seq, err := store.SeqOf(line)
+		seq, err := event.SeqOf(line)
 		if err != nil {
 			return c.corruptTail(int64(off), "not an event: %v", err)
 		}

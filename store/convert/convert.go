@@ -224,7 +224,7 @@ func (c *Converter) One(dir, to string) (Outcome, error) {
 func copyEvents(ctx context.Context, from, into store.Conversation) error {
 	var werr error
 	n := int64(0)
-	err := from.Read(ctx, 1, false, func(seq int64, ev []byte) bool {
+	err := from.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
 		werr = into.Append(ctx, seq, ev)
 		n = seq
 		return werr == nil

@@ -14,6 +14,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/compact"
+	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/storetest"
 )
@@ -88,11 +89,11 @@ func logHome(t *testing.T) (string, string, []byte) {
 		t.Fatal(err)
 	}
 	for seq := int64(1); seq <= 100; seq++ {
-		e := store.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: store.TypeMessage, Text: strings.Repeat("word ", int(seq%13)+3)}
+		e := event.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: event.TypeMessage, Text: strings.Repeat("word ", int(seq%13)+3)}
 		if seq == 1 {
 			e.Thread = "telegram:42"
 		}
-		if err := l.Append(context.Background(), seq, store.AppendEvent(nil, &e)); err != nil {
+		if err := l.Append(context.Background(), seq, event.Append(nil, &e)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -75,7 +76,7 @@ func (d *Driver) call(ctx context.Context, method string, params []byte, result 
 // Open returns thread's conversation; it calls nothing.
 func (d *Driver) Open(thread string) (store.Conversation, error) {
 	if err := rules.Thread(thread); err != nil {
-		return nil, fmt.Errorf("driver: %v", err)
+		return nil, fmt.Errorf("driver: %w", err)
 	}
 	return &Conversation{d: d, thread: thread}, nil
 }
@@ -137,7 +138,7 @@ const (
 )
 
 // Read calls read page by page as fn takes the events.
-func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error {
+func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, evt []byte) bool) error {
 	limit := firstPage
 	for {
 		var r readResult
@@ -147,7 +148,7 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 		var seq int64
 		for _, ev := range r.Events {
 			var err error
-			if seq, err = store.SeqOf(ev); err != nil {
+			if seq, err = event.SeqOf(ev); err != nil {
 				return fmt.Errorf("driver: read %q: %w", c.thread, err)
 			}
 			if !fn(seq, ev) {

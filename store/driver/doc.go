@@ -43,6 +43,7 @@ Error codes, part of the protocol, each the store sentinel it carries:
 	-32002 store.ErrGap          -32006 store.ErrStaleLease
 	-32003 store.ErrNotFound     -32007 store.ErrLeaseHeld
 	-32004 store.ErrBadEvent     -32008 ErrTimeout
+	-32009 store.ErrBadName      -32010 store.ErrTooLarge
 	-32601 store.ErrUnsupported (a method the driver does not have)
 	-32700, -32600, -32602, -32603, -32000 as JSON-RPC says; anything else
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // CallTimeout is the longest a call may take before it is stopped.
@@ -17,11 +18,11 @@ const CallTimeout = 30 * time.Second
 // MaxLine is the longest request or answer, in bytes: an append's event, or
 // a read page of up to maxPageBytes and one more event, with room for the
 // rest.
-const MaxLine = 3*store.MaxEventBytes + 64<<10
+const MaxLine = 3*event.MaxBytes + 64<<10
 
 // maxPageBytes is how many bytes of events one read answer holds at most
 // (always at least one event).
-const maxPageBytes = store.MaxEventBytes
+const maxPageBytes = event.MaxBytes
 
 // ErrTimeout comes from a call that took longer than its time limit.
 var ErrTimeout = errors.New("driver: call past its time limit")
@@ -36,6 +37,8 @@ const (
 	codeStaleLease = -32006
 	codeLeaseHeld  = -32007
 	codeTimeout    = -32008
+	codeBadName    = -32009
+	codeTooLarge   = -32010
 	codeOther      = -32000
 	codeParse      = -32700
 	codeBadRequest = -32600
@@ -55,6 +58,8 @@ var sentinels = []struct {
 	{codeStaleLease, store.ErrStaleLease},
 	{codeLeaseHeld, store.ErrLeaseHeld},
 	{codeTimeout, ErrTimeout},
+	{codeBadName, store.ErrBadName},
+	{codeTooLarge, store.ErrTooLarge},
 	{codeNoMethod, store.ErrUnsupported},
 }
 
@@ -149,15 +154,15 @@ type (
 
 // appendParams appends append's params, the event written as it is: a
 // JSON encoder would rewrite its bytes (escaping <, > and &).
-func appendParams(dst []byte, thread string, seq int64, event []byte, lease int64) []byte {
+func appendParams(dst []byte, thread string, seq int64, ev []byte, lease int64) []byte {
 	dst = append(dst, `{"thread":`...)
-	dst = store.AppendString(dst, thread)
+	dst = event.AppendString(dst, thread)
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, seq, 10)
 	dst = append(dst, `,"lease":`...)
 	dst = strconv.AppendInt(dst, lease, 10)
 	dst = append(dst, `,"event":`...)
-	dst = append(dst, event...)
+	dst = append(dst, ev...)
 	return append(dst, '}')
 }
 
@@ -166,7 +171,7 @@ func appendRequest(dst []byte, id int64, method string, params []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = strconv.AppendInt(dst, id, 10)
 	dst = append(dst, `,"method":`...)
-	dst = store.AppendString(dst, method)
+	dst = event.AppendString(dst, method)
 	dst = append(dst, `,"params":`...)
 	dst = append(dst, params...)
 	return append(dst, '}', '\n')
@@ -183,7 +188,7 @@ func appendAnswer(dst []byte, id json.RawMessage, result []byte, err error) []by
 		dst = append(dst, `,"error":{"code":`...)
 		dst = strconv.AppendInt(dst, int64(codeOf(err)), 10)
 		dst = append(dst, `,"message":`...)
-		dst = store.AppendString(dst, err.Error())
+		dst = event.AppendString(dst, err.Error())
 		return append(dst, '}', '}', '\n')
 	}
 	dst = append(dst, `,"result":`...)

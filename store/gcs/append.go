@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/storage"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/lease"
 	"lnk.dev/linkharness/store/internal/rules"
 )
@@ -36,7 +37,7 @@ func (c *Conversation) AppendLeased(ctx context.Context, seq int64, event []byte
 	return nil
 }
 
-func (c *Conversation) appendLeased(ctx context.Context, seq int64, event []byte, token int64) error {
+func (c *Conversation) appendLeased(ctx context.Context, seq int64, ev []byte, token int64) error {
 	cur, _, err := c.readLease(ctx)
 	if err != nil {
 		return err
@@ -55,15 +56,15 @@ func (c *Conversation) appendLeased(ctx context.Context, seq int64, event []byte
 		c.sawSeq(prev)
 	}
 	name := c.events + eventName(seq)
-	_, err = c.put(ctx, name, &storage.Conditions{DoesNotExist: true}, event, nil)
+	_, err = c.put(ctx, name, &storage.Conditions{DoesNotExist: true}, ev, nil)
 	if !isPrecondition(err) {
 		return err
 	}
-	had, _, err := c.get(ctx, name, store.MaxEventBytes)
+	had, _, err := c.get(ctx, name, event.MaxBytes)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(had, event) {
+	if !bytes.Equal(had, ev) {
 		return fmt.Errorf("%w: seq %d holds other bytes", store.ErrSeqTaken, seq)
 	}
 	return nil

@@ -95,7 +95,7 @@ func Open(client *storage.Client, bucket, prefix, agent string, own bool) (*Driv
 		return nil, fmt.Errorf("gcs: prefix %q does not end in /", prefix)
 	}
 	if agent == "" || len(agent) > rules.MaxThreadBytes {
-		return nil, fmt.Errorf("gcs: agent key of %d bytes, not 1 to %d", len(agent), rules.MaxThreadBytes)
+		return nil, fmt.Errorf("gcs: %w: agent key of %d bytes, not 1 to %d", store.ErrBadName, len(agent), rules.MaxThreadBytes)
 	}
 	d := &Driver{bucket: client.Bucket(bucket), root: prefix + escape(agent) + "/", agent: agent, close: func() error { return nil }}
 	if own {
@@ -163,7 +163,7 @@ func seqOfName(name string) (int64, error) {
 // Open returns thread's conversation; it reads nothing.
 func (d *Driver) Open(thread string) (store.Conversation, error) {
 	if err := rules.Thread(thread); err != nil {
-		return nil, fmt.Errorf("gcs: agent %q: %v", d.agent, err)
+		return nil, fmt.Errorf("gcs: agent %q: %w", d.agent, err)
 	}
 	t := escape(thread)
 	return &Conversation{

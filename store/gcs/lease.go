@@ -130,7 +130,7 @@ func (c *Conversation) Release(ctx context.Context, token int64) error {
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
 	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.errorf("%w", err)
 	}
 	b, _, err := c.get(ctx, c.meta+name, store.MaxMetaBytes)
 	if errors.Is(err, storage.ErrObjectNotExist) {
@@ -145,10 +145,10 @@ func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error)
 // MetaPut sets the side datum name.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	if err := rules.Data(data); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	if _, err := c.put(ctx, c.meta+name, nil, data, nil); err != nil {
 		return c.errorf("put side datum %q: %w", name, err)
@@ -159,7 +159,7 @@ func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) er
 // MetaDelete removes the side datum name.
 func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	err := c.d.bucket.Object(c.meta + name).Delete(ctx)
 	if err != nil && !errors.Is(err, storage.ErrObjectNotExist) {

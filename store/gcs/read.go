@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/storage"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // How many events a read asks for at once: a backward read a turn's tail
@@ -78,7 +79,7 @@ func (c *Conversation) fetch(ctx context.Context, seq, step, n int64) ([][]byte,
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			b, _, err := c.get(ctx, c.events+eventName(seq+step*i), store.MaxEventBytes)
+			b, _, err := c.get(ctx, c.events+eventName(seq+step*i), event.MaxBytes)
 			if errors.Is(err, storage.ErrObjectNotExist) {
 				return
 			}

@@ -18,7 +18,7 @@ import (
 // and accepts the same bytes again; cuts a torn final line off, keeping it
 // in events.jsonl.torn; writes the line and its '\n' in one write; and
 // returns after fdatasync. An event that is not one line of one JSON object
-// whose seq is seq, or is over store.MaxEventBytes, is store.ErrBadEvent.
+// whose seq is seq, or is over event.MaxBytes, is store.ErrBadEvent.
 // An Append that fails leaves the complete lines as they were.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
 	if err := rules.Event(seq, event); err != nil {

@@ -8,25 +8,26 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // typicalEvent is an answer of about 600 bytes, as a turn writes one.
 func typicalEvent(seq int64) []byte {
 	t := time.Unix(1767225600+seq, 123456789).UTC()
-	e := store.Event{
+	e := event.Event{
 		Seq:        seq,
 		Time:       t,
-		Type:       store.TypeAnswer,
+		Type:       event.TypeAnswer,
 		Text:       text(seq, 300),
 		Model:      "claude-opus-5-5",
 		Provider:   "anthropic",
 		ResponseID: fmt.Sprintf("msg_01%022d", seq),
-		Usage:      store.Usage{Input: 12000 + seq, Output: 420, CacheRead: 11000, CacheWrite: 900},
+		Usage:      event.Usage{Input: 12000 + seq, Output: 420, CacheRead: 11000, CacheWrite: 900},
 		LatencyMS:  1834,
 		Cost:       0.01834,
-		Window:     &store.Window{Start: max(1, seq-40), StartTime: t.Add(-time.Hour), TokensBefore: 81234},
+		Window:     &event.Window{Start: max(1, seq-40), StartTime: t.Add(-time.Hour), TokensBefore: 81234},
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 // typicalLog writes n typical events to a new folder's log.
@@ -39,7 +40,7 @@ func typicalLog(tb testing.TB, n int64) string {
 // readLast32 reads the last 32 events of c.
 func readLast32(c *Conversation) (int, error) {
 	n := 0
-	err := c.Read(context.Background(), 0, true, func(int64, []byte) bool {
+	err := c.Read(context.Background(), store.FromLast, store.Backward, func(int64, []byte) bool {
 		n++
 		return n < 32
 	})
@@ -67,7 +68,7 @@ func BenchmarkReadFromMiddle(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				got := 0
-				err := c.Read(context.Background(), n/2, false, func(int64, []byte) bool {
+				err := c.Read(context.Background(), n/2, store.Forward, func(int64, []byte) bool {
 					got++
 					return got < 32
 				})
@@ -156,7 +157,7 @@ func TestReadLast32Allocs(t *testing.T) {
 		}
 		allocs = testing.AllocsPerRun(20, func() {
 			got := 0
-			c.Read(context.Background(), n/3, false, func(int64, []byte) bool { got++; return got < 32 })
+			c.Read(context.Background(), n/3, store.Forward, func(int64, []byte) bool { got++; return got < 32 })
 		})
 		if allocs != 0 {
 			t.Errorf("events=%d: reading 32 from the middle allocates %v times; want 0", n, allocs)

@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // writerEvent is the event writer w appends at seq: writers race for each
 // seq with different bytes, so a seq written twice cannot hide.
 func writerEvent(seq int64, w int) []byte {
-	e := store.Event{Seq: seq, Type: store.TypeMessage, Text: fmt.Sprintf("from writer %d: %s", w, text(seq, 40+int(seq%5)*100))}
-	return store.AppendEvent(nil, &e)
+	e := event.Event{Seq: seq, Type: event.TypeMessage, Text: fmt.Sprintf("from writer %d: %s", w, text(seq, 40+int(seq%5)*100))}
+	return event.Append(nil, &e)
 }
 
 // appendAs appends n events as writer w, each at the next free seq, and
@@ -132,7 +133,7 @@ func readUntil(ctx context.Context, dir string, done <-chan struct{}) error {
 		}
 		var bad error
 		next := int64(-1)
-		err := c.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
+		err := c.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 			if next >= 0 && seq != next {
 				bad = fmt.Errorf("reader: seq %d where %d was due", seq, next)
 				return false
@@ -244,7 +245,7 @@ func TestReadWhileRepairing(t *testing.T) {
 			default:
 			}
 			var bad error
-			err := c.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
+			err := c.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 				if !bytes.Equal(ev, writerEvent(seq, 0)) {
 					bad = fmt.Errorf("seq %d is not the event appended: %.60s", seq, ev)
 				}

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // crashEvent is the event the crash test's writer appends at seq: its bytes
@@ -29,8 +29,8 @@ func crashEvent(seq int64) []byte {
 	if r.IntN(6) == 0 {
 		n = 64<<10 + r.IntN(192<<10)
 	}
-	e := store.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: store.TypeAnswer, Text: text(seq, n)}
-	return store.AppendEvent(nil, &e)
+	e := event.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: event.TypeAnswer, Text: text(seq, n)}
+	return event.Append(nil, &e)
 }
 
 // staged says whether the crash test's writer writes seq in two write

@@ -6,7 +6,7 @@ and read.
 # The bytes on disk
 
 The file is a sequence of lines. Each line is one event, a JSON object as
-store.AppendEvent writes it (seq first), and a '\n'. Line k holds seq k,
+event.Append writes it (seq first), and a '\n'. Line k holds seq k,
 from 1, with no gaps and nothing else between:
 
 	offset 0     {"seq":1,"time":"…","type":"message",…}\n
@@ -15,7 +15,7 @@ from 1, with no gaps and nothing else between:
 	             {"seq":n,…}\n
 	end          (the file's size)
 
-A line holds at most store.MaxEventBytes bytes before its '\n', and no '\n'
+A line holds at most event.MaxBytes bytes before its '\n', and no '\n'
 inside (JSON escapes every newline in a string). There is no header, no
 checksum and no index: seqs are contiguous, so the line of any seq is found
 by bisecting the file by offset, and the newest lines by reading back from
@@ -44,7 +44,7 @@ short, the tail is still in the log and is kept again by the next one.
 
 Anything else is corruption, reported as a *CorruptError (wrapping
 store.ErrCorrupt) with the file and the offset of the line, and never
-skipped: a complete line that is not an event (store.SeqOf fails, or it is
+skipped: a complete line that is not an event (event.SeqOf fails, or it is
 over the size limit), a line whose seq is not the one after the line before,
 a file whose first line is not seq 1, or more bytes after the last '\n' than
 one write makes. Reads check the lines they read, and only those.
@@ -59,7 +59,7 @@ stopped agent only (lnk agent chat convert), since the lock is on the file.
 */
 package log
 
-import "lnk.dev/linkharness/store"
+import "lnk.dev/linkharness/store/event"
 
 // Part of the format.
 const (
@@ -79,4 +79,4 @@ const (
 
 // maxLine is the most bytes one write makes: the largest event and its '\n'.
 // A torn tail is shorter, and so is every complete line.
-const maxLine = store.MaxEventBytes + 1
+const maxLine = event.MaxBytes + 1

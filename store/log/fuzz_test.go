@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // FuzzRepair takes any bytes as a log and appends to it. The append either
@@ -48,8 +49,8 @@ func FuzzRepair(f *testing.F) {
 		case 3:
 			seq = 1
 		}
-		ev := event(seq, int(how))
-		if _, err := store.SeqOf(ev); err != nil {
+		ev := makeEvent(seq, int(how))
+		if _, err := event.SeqOf(ev); err != nil {
 			return // past the largest seq an event can hold: a bad event, tested elsewhere
 		}
 		err = c.Append(ctx, seq, ev)
@@ -103,7 +104,7 @@ func readsWhole(t *testing.T, c *Conversation) int {
 	t.Helper()
 	ctx := context.Background()
 	want := int64(1)
-	err := c.Read(ctx, 1, false, func(seq int64, ev []byte) bool {
+	err := c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
 		if seq != want {
 			t.Fatalf("forward read handed out seq %d where %d was due", seq, want)
 		}
@@ -117,7 +118,7 @@ func readsWhole(t *testing.T, c *Conversation) int {
 		return -1
 	}
 	next := int64(-1)
-	err = c.Read(ctx, 0, true, func(seq int64, ev []byte) bool {
+	err = c.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 		if next >= 0 && seq != next {
 			t.Fatalf("reverse read handed out seq %d where %d was due", seq, next)
 		}

@@ -13,19 +13,20 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/flock"
 )
 
-// event returns the event of seq with a text of n bytes, the same bytes for
+// makeEvent returns the event of seq with a text of n bytes, the same bytes for
 // the same arguments.
-func event(seq int64, n int) []byte {
-	e := store.Event{
+func makeEvent(seq int64, n int) []byte {
+	e := event.Event{
 		Seq:  seq,
 		Time: time.Unix(1767225600+seq, seq).UTC(),
-		Type: store.TypeMessage,
+		Type: event.TypeMessage,
 		Text: text(seq, n),
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 // text is n bytes of printable text that differ by seq.
@@ -69,7 +70,7 @@ func fill(t testing.TB, c *Conversation, n int64) {
 	t.Helper()
 	ctx := context.Background()
 	for seq := int64(1); seq <= n; seq++ {
-		if err := c.Append(ctx, seq, event(seq, sizeOf(seq))); err != nil {
+		if err := c.Append(ctx, seq, makeEvent(seq, sizeOf(seq))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +86,7 @@ func writeLog(t testing.TB, dir string, n int64, size func(int64) int) []byte {
 		if size == nil {
 			b = append(b, typicalEvent(seq)...)
 		} else {
-			b = append(b, event(seq, size(seq))...)
+			b = append(b, makeEvent(seq, size(seq))...)
 		}
 		b = append(b, '\n')
 	}
@@ -127,7 +128,7 @@ func filledEvent(seq int64) string {
 	if e, ok := filled.Load(seq); ok {
 		return e.(string)
 	}
-	e := string(event(seq, sizeOf(seq)))
+	e := string(makeEvent(seq, sizeOf(seq)))
 	filled.Store(seq, e)
 	return e
 }
@@ -175,14 +176,14 @@ func TestOpenCreatesNothing(t *testing.T) {
 	if err != nil || last != 0 {
 		t.Fatalf("Last = %d, %v; want 0, nil", last, err)
 	}
-	err = c.Read(ctx, 1, false, func(int64, []byte) bool {
+	err = c.Read(ctx, 1, store.Forward, func(int64, []byte) bool {
 		t.Error("fn called on an empty conversation")
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Read(ctx, 0, true, func(int64, []byte) bool { t.Error("fn called"); return true }); err != nil {
+	if err := c.Read(ctx, store.FromLast, store.Backward, func(int64, []byte) bool { t.Error("fn called"); return true }); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -217,26 +218,26 @@ func TestAppendOrder(t *testing.T) {
 }
 
 func TestAppendRefuses(t *testing.T) {
-	big := []byte(fmt.Sprintf(`{"seq":4,"type":"message","text":"%s"}`, strings.Repeat("x", store.MaxEventBytes)))
+	big := []byte(fmt.Sprintf(`{"seq":4,"type":"message","text":"%s"}`, strings.Repeat("x", event.MaxBytes)))
 	tests := []struct {
 		name  string
 		seq   int64
 		event []byte
 		err   error // nil: accepted
 	}{
-		{"next", 4, event(4, 10), nil},
-		{"last again, same bytes", 3, event(3, sizeOf(3)), nil},
-		{"first again, same bytes", 1, event(1, sizeOf(1)), nil},
-		{"last taken", 3, event(3, 11), store.ErrSeqTaken},
-		{"first taken", 1, event(1, 11), store.ErrSeqTaken},
-		{"same bytes but one", 2, append(event(2, sizeOf(2))[:len(event(2, sizeOf(2)))-1], ' ', '}'), store.ErrSeqTaken},
-		{"gap", 5, event(5, 10), store.ErrGap},
-		{"far gap", 1000, event(1000, 10), store.ErrGap},
-		{"seq differs from the event's", 4, event(5, 10), store.ErrBadEvent},
+		{"next", 4, makeEvent(4, 10), nil},
+		{"last again, same bytes", 3, makeEvent(3, sizeOf(3)), nil},
+		{"first again, same bytes", 1, makeEvent(1, sizeOf(1)), nil},
+		{"last taken", 3, makeEvent(3, 11), store.ErrSeqTaken},
+		{"first taken", 1, makeEvent(1, 11), store.ErrSeqTaken},
+		{"same bytes but one", 2, append(makeEvent(2, sizeOf(2))[:len(makeEvent(2, sizeOf(2)))-1], ' ', '}'), store.ErrSeqTaken},
+		{"gap", 5, makeEvent(5, 10), store.ErrGap},
+		{"far gap", 1000, makeEvent(1000, 10), store.ErrGap},
+		{"seq differs from the event's", 4, makeEvent(5, 10), store.ErrBadEvent},
 		{"seq 0", 0, []byte(`{"seq":0,"type":"message"}`), store.ErrBadEvent},
 		{"negative seq", -1, []byte(`{"seq":-1,"type":"message"}`), store.ErrBadEvent},
 		{"newline inside", 4, []byte("{\"seq\":4,\n\"type\":\"message\"}"), store.ErrBadEvent},
-		{"newline after", 4, append(event(4, 10), '\n'), store.ErrBadEvent},
+		{"newline after", 4, append(makeEvent(4, 10), '\n'), store.ErrBadEvent},
 		{"not JSON after the seq", 4, []byte(`{"seq":4,"type":`), store.ErrBadEvent},
 		{"not an object", 4, []byte(`[4]`), store.ErrBadEvent},
 		{"empty", 4, nil, store.ErrBadEvent},
@@ -353,13 +354,13 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("Last after reopening = %d, %v", last, err)
 	}
 	for seq := int64(6); seq <= 8; seq++ {
-		if err := c.Append(ctx, seq, event(seq, sizeOf(seq))); err != nil {
+		if err := c.Append(ctx, seq, makeEvent(seq, sizeOf(seq))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The same Conversation again after Close.
 	c.Close()
-	if err := c.Append(ctx, 9, event(9, sizeOf(9))); err != nil {
+	if err := c.Append(ctx, 9, makeEvent(9, sizeOf(9))); err != nil {
 		t.Fatal(err)
 	}
 	got, err := collect(c, 1, false, 0)
@@ -374,11 +375,11 @@ func TestTornTailRepaired(t *testing.T) {
 		n    int64  // complete lines
 		torn []byte // bytes after them
 	}{
-		{"part of a line", 5, event(6, 50)[:20]},
-		{"a whole event without its newline", 5, event(6, 50)},
+		{"part of a line", 5, makeEvent(6, 50)[:20]},
+		{"a whole event without its newline", 5, makeEvent(6, 50)},
 		{"one byte", 5, []byte("{")},
-		{"no complete line", 0, event(1, 50)[:9]},
-		{"a long torn line", 3, event(4, 200<<10)[:150<<10]},
+		{"no complete line", 0, makeEvent(1, 50)[:9]},
+		{"a long torn line", 3, makeEvent(4, 200<<10)[:150<<10]},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -397,13 +398,13 @@ func TestTornTailRepaired(t *testing.T) {
 				t.Fatalf("reverse read saw %v, %v", seqs(got), err)
 			}
 			// A taken seq or a gap does not repair: the file is left alone.
-			if err := c.Append(ctx, tt.n+2, event(tt.n+2, 10)); !errors.Is(err, store.ErrGap) {
+			if err := c.Append(ctx, tt.n+2, makeEvent(tt.n+2, 10)); !errors.Is(err, store.ErrGap) {
 				t.Fatalf("Append past the next = %v", err)
 			}
 			if !bytes.Equal(readFile(t, path), append(bytes.Clone(good), tt.torn...)) {
 				t.Fatal("a refused Append changed the file")
 			}
-			next := event(tt.n+1, 77)
+			next := makeEvent(tt.n+1, 77)
 			if err := c.Append(ctx, tt.n+1, next); err != nil {
 				t.Fatal(err)
 			}
@@ -435,13 +436,13 @@ func TestTornTailsKeptInOrder(t *testing.T) {
 		}
 		f.Write([]byte(fmt.Sprintf(`{"seq":%d,"tor`, seq)))
 		f.Close()
-		if err := c.Append(ctx, seq, event(seq, 5)); err != nil {
+		if err := c.Append(ctx, seq, makeEvent(seq, 5)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	lines := strings.Split(string(readFile(t, filepath.Join(dir, TornFileName))), "\n")
 	if len(lines) != 7 || lines[1] != `{"seq":1,"tor` || lines[5] != `{"seq":3,"tor` ||
-		!strings.HasPrefix(lines[4], fmt.Sprintf("# events.jsonl offset %d,", 2*len(event(1, 5))+2)) {
+		!strings.HasPrefix(lines[4], fmt.Sprintf("# events.jsonl offset %d,", 2*len(makeEvent(1, 5))+2)) {
 		t.Fatalf("the torn file holds %q", lines)
 	}
 }
@@ -507,7 +508,7 @@ func TestAppendOnCorruptEnd(t *testing.T) {
 	c := open(t, dir)
 	ctx := context.Background()
 	for _, seq := range []int64{4, 5, 6} {
-		if err := c.Append(ctx, seq, event(seq, 5)); !errors.Is(err, store.ErrCorrupt) {
+		if err := c.Append(ctx, seq, makeEvent(seq, 5)); !errors.Is(err, store.ErrCorrupt) {
 			t.Fatalf("Append(%d) = %v; want a corruption", seq, err)
 		}
 	}
@@ -521,7 +522,7 @@ func TestAppendOnCorruptEnd(t *testing.T) {
 
 func TestAppendWithoutFolder(t *testing.T) {
 	c := open(t, filepath.Join(t.TempDir(), "missing"))
-	err := c.Append(context.Background(), 1, event(1, 5))
+	err := c.Append(context.Background(), 1, makeEvent(1, 5))
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Append in a missing folder = %v", err)
 	}
@@ -533,16 +534,16 @@ func TestCanceled(t *testing.T) {
 	fill(t, c, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := c.Append(ctx, 4, event(4, 5)); !errors.Is(err, context.Canceled) {
+	if err := c.Append(ctx, 4, makeEvent(4, 5)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Append = %v", err)
 	}
-	if err := c.Read(ctx, 1, false, func(int64, []byte) bool { return true }); !errors.Is(err, context.Canceled) {
+	if err := c.Read(ctx, 1, store.Forward, func(int64, []byte) bool { return true }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read = %v", err)
 	}
 	// A reader that cancels mid-read stops at once.
 	ctx, cancel = context.WithCancel(context.Background())
 	n := 0
-	err := c.Read(ctx, 1, false, func(int64, []byte) bool { n++; cancel(); return true })
+	err := c.Read(ctx, 1, store.Forward, func(int64, []byte) bool { n++; cancel(); return true })
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Fatalf("Read = %v after %d events", err, n)
 	}
@@ -561,11 +562,11 @@ func TestLockWaitCanceled(t *testing.T) {
 	c := open(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if err := c.Append(ctx, 2, event(2, 5)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.Append(ctx, 2, makeEvent(2, 5)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append while another holds the lock = %v", err)
 	}
 	flock.Unlock(holder.fd)
-	if err := c.Append(context.Background(), 2, event(2, 5)); err != nil {
+	if err := c.Append(context.Background(), 2, makeEvent(2, 5)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -578,7 +579,7 @@ func TestSynced(t *testing.T) {
 	}
 	defer c.Close()
 	for seq := int64(1); seq <= 3; seq++ {
-		if err := c.Append(context.Background(), seq, event(seq, 5)); err != nil {
+		if err := c.Append(context.Background(), seq, makeEvent(seq, 5)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/flock"
 )
 
@@ -117,10 +117,10 @@ func (c *Conversation) readEndOnce(size int64, n int) (end, error) {
 
 // seqOf returns the seq of the line at off, or why it is not an event.
 func (c *Conversation) seqOf(line []byte, off int64) (int64, error) {
-	if len(line) > store.MaxEventBytes {
+	if len(line) > event.MaxBytes {
 		return 0, c.corrupt(off, "a line of %d bytes, longer than any event", len(line))
 	}
-	seq, err := store.SeqOf(line)
+	seq, err := event.SeqOf(line)
 	if err != nil {
 		return 0, c.corrupt(off, "not an event: %v", err)
 	}

@@ -78,7 +78,7 @@ func (d *Driver) errorf(format string, args ...any) error {
 // Open returns thread's conversation; it reads nothing.
 func (d *Driver) Open(thread string) (store.Conversation, error) {
 	if err := rules.Thread(thread); err != nil {
-		return nil, d.errorf("%v", err)
+		return nil, d.errorf("%w", err)
 	}
 	return &Conversation{d: d, thread: thread}, nil
 }
@@ -376,7 +376,7 @@ func (c *Conversation) metaKey(name string) []byte {
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
 	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.errorf("%w", err)
 	}
 	data, err := c.get(c.metaKey(name))
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -401,10 +401,10 @@ func (c *Conversation) get(key []byte) ([]byte, error) {
 // MetaPut sets the side datum name.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	if err := rules.Data(data); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	defer c.d.lock(c.thread)()
 	if err := c.d.db.Set(c.metaKey(name), data, pebble.Sync); err != nil {
@@ -416,7 +416,7 @@ func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) er
 // MetaDelete removes the side datum name.
 func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	defer c.d.lock(c.thread)()
 	if err := c.d.db.Delete(c.metaKey(name), pebble.Sync); err != nil {

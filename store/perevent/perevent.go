@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // FirstName is the file that says a folder holds this form.
@@ -106,10 +107,10 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 			return fmt.Errorf("perevent: %w", err)
 		}
 		b = bytes.TrimRight(b, "\r\n")
-		if len(b) > store.MaxEventBytes {
+		if len(b) > event.MaxBytes {
 			return fmt.Errorf("perevent: %s: %w: %d bytes, longer than any event", path, store.ErrCorrupt, len(b))
 		}
-		if s, err := store.SeqOf(b); err != nil || s != seq {
+		if s, err := event.SeqOf(b); err != nil || s != seq {
 			return fmt.Errorf("perevent: %s: %w: not the event of seq %d", path, store.ErrCorrupt, seq)
 		}
 		if !fn(seq, b) {

@@ -21,7 +21,7 @@ func TestRead(t *testing.T) {
 	}
 	c, _ := Open(dir)
 	var got []int64
-	if err := c.Read(context.Background(), 0, true, func(seq int64, ev []byte) bool { got = append(got, seq); return true }); err != nil {
+	if err := c.Read(context.Background(), store.FromLast, store.Backward, func(seq int64, ev []byte) bool { got = append(got, seq); return true }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(got) != "[5 4 3 2 1]" {
@@ -31,7 +31,7 @@ func TestRead(t *testing.T) {
 		t.Fatalf("append: %v", err)
 	}
 	os.Remove(filepath.Join(dir, "3.json"))
-	if err := c.Read(context.Background(), 1, false, func(int64, []byte) bool { return true }); !errors.Is(err, store.ErrCorrupt) {
+	if err := c.Read(context.Background(), 1, store.Forward, func(int64, []byte) bool { return true }); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("a missing seq: %v", err)
 	}
 }

@@ -92,7 +92,7 @@ type Driver struct {
 // conversations carries: the agent's name.
 func Open(ctx context.Context, url, agent string) (*Driver, error) {
 	if err := key("agent", agent); err != nil {
-		return nil, fmt.Errorf("postgres: %v", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -141,10 +141,10 @@ func key(what, k string) error {
 			return err
 		}
 	} else if k == "" || len(k) > rules.MaxThreadBytes {
-		return fmt.Errorf("%s key of %d bytes, not 1 to %d", what, len(k), rules.MaxThreadBytes)
+		return fmt.Errorf("%w: %s key of %d bytes, not 1 to %d", store.ErrBadName, what, len(k), rules.MaxThreadBytes)
 	}
 	if !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
-		return fmt.Errorf("%s key %q is not UTF-8 text", what, k)
+		return fmt.Errorf("%w: %s key %q is not UTF-8 text", store.ErrBadName, what, k)
 	}
 	return nil
 }
@@ -165,7 +165,7 @@ func isCode(err error, codes ...string) bool {
 // Open returns thread's conversation; it reads nothing.
 func (d *Driver) Open(thread string) (store.Conversation, error) {
 	if err := key("thread", thread); err != nil {
-		return nil, fmt.Errorf("postgres: agent %q: %v", d.agent, err)
+		return nil, fmt.Errorf("postgres: agent %q: %w", d.agent, err)
 	}
 	return &Conversation{d: d, thread: thread}, nil
 }
@@ -398,7 +398,7 @@ func (c *Conversation) Close() error { return nil }
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
 	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.errorf("%w", err)
 	}
 	data := []byte{}
 	err := c.d.pool.QueryRow(ctx, `SELECT data FROM lnk_meta WHERE agent = $1 AND thread = $2 AND name = $3`,
@@ -418,10 +418,10 @@ func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error)
 // MetaPut sets the side datum name in one statement.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	if err := rules.Data(data); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	if data == nil {
 		data = []byte{}
@@ -437,7 +437,7 @@ func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) er
 // MetaDelete removes the side datum name.
 func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	_, err := c.d.pool.Exec(ctx, `DELETE FROM lnk_meta WHERE agent = $1 AND thread = $2 AND name = $3`, c.d.agent, c.thread, name)
 	if err != nil {

@@ -117,7 +117,7 @@ func (d *Driver) errorf(format string, args ...any) error {
 // Open returns thread's conversation; it reads nothing.
 func (d *Driver) Open(thread string) (store.Conversation, error) {
 	if err := rules.Thread(thread); err != nil {
-		return nil, d.errorf("%v", err)
+		return nil, d.errorf("%w", err)
 	}
 	return &Conversation{d: d, thread: thread}, nil
 }
@@ -331,7 +331,7 @@ func (c *Conversation) Release(ctx context.Context, token int64) error {
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
 	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.errorf("%w", err)
 	}
 	var data []byte
 	err := c.d.db.QueryRowContext(ctx, `SELECT data FROM meta WHERE thread = ? AND name = ?`, c.thread, name).Scan(&data)
@@ -350,10 +350,10 @@ func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error)
 // MetaPut sets the side datum name.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	if err := rules.Data(data); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	return c.tx(ctx, "meta put", func(tx *sql.Tx) error { return putMeta(ctx, tx, c.thread, name, data) })
 }
@@ -369,7 +369,7 @@ func putMeta(ctx context.Context, tx *sql.Tx, thread, name string, data []byte) 
 // MetaDelete removes the side datum name.
 func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	if err := rules.Name(name); err != nil {
-		return c.errorf("%v", err)
+		return c.errorf("%w", err)
 	}
 	return c.tx(ctx, "meta delete", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE thread = ? AND name = ?`, c.thread, name)

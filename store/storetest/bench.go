@@ -9,33 +9,34 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // TypicalEvent is an answer of about 600 bytes, as a turn writes one: what
 // every store's benchmarks append and read.
 func TypicalEvent(seq int64) []byte {
 	t := time.Unix(1767225600+seq, 123456789).UTC()
-	e := store.Event{
+	e := event.Event{
 		Seq:        seq,
 		Time:       t,
-		Type:       store.TypeAnswer,
+		Type:       event.TypeAnswer,
 		Text:       strings.Repeat(fmt.Sprintf("answer %d, ", seq), 300/12),
 		Model:      "claude-opus-5-5",
 		Provider:   "anthropic",
 		ResponseID: fmt.Sprintf("msg_01%022d", seq),
-		Usage:      store.Usage{Input: 12000 + seq, Output: 420, CacheRead: 11000, CacheWrite: 900},
+		Usage:      event.Usage{Input: 12000 + seq, Output: 420, CacheRead: 11000, CacheWrite: 900},
 		LatencyMS:  1834,
 		Cost:       0.01834,
-		Window:     &store.Window{Start: max(1, seq-40), StartTime: t.Add(-time.Hour), TokensBefore: 81234},
+		Window:     &event.Window{Start: max(1, seq-40), StartTime: t.Add(-time.Hour), TokensBefore: 81234},
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 // ReadLast32 reads the last 32 events of c backwards, as a turn reads its
 // tail, and returns how many it read.
 func ReadLast32(c store.Conversation) (int, error) {
 	n := 0
-	err := c.Read(context.Background(), 0, true, func(int64, []byte) bool {
+	err := c.Read(context.Background(), store.FromLast, store.Backward, func(int64, []byte) bool {
 		n++
 		return n < 32
 	})

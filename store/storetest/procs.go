@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // The tests below run in more than one process: the test binary starts
@@ -124,7 +125,7 @@ func RaceTurns(t *testing.T, open OpenShared, turns int) {
 	c := open(t, dir)
 	defer c.Close()
 	want := int64(0)
-	err := c.Read(context.Background(), 1, false, func(seq int64, ev []byte) bool {
+	err := c.Read(context.Background(), 1, store.Forward, func(seq int64, ev []byte) bool {
 		want++
 		if seq != want {
 			t.Fatalf("seq %d read after %d", seq, want-1)
@@ -158,16 +159,16 @@ type raceTurn struct {
 
 // event is the event the turn wrote at seq (its first or its second).
 func (tu raceTurn) event(seq int64) []byte {
-	e := store.Event{
+	e := event.Event{
 		Seq:  seq,
 		Time: time.Unix(1767225600, 0).UTC(),
-		Type: store.TypeMessage,
+		Type: event.TypeMessage,
 		Text: fmt.Sprintf("process %d, turn %d, token %d", tu.proc, tu.n, tu.token),
 	}
 	if seq != tu.seq {
-		e.Type = store.TypeAnswer
+		e.Type = event.TypeAnswer
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 func raceChild(t *testing.T, open OpenShared, proc, turns int) {
@@ -416,7 +417,7 @@ func StoppedHolder(t *testing.T, open OpenShared, idle func(t *testing.T, dir st
 	}
 
 	var seqs []int64
-	err = c.Read(ctx, 1, false, func(seq int64, ev []byte) bool {
+	err = c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
 		seqs = append(seqs, seq)
 		want := successorEvent(seq)
 		if seq <= before {
@@ -457,13 +458,13 @@ func waitStopped(t *testing.T, pid int) {
 }
 
 func stoppedEvent(token, seq int64) []byte {
-	e := store.Event{Seq: seq, Time: time.Unix(1767225600, 0).UTC(), Type: store.TypeMessage, Text: fmt.Sprintf("the first holder, token %d", token)}
-	return store.AppendEvent(nil, &e)
+	e := event.Event{Seq: seq, Time: time.Unix(1767225600, 0).UTC(), Type: event.TypeMessage, Text: fmt.Sprintf("the first holder, token %d", token)}
+	return event.Append(nil, &e)
 }
 
 func successorEvent(seq int64) []byte {
-	e := store.Event{Seq: seq, Time: time.Unix(1767225600, 0).UTC(), Type: store.TypeAnswer, Text: "the successor"}
-	return store.AppendEvent(nil, &e)
+	e := event.Event{Seq: seq, Time: time.Unix(1767225600, 0).UTC(), Type: event.TypeAnswer, Text: "the successor"}
+	return event.Append(nil, &e)
 }
 
 // stoppedChild holds the lease and appends when asked on its standard

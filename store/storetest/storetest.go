@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -54,6 +55,7 @@ func Run(t *testing.T, open Open) {
 		{"SeqTaken", testSeqTaken},
 		{"Gap", testGap},
 		{"BadEvent", testBadEvent},
+		{"BadName", testBadName},
 		{"ReadForward", testReadForward},
 		{"ReadBackward", testReadBackward},
 		{"ReadStopsEarly", testReadStopsEarly},
@@ -128,10 +130,10 @@ func (s *suite) conv(thread string) store.Conversation {
 // re-encoding would change (<, >, &, non-ASCII, escapes), and every ninth
 // event is long, so a store that does not keep bytes as given fails.
 func Event(thread string, seq int64, variant int) []byte {
-	e := store.Event{
+	e := event.Event{
 		Seq:  seq,
 		Time: time.Unix(1767225600+seq, seq).UTC(),
-		Type: store.TypeMessage,
+		Type: event.TypeMessage,
 		Text: fmt.Sprintf("<%s> & %d.%d é \"quoted\" \\ tab\t", thread, seq, variant),
 	}
 	if seq == 1 {
@@ -140,7 +142,7 @@ func Event(thread string, seq int64, variant int) []byte {
 	if seq%9 == 0 {
 		e.Text += strings.Repeat("long ", 20000)
 	}
-	return store.AppendEvent(nil, &e)
+	return event.Append(nil, &e)
 }
 
 var bg = context.Background()
@@ -274,8 +276,22 @@ func testBadEvent(t *testing.T, s *suite) {
 	c := s.conv("bad")
 	wantErr(t, "the event of seq 2 as seq 1", c.Append(bg, 1, Event("bad", 2, 0)), store.ErrBadEvent)
 	wantErr(t, "not JSON", c.Append(bg, 1, []byte(`{"seq":1,`)), store.ErrBadEvent)
+	big := event.Append(nil, &event.Event{Seq: 1, Type: event.TypeMessage, Text: strings.Repeat("x", event.MaxBytes)})
+	wantErr(t, "over event.MaxBytes", c.Append(bg, 1, big), store.ErrBadEvent)
+	wantErr(t, "over event.MaxBytes", c.Append(bg, 1, big), store.ErrTooLarge)
 	if n := last(t, c); n != 0 {
 		t.Fatalf("last is %d after refused appends, want 0", n)
+	}
+}
+
+// A thread key no store keeps is refused with ErrBadName.
+func testBadName(t *testing.T, s *suite) {
+	for _, thread := range []string{"", "a\x00b", "a\nb", strings.Repeat("x", 201)} {
+		c, err := s.driver().Open(thread)
+		if err == nil {
+			c.Close()
+		}
+		wantErr(t, fmt.Sprintf("thread key %q", thread), err, store.ErrBadName)
 	}
 }
 
@@ -451,9 +467,10 @@ func testMeta(t *testing.T, s *suite) {
 	}
 	_, err = m.MetaGet(bg, "pending.7")
 	wantErr(t, "get after delete", err, store.ErrNotFound)
-	if err := m.MetaPut(bg, "../x", nil); err == nil {
-		t.Fatal("a name holding a slash was taken")
-	}
+	wantErr(t, "a name holding a slash", m.MetaPut(bg, "../x", nil), store.ErrBadName)
+	_, err = m.MetaGet(bg, "")
+	wantErr(t, "an empty name", err, store.ErrBadName)
+	wantErr(t, "a value over MaxMetaBytes", m.MetaPut(bg, "big", make([]byte, store.MaxMetaBytes+1)), store.ErrTooLarge)
 	s.reopen()
 	m = ability[store.Meta](t, s.conv("meta"))
 	if _, err := m.MetaGet(bg, "end"); err != nil {
@@ -656,7 +673,7 @@ type folders struct {
 
 func (f folders) Open(thread string) (store.Conversation, error) {
 	if err := rules.Thread(thread); err != nil || strings.ContainsAny(thread, `/\`) || thread == "." || thread == ".." {
-		return nil, fmt.Errorf("storetest: thread %q is no folder name", thread)
+		return nil, fmt.Errorf("storetest: %w: thread %q is no folder name", store.ErrBadName, thread)
 	}
 	dir := filepath.Join(f.root, thread)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -9,68 +9,72 @@ import (
 	"slices"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 )
 
 // MaxThreadBytes is the longest thread key a driver keeps.
 const MaxThreadBytes = 200
 
-// Thread says what is wrong with a thread key, if anything: empty, over
-// MaxThreadBytes, or holding a control byte (NUL ends a key in some stores).
+// Thread says what is wrong with a thread key, if anything, wrapping
+// store.ErrBadName: empty, over MaxThreadBytes, or holding a control byte
+// (NUL ends a key in some stores).
 func Thread(thread string) error {
 	if thread == "" || len(thread) > MaxThreadBytes {
-		return fmt.Errorf("thread key of %d bytes, not 1 to %d", len(thread), MaxThreadBytes)
+		return fmt.Errorf("%w: thread key of %d bytes, not 1 to %d", store.ErrBadName, len(thread), MaxThreadBytes)
 	}
 	for i := 0; i < len(thread); i++ {
 		if c := thread[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("thread key %q holds a control byte", thread)
+			return fmt.Errorf("%w: thread key %q holds a control byte", store.ErrBadName, thread)
 		}
 	}
 	return nil
 }
 
-// Name says what is wrong with a side datum's name, if anything.
+// Name says what is wrong with a side datum's name, if anything, wrapping
+// store.ErrBadName.
 func Name(name string) error {
 	if name == "" || len(name) > 100 {
-		return fmt.Errorf("side datum name of %d bytes, not 1 to 100", len(name))
+		return fmt.Errorf("%w: side datum name of %d bytes, not 1 to 100", store.ErrBadName, len(name))
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("side datum name %q holds %q", name, c)
+			return fmt.Errorf("%w: side datum name %q holds %q", store.ErrBadName, name, c)
 		}
 	}
 	return nil
 }
 
-// Data says what is wrong with a side datum's value, if anything.
+// Data says what is wrong with a side datum's value, if anything, wrapping
+// store.ErrTooLarge.
 func Data(data []byte) error {
 	if len(data) > store.MaxMetaBytes {
-		return fmt.Errorf("side datum of %d bytes, over %d", len(data), store.MaxMetaBytes)
+		return fmt.Errorf("%w: side datum of %d bytes, over %d", store.ErrTooLarge, len(data), store.MaxMetaBytes)
 	}
 	return nil
 }
 
-// Event says why event cannot be the event of seq, wrapping
-// store.ErrBadEvent: over store.MaxEventBytes, holding a newline, not one
-// JSON object, or its seq another.
-func Event(seq int64, event []byte) error {
+// Event says why ev cannot be the event of seq, wrapping
+// store.ErrBadEvent: over event.MaxBytes (then store.ErrTooLarge too),
+// holding a newline, not one JSON object, or its seq another.
+func Event(seq int64, ev []byte) error {
 	if seq <= 0 {
 		return fmt.Errorf("%w: seq %d: a seq starts at 1", store.ErrBadEvent, seq)
 	}
-	if len(event) > store.MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", store.ErrBadEvent, len(event), store.MaxEventBytes)
+	if len(ev) > event.MaxBytes {
+		return fmt.Errorf("%w: %w: %d bytes, over the limit of %d", store.ErrBadEvent, store.ErrTooLarge, len(ev), event.MaxBytes)
 	}
-	if i := bytes.IndexByte(event, '\n'); i >= 0 {
+	if i := bytes.IndexByte(ev, '\n'); i >= 0 {
 		return fmt.Errorf("%w: a newline at byte %d", store.ErrBadEvent, i)
 	}
-	s, err := store.SeqOf(event)
+	s, err := event.SeqOf(ev)
 	if err != nil {
 		return err
 	}
 	if s != seq {
 		return fmt.Errorf("%w: the event's seq is %d, not %d", store.ErrBadEvent, s, seq)
 	}
-	if !json.Valid(event) {
+	if !json.Valid(ev) {
 		return fmt.Errorf("%w: not valid JSON", store.ErrBadEvent)
 	}
 	return nil

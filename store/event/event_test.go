@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	var d Decoder
 	for _, e := range events {
-		b := AppendEvent(nil, e)
+		b := Append(nil, e)
 		if !json.Valid(b) {
 			t.Fatalf("invalid JSON: %s", b)
 		}
@@ -64,7 +64,7 @@ func TestRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(&got, e) {
 			t.Errorf("round trip of %s:\ngot  %+v\nwant %+v", b, got, *e)
 		}
-		if again := AppendEvent(nil, &got); !bytes.Equal(again, b) {
+		if again := Append(nil, &got); !bytes.Equal(again, b) {
 			t.Errorf("encoding again:\n%s\n%s", again, b)
 		}
 	}
@@ -80,7 +80,7 @@ func TestUnknownKeysKept(t *testing.T) {
 	if got := string(e.Extra); got != `"x_future":{"a":[1,2.50,"\u00e9"]},"z":null` {
 		t.Fatalf("Extra = %s", got)
 	}
-	if out := string(AppendEvent(nil, &e)); out != in {
+	if out := string(Append(nil, &e)); out != in {
 		t.Fatalf("written back:\n%s\nwant\n%s", out, in)
 	}
 }
@@ -94,8 +94,8 @@ func TestDecodeRefuses(t *testing.T) {
 	} {
 		var d Decoder
 		var e Event
-		if err := d.Decode([]byte(in), &e); !errors.Is(err, ErrBadEvent) {
-			t.Errorf("Decode(%q) = %v, want ErrBadEvent", in, err)
+		if err := d.Decode([]byte(in), &e); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Decode(%q) = %v, want ErrInvalid", in, err)
 		}
 	}
 }
@@ -134,8 +134,8 @@ func TestSeqOf(t *testing.T) {
 		if tc.ok && (err != nil || got != tc.want) {
 			t.Errorf("SeqOf(%s) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
-		if !tc.ok && !errors.Is(err, ErrBadEvent) {
-			t.Errorf("SeqOf(%s) = %d, %v; want ErrBadEvent", tc.in, got, err)
+		if !tc.ok && !errors.Is(err, ErrInvalid) {
+			t.Errorf("SeqOf(%s) = %d, %v; want ErrInvalid", tc.in, got, err)
 		}
 	}
 }
@@ -164,8 +164,8 @@ func TestMessageID(t *testing.T) {
 	} {
 		id, message, err := MessageID([]byte(tc.in))
 		if !tc.ok {
-			if !errors.Is(err, ErrBadEvent) {
-				t.Errorf("MessageID(%s) = %q, %v, %v; want ErrBadEvent", tc.in, id, message, err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("MessageID(%s) = %q, %v, %v; want ErrInvalid", tc.in, id, message, err)
 			}
 			continue
 		}
@@ -176,7 +176,7 @@ func TestMessageID(t *testing.T) {
 	if s, err := UnquoteRaw([]byte(`a\"b\u00e9`)); err != nil || s != `a"bé` {
 		t.Errorf("UnquoteRaw = %q, %v", s, err)
 	}
-	if _, err := UnquoteRaw([]byte(`a\`)); !errors.Is(err, ErrBadEvent) {
+	if _, err := UnquoteRaw([]byte(`a\`)); !errors.Is(err, ErrInvalid) {
 		t.Errorf("UnquoteRaw of a lone backslash: %v", err)
 	}
 	for _, tc := range []struct {
@@ -203,7 +203,7 @@ func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	line := AppendEvent(nil, typicalAnswer())
+	line := Append(nil, typicalAnswer())
 	other := []byte(`{"type":"message","text":"x","seq":99}`)
 	if n := testing.AllocsPerRun(100, func() { SeqOf(line); SeqOf(other) }); n != 0 {
 		t.Errorf("SeqOf allocates %v times, want 0", n)
@@ -213,8 +213,8 @@ func TestAllocs(t *testing.T) {
 	}
 	buf := make([]byte, 0, 4096)
 	e := typicalAnswer()
-	if n := testing.AllocsPerRun(100, func() { buf = AppendEvent(buf[:0], e) }); n != 0 {
-		t.Errorf("AppendEvent into a buffer allocates %v times, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { buf = Append(buf[:0], e) }); n != 0 {
+		t.Errorf("Append into a buffer allocates %v times, want 0", n)
 	}
 	var d Decoder
 	var got Event
@@ -225,7 +225,7 @@ func TestAllocs(t *testing.T) {
 }
 
 func BenchmarkDecode(b *testing.B) {
-	line := AppendEvent(nil, typicalAnswer())
+	line := Append(nil, typicalAnswer())
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	var d Decoder
@@ -242,13 +242,13 @@ func BenchmarkEncode(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = AppendEvent(buf[:0], e)
+		buf = Append(buf[:0], e)
 	}
 	b.SetBytes(int64(len(buf)))
 }
 
 func BenchmarkMessageID(b *testing.B) {
-	line := AppendEvent(nil, typicalAnswer())
+	line := Append(nil, typicalAnswer())
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := MessageID(line); err != nil {
@@ -258,7 +258,7 @@ func BenchmarkMessageID(b *testing.B) {
 }
 
 func BenchmarkSeqOf(b *testing.B) {
-	line := AppendEvent(nil, typicalAnswer())
+	line := Append(nil, typicalAnswer())
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := SeqOf(line); err != nil {
@@ -270,7 +270,7 @@ func BenchmarkSeqOf(b *testing.B) {
 // The decoder never panics, and what it decodes encodes to JSON that
 // decodes to the same event.
 func FuzzDecode(f *testing.F) {
-	f.Add(AppendEvent(nil, typicalAnswer()))
+	f.Add(Append(nil, typicalAnswer()))
 	f.Add([]byte(`{"seq":1,"time":"2026-12-02T10:45:01.123456789Z","type":"message","thread":"t:1","from":{"id":"u","name":"A"},"owner":true,"text":"hi","zz":[1,{"a":null}]}`))
 	f.Add([]byte(`{"seq":2,"type":"answer","calls":[{"id":"c","name":"n","args":{"x":1}}],"thinking":[{"thinking":"t"}]}`))
 	f.Add([]byte(`{"seq":3,"type":"result","call_id":"c","text":"\ud83d\ude00","truncated":true}`))
@@ -279,12 +279,12 @@ func FuzzDecode(f *testing.F) {
 		var d Decoder
 		var e Event
 		if err := d.Decode(b, &e); err != nil {
-			if !errors.Is(err, ErrBadEvent) {
-				t.Fatalf("error not ErrBadEvent: %v", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error not ErrInvalid: %v", err)
 			}
 			return
 		}
-		out := AppendEvent(nil, &e)
+		out := Append(nil, &e)
 		if !json.Valid(out) {
 			t.Fatalf("encoded invalid JSON: %s", out)
 		}
@@ -295,7 +295,7 @@ func FuzzDecode(f *testing.F) {
 		if err := d.Decode(out, &e2); err != nil {
 			t.Fatalf("decoding what was encoded: %v\n%s", err, out)
 		}
-		if again := AppendEvent(nil, &e2); !bytes.Equal(again, out) {
+		if again := Append(nil, &e2); !bytes.Equal(again, out) {
 			t.Fatalf("not stable:\n%s\n%s", out, again)
 		}
 	})
@@ -316,7 +316,7 @@ func FuzzMessageID(f *testing.F) {
 		if d.Decode(b, &e) != nil {
 			return
 		}
-		out := AppendEvent(nil, &e)
+		out := Append(nil, &e)
 		if d.Decode(out, &e) != nil {
 			return // FuzzDecode's to find
 		}

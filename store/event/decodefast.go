@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"bytes"
@@ -10,13 +10,13 @@ import (
 	"github.com/valyala/fastjson/fastfloat"
 )
 
-// decodeFast decodes an event as AppendEvent writes it, and any like it, in
+// decodeFast decodes an event as Append writes it, and any like it, in
 // one pass over its bytes, without building fastjson's tree. It reports
 // false for anything else: thinking, calls, keys it does not know, escapes
 // it does not undo the same way, values of another type, JSON it does not
 // accept. Decode then starts again through fastjson, which says what is
 // wrong. Whatever it decodes, Decode through fastjson decodes the same
-// (FuzzDecodeFast).
+// (FuzzDecodersAgree).
 func (d *Decoder) decodeFast(b []byte, e *Event) bool {
 	i, ok := fastObject(b, skipSpace(b, 0), func(key []byte, b []byte, i int) (int, uint8, bool) {
 		next, ok := d.fastValue(b, i, key, e)

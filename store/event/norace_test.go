@@ -1,5 +1,5 @@
 //go:build !race
 
-package store
+package event
 
 const raceEnabled = false

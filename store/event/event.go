@@ -1,8 +1,15 @@
-package store
+package event
 
 import (
+	"errors"
 	"time"
 )
+
+// ErrInvalid comes from a Decoder, SeqOf, MessageID and UnquoteRaw when
+// bytes are not an event: not one JSON object, a known key with a value of
+// the wrong type, no seq or no type, or over MaxBytes. Package store's
+// ErrInvalid is this same error.
+var ErrInvalid = errors.New("event: invalid")
 
 // Event types.
 const (
@@ -12,10 +19,10 @@ const (
 	TypeSummary = "summary"
 )
 
-// MaxEventBytes is the largest event a store accepts. A tool's answer is cut
+// MaxBytes is the largest event a store accepts. A tool's answer is cut
 // to 32 KiB of text and a message body is limited by the server, so an event
 // past this size is a bug or an attack, not a conversation.
-const MaxEventBytes = 4 << 20
+const MaxBytes = 4 << 20
 
 // Event is one event of a conversation, in DESIGN.md's schema. The zero
 // value is an empty event. Keys the schema does not name are kept in Extra,

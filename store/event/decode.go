@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"encoding/json"
@@ -21,8 +21,8 @@ type Decoder struct {
 // Decode into the same Event. e holds no reference to b.
 func (d *Decoder) Decode(b []byte, e *Event) error {
 	e.Reset()
-	if len(b) > MaxEventBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrBadEvent, len(b), MaxEventBytes)
+	if len(b) > MaxBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalid, len(b), MaxBytes)
 	}
 	if !d.decodeFast(b, e) {
 		e.Reset()
@@ -31,10 +31,10 @@ func (d *Decoder) Decode(b []byte, e *Event) error {
 		}
 	}
 	if e.Seq <= 0 {
-		return fmt.Errorf("%w: no seq", ErrBadEvent)
+		return fmt.Errorf("%w: no seq", ErrInvalid)
 	}
 	if e.Type == "" {
-		return fmt.Errorf("%w: seq %d: no type", ErrBadEvent, e.Seq)
+		return fmt.Errorf("%w: seq %d: no type", ErrInvalid, e.Seq)
 	}
 	return nil
 }
@@ -43,11 +43,11 @@ func (d *Decoder) Decode(b []byte, e *Event) error {
 func (d *Decoder) decodeTree(b []byte, e *Event) error {
 	v, err := d.p.ParseBytes(b)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	o, err := v.Object()
 	if err != nil {
-		return fmt.Errorf("%w: not a JSON object", ErrBadEvent)
+		return fmt.Errorf("%w: not a JSON object", ErrInvalid)
 	}
 	var bad error
 	o.Visit(func(key []byte, v *fastjson.Value) {
@@ -62,7 +62,7 @@ func (d *Decoder) decodeTree(b []byte, e *Event) error {
 	// as JSON's grammar says, which the parser does not hold them to.
 	if len(e.Extra) > 0 || len(e.Thinking) > 0 || len(e.Calls) > 0 {
 		if !json.Valid(b) {
-			return fmt.Errorf("%w: not valid JSON", ErrBadEvent)
+			return fmt.Errorf("%w: not valid JSON", ErrInvalid)
 		}
 	}
 	return nil
@@ -74,7 +74,7 @@ func decodeKey(e *Event, key []byte, v *fastjson.Value) error {
 	case "seq":
 		e.Seq, err = v.Int64()
 		if err == nil && e.Seq <= 0 {
-			return fmt.Errorf("%w: seq %d: a seq starts at 1", ErrBadEvent, e.Seq)
+			return fmt.Errorf("%w: seq %d: a seq starts at 1", ErrInvalid, e.Seq)
 		}
 	case "time":
 		e.Time, err = timeValue(v)
@@ -134,7 +134,7 @@ func decodeKey(e *Event, key []byte, v *fastjson.Value) error {
 		e.Extra = v.MarshalTo(e.Extra)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: key %q: %v", ErrBadEvent, key, err)
+		return fmt.Errorf("%w: key %q: %v", ErrInvalid, key, err)
 	}
 	return nil
 }

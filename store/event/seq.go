@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 )
 
 // SeqOf returns the seq of the event in b without decoding the rest of it,
-// and without allocating. Events written by AppendEvent start with their
+// and without allocating. Events written by Append start with their
 // seq, which is read at once; any other order of keys is scanned for it.
 func SeqOf(b []byte) (int64, error) {
 	const prefix = `{"seq":`
@@ -58,16 +58,16 @@ func scanSeq(b []byte) (int64, error) {
 	case err != nil:
 		return 0, err
 	case bad:
-		return 0, fmt.Errorf("%w: seq is not a positive integer", ErrBadEvent)
+		return 0, fmt.Errorf("%w: seq is not a positive integer", ErrInvalid)
 	case !found:
-		return 0, fmt.Errorf("%w: no seq", ErrBadEvent)
+		return 0, fmt.Errorf("%w: no seq", ErrInvalid)
 	}
 	return n, nil
 }
 
 // MessageID tells whether the event in b is a message and returns its "id"
 // as written, escapes and all, without its quotes: without decoding the
-// rest and without allocating. Events written by AppendEvent name their
+// rest and without allocating. Events written by Append name their
 // type near the start, so any other event is told apart after a few bytes.
 // An id that is missing, or not a string, is returned empty; a key written
 // twice is read the first time; the event is not checked further. Unescape
@@ -121,11 +121,11 @@ func UnquoteRaw(raw []byte) (string, error) {
 	var p fastjson.Parser
 	v, err := p.ParseBytes(b)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	s, err := stringValue(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return s, nil
 }
@@ -136,7 +136,7 @@ func UnquoteRaw(raw []byte) (string, error) {
 func scanObject(b []byte, fn func(key, value []byte) bool) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return fmt.Errorf("%w: not a JSON object", ErrBadEvent)
+		return fmt.Errorf("%w: not a JSON object", ErrInvalid)
 	}
 	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
 		return nil
@@ -175,7 +175,7 @@ func scanObject(b []byte, fn func(key, value []byte) bool) error {
 		}
 		break
 	}
-	return fmt.Errorf("%w: malformed JSON object", ErrBadEvent)
+	return fmt.Errorf("%w: malformed JSON object", ErrInvalid)
 }
 
 func skipSpace(b []byte, i int) int {

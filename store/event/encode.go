@@ -1,4 +1,4 @@
-package store
+package event
 
 import (
 	"math"
@@ -11,11 +11,11 @@ import (
 // nine digits of the nanoseconds, so every time has the same width.
 const TimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
-// AppendEvent appends e as one JSON object, without a newline, to dst and
+// Append appends e as one JSON object, without a newline, to dst and
 // returns the extended buffer. Keys come in a fixed order, seq first, so a
 // store can read the seq without decoding the event; empty fields are left
 // out; Extra comes last, as it was read.
-func AppendEvent(dst []byte, e *Event) []byte {
+func Append(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, e.Seq, 10)
 	dst = append(dst, `,"time":"`...)

@@ -1,14 +1,27 @@
-package store
+package event
 
 import (
 	"reflect"
 	"testing"
 )
 
-// What the one-pass decoder decodes, fastjson's tree decodes the same;
-// what it leaves, the tree decodes or refuses.
-func FuzzDecodeFast(f *testing.F) {
-	f.Add(AppendEvent(nil, typicalAnswer()))
+// The two decoders agree: on every input, the one-pass decoder declines, or
+// it decodes the Event fastjson's tree decodes. What it declines, the tree
+// decodes or refuses.
+func FuzzDecodersAgree(f *testing.F) {
+	f.Add(Append(nil, typicalAnswer()))
+	f.Add(Append(nil, &Event{Seq: 2, Time: t0, Type: TypeAnswer, Thinking: []byte(`[{"thinking":"hm","signature":"c2ln"}]`),
+		Calls: []Call{{ID: "c1", Name: "memory__search", Args: []byte(`{"q":"x"}`)}}}))
+	f.Add([]byte(`{"seq":8,"type":"message","x_future":{"a":[1,2.50]},"text":"hi"}`))
+	f.Add([]byte(`{"seq":9,"type":"message","text":"a","text":"b"}`))
+	f.Add([]byte(`{"seq":10,"type":"message","from":{"id":"a","id":"b"}}`))
+	f.Add([]byte(`{"seq":11,"type":"answer","cost":1e400,"latency_ms":99999999999999999999}`))
+	f.Add([]byte(`{"seq":12,"type":"message","text":"\u0000\u2028\ud800"}`))
+	f.Add([]byte(`{"seq":13,"type":"answer","window":null,"usage":{}}`))
+	f.Add([]byte(`{"seq":14,"time":"2026-02-30T10:45:01.123456789Z","type":"message"}`))
+	f.Add([]byte(`{"seq":-1,"type":"message"}`))
+	f.Add([]byte(`{"seq":15,"type":"message","owner":tru}`))
+	f.Add([]byte("{\"seq\":16,\"type\":\"message\",\"text\":\"\xff\xfe\"}"))
 	f.Add([]byte(`{"seq":1,"time":"2026-12-02T10:45:01.123456789Z","type":"message","thread":"t","id":"m\"1","from":{"id":"u7","name":"Ann \u00e9"},"owner":true,"connection":"telegram","head":"[Wed]","text":"line\none\ttab \\ \/ \u263a"}`))
 	f.Add([]byte(`{"seq":3,"type":"result","call_id":"c1","name":"web__get","text":"ok","error":"","truncated":false}`))
 	f.Add([]byte(`{"seq":4,"type":"summary","text":"s","through":3,"window":{"start":4,"start_time":"2026-12-02T11:45:01.123456789+01:00","tokens_before":900}}`))
@@ -32,7 +45,7 @@ func FuzzDecodeFast(f *testing.F) {
 	})
 }
 
-// The events AppendEvent writes without thinking or calls are decoded in
+// The events Append writes without thinking or calls are decoded in
 // one pass, and the same as through the tree.
 func TestDecodeFastTakes(t *testing.T) {
 	var d Decoder
@@ -42,7 +55,7 @@ func TestDecodeFastTakes(t *testing.T) {
 		{Seq: 2, Time: t0, Type: TypeResult, CallID: "c1", Name: "web__get", Text: "ok", Error: "no", Truncated: true},
 		{Seq: 3, Time: t0, Type: TypeSummary, Text: "s", Through: 2, Window: &Window{Start: 3, StartTime: t0, TokensBefore: 10}},
 	} {
-		b := AppendEvent(nil, e)
+		b := Append(nil, e)
 		var fast, tree Event
 		if !d.decodeFast(b, &fast) {
 			t.Errorf("%s: not decoded in one pass", b)

@@ -1,6 +1,6 @@
 //go:build race
 
-package store
+package event
 
 // raceEnabled: the race detector changes how many allocations code makes
 // (sync.Pool drops items at random, for one), so allocation budgets run in
