@@ -224,8 +224,7 @@ func (p *Process) answers(c *child, stdout io.Reader) {
 	if p.child == c {
 		p.child = nil
 	}
-	p.ended = c.stopped
-	if p.ended == "" {
+	if c.stopped == "" { // it ended itself; kill and stopIdle say why they ended it
 		p.ended = err.Error()
 	}
 	p.mu.Unlock()
@@ -241,6 +240,7 @@ func (p *Process) kill(c *child) {
 		p.child = nil
 	}
 	c.stopped = "killed: a call past its time, or its input failed"
+	p.ended = c.stopped // said now: the next call may start another before this one is reaped
 	p.mu.Unlock()
 	c.cmd.Process.Kill()
 }
@@ -254,6 +254,7 @@ func (p *Process) stopIdle(c *child) {
 	}
 	p.child = nil
 	c.stopped = "idle"
+	p.ended = c.stopped
 	p.mu.Unlock()
 	p.stop(c)
 }
