@@ -175,9 +175,10 @@ func UserPath(getenv func(string) string) (string, error) {
 	return filepath.Join(home, FileName), nil
 }
 
-// lastUser is the user's file last read, kept while it does not change, so
-// a turn does not parse it again.
-var lastUser struct {
+// Cache keeps the user's file last read while it does not change, so a
+// turn does not parse it again. Its zero value is ready; it is safe for
+// concurrent use. A Runner holds one, so nothing of it is the process's.
+type Cache struct {
 	mu   sync.Mutex // guards the fields below
 	path string
 	mod  time.Time
@@ -185,11 +186,18 @@ var lastUser struct {
 	book *Book
 }
 
-// Load returns Link's facts with the user's file at path over them. A
+// Load is Cache.Load without a cache: the user's file is read again.
+func Load(path string) (*Book, error) {
+	var c Cache
+	return c.Load(path)
+}
+
+// Load returns Link's facts with the user's file at path over them, the
+// book last made while the file is unchanged. A
 // missing file is no error: Link's facts alone. A file that cannot be
 // taken is an error naming it, not skipped: a window it meant to set
 // would silently not be.
-func Load(path string) (*Book, error) {
+func (c *Cache) Load(path string) (*Book, error) {
 	link, err := linkFacts()
 	if err != nil {
 		return nil, err
@@ -201,10 +209,10 @@ func Load(path string) (*Book, error) {
 	if err != nil {
 		return nil, fmt.Errorf("facts: %w", err)
 	}
-	lastUser.mu.Lock()
-	defer lastUser.mu.Unlock()
-	if lastUser.book != nil && lastUser.path == path && lastUser.mod.Equal(fi.ModTime()) && lastUser.size == fi.Size() {
-		return lastUser.book, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.book != nil && c.path == path && c.mod.Equal(fi.ModTime()) && c.size == fi.Size() {
+		return c.book, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -215,7 +223,7 @@ func Load(path string) (*Book, error) {
 		return nil, err
 	}
 	book := &Book{link: link, user: user, path: path}
-	lastUser.path, lastUser.mod, lastUser.size, lastUser.book = path, fi.ModTime(), fi.Size(), book
+	c.path, c.mod, c.size, c.book = path, fi.ModTime(), fi.Size(), book
 	return book, nil
 }
 

@@ -61,7 +61,8 @@ output = 30.0
 window = 65_536
 provider = "openrouter"
 `)
-	b, err := Load(path)
+	var c Cache
+	b, err := c.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +80,12 @@ provider = "openrouter"
 	if b.Path() != path {
 		t.Errorf("path %q", b.Path())
 	}
-	// Again, unchanged: the same book.
-	if b2, _ := Load(path); b2 != b {
+	// Again, unchanged: the same book from the cache, a new one without.
+	if b2, _ := c.Load(path); b2 != b {
 		t.Error("an unchanged file was read again")
+	}
+	if b3, _ := Load(path); b3 == b {
+		t.Error("Load without a cache kept a book")
 	}
 	// None: Link's alone.
 	none, err := Load(filepath.Join(t.TempDir(), FileName))

@@ -131,7 +131,7 @@ func (t *turn) modelFacts(ctx context.Context, s *settings.Settings) (facts.Mode
 	if err != nil {
 		return facts.Model{}, nil, err
 	}
-	book, err := facts.Load(path)
+	book, err := t.r.facts.Load(path)
 	if err != nil {
 		return facts.Model{}, nil, err
 	}
@@ -154,9 +154,10 @@ const runtimeTTL = time.Minute
 // describeTimeout bounds asking a runtime about a model.
 const describeTimeout = 5 * time.Second
 
-// runtimes holds what runtimes said of their models, by base URL and
-// model, for runtimeTTL.
-var runtimes struct {
+// runtimeCache holds what runtimes said of their models, by base URL and
+// model, for runtimeTTL. Its zero value is ready; it is safe for
+// concurrent use.
+type runtimeCache struct {
 	mu   sync.Mutex // guards said
 	said map[string]runtimeSaid
 }
@@ -180,6 +181,7 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	own := providerModel(provider, name)
 	key := strings.Join([]string{provider, t.r.getenv("LNK_MODEL_PROXY_" + strings.ToUpper(provider)), t.r.getenv("LNK_MODEL_PROXY"), own}, "\x00")
 	now := time.Now()
+	runtimes := &t.r.runtimes
 	runtimes.mu.Lock()
 	r, ok := runtimes.said[key]
 	runtimes.mu.Unlock()
@@ -208,7 +210,7 @@ func (t *turn) answerCost(s *settings.Settings, u event.Usage) float64 {
 	if err != nil {
 		return 0
 	}
-	book, err := facts.Load(path)
+	book, err := t.r.facts.Load(path)
 	if err != nil {
 		return 0
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
@@ -51,8 +52,10 @@ type Runner struct {
 	Tools   *tools.Set          // the agent's tools; nil offers none
 	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
 
-	locks   keyedMutex
-	prompts promptCache // what the prompt read of the agent's files, until they change
+	locks    keyedMutex
+	prompts  promptCache  // what the prompt read of the agent's files, until they change
+	facts    facts.Cache  // the user's model facts, until they change
+	runtimes runtimeCache // what runtimes said of their models, for a minute
 }
 
 // Message is a message to the agent.
