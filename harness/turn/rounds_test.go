@@ -1,10 +1,12 @@
 package turn
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,7 +43,7 @@ func webServer(t testing.TB) (string, *atomic.Int64) {
 	})
 	s.AddTool(mcp.NewTool("slow", mcp.WithString("text")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		select {
-		case <-time.After(slowCall):
+		case <-time.After(slowCall): // a slow tool: the behaviour offered
 		case <-ctx.Done():
 		}
 		return mcp.NewToolResultText("slow: " + r.GetString("text", "")), nil
@@ -451,21 +453,28 @@ func everything(t *testing.T, transport string) string {
 	ln.Close()
 	cmd := exec.Command(bin, transport)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	if err := cmd.Start(); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen in 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); r.Close() })
+	// It says "... on port <port>" once it listens.
+	said, listening := fmt.Sprintf("on port %d", port), false
+	sc := bufio.NewScanner(r)
+	for !listening && sc.Scan() {
+		listening = strings.Contains(strings.ToLower(sc.Text()), said)
+	}
+	if !listening {
+		t.Fatalf("server-everything ended without saying it listens %s", said)
+	}
+	go io.Copy(io.Discard, r) // so a full pipe never stops it
 	if transport == "sse" {
 		return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
 	}
