@@ -33,8 +33,7 @@ const slowCall = 300 * time.Millisecond
 const meetCalls = 3
 
 // webServer is a real MCP server over streamable HTTP counting its
-// initialize requests: echo, slow (slowCall), big (100 KiB), and meet,
-// whose calls each return only once three calls of it have come.
+// initialize requests: echo, slow (slowCall), big (100 KiB).
 func webServer(t testing.TB) (string, *atomic.Int64) {
 	t.Helper()
 	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false), server.WithInstructions("Web fetches pages."))
@@ -47,19 +46,6 @@ func webServer(t testing.TB) (string, *atomic.Int64) {
 		case <-ctx.Done():
 		}
 		return mcp.NewToolResultText("slow: " + r.GetString("text", "")), nil
-	})
-	var met atomic.Int64
-	all := make(chan struct{})
-	s.AddTool(mcp.NewTool("meet", mcp.WithString("text")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if met.Add(1) == meetCalls {
-			close(all)
-		}
-		select {
-		case <-all:
-			return mcp.NewToolResultText("met: " + r.GetString("text", "")), nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 	})
 	s.AddTool(mcp.NewTool("big"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(strings.Repeat("x", 100<<10)), nil
@@ -80,6 +66,29 @@ func webServer(t testing.TB) (string, *atomic.Int64) {
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL, &inits
+}
+
+// meetServer is a real MCP server over streamable HTTP with one tool,
+// meet, whose calls each return only once meetCalls calls of it have come.
+func meetServer(t testing.TB) string {
+	t.Helper()
+	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
+	var met atomic.Int64
+	all := make(chan struct{})
+	s.AddTool(mcp.NewTool("meet", mcp.WithString("text")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if met.Add(1) == meetCalls {
+			close(all)
+		}
+		select {
+		case <-all:
+			return mcp.NewToolResultText("met: " + r.GetString("text", "")), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	return ts.URL
 }
 
 type readBody struct{ *bytes.Reader }
@@ -164,7 +173,7 @@ func requestTools(t *testing.T, body []byte) []string {
 // return (each is given up after a minute, and the test fails). Each
 // answer is an event of its own.
 func TestRoundRunsCallsAtOnce(t *testing.T) {
-	web, _ := webServer(t)
+	web := meetServer(t)
 	r, _ := newRunner(t, parseScript(t, `
 [[rule]]
 match = "three"
