@@ -32,7 +32,7 @@ func withWeb(t *testing.T, started chan<- struct{}) func(*turn.Runner) {
 				}
 				// A slow tool: the window in which a message steers the
 				// turn while tools run, the behaviour under test.
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(200 * time.Millisecond) // a slow tool, the behaviour under test
 			}
 			return mcp.NewToolResultText(s), nil
 		}
