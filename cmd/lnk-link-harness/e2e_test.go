@@ -86,7 +86,10 @@ type harness struct {
 	asked          chan struct{} // a send for each request to the model, as it comes
 }
 
-func startHarness(t *testing.T, script string) *harness {
+// startHarness starts the scripted model and the harness asking it. With
+// watch, the harness reaches the model through this process, which so sees
+// each request come (on harness.asked).
+func startHarness(t *testing.T, script string, watch bool) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	var modelArgs []string
@@ -97,26 +100,28 @@ func startHarness(t *testing.T, script string) *harness {
 	}
 	_, modelAddr := start(t, nil, "lnk", append([]string{"scripted-model", "--listen", "127.0.0.1:0"}, modelArgs...)...)
 	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64)}
-	// The harness reaches the model through this process, which so sees
-	// each request come.
-	modelURL, err := url.Parse("http://" + modelAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(modelURL)
-	proxy.FlushInterval = -1 // streamed answers pass as they come
-	via := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case h.asked <- struct{}{}:
-		default:
+	modelURL := "http://" + modelAddr
+	if watch {
+		u, err := url.Parse(modelURL)
+		if err != nil {
+			t.Fatal(err)
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(via.Close)
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		proxy.FlushInterval = -1 // streamed answers pass as they come
+		via := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case h.asked <- struct{}{}:
+			default:
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(via.Close)
+		modelURL = via.URL
+	}
 	os.Mkdir(h.home, 0o700)
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
-	cmd, addr := start(t, []string{"LNK_MODEL_PROXY=" + via.URL}, "lnk-link-harness",
+	cmd, addr := start(t, []string{"LNK_MODEL_PROXY=" + modelURL}, "lnk-link-harness",
 		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	h.url, h.cmd = "http://"+addr, cmd
 	return h
@@ -159,7 +164,7 @@ func TestEndToEnd(t *testing.T) {
 match = "any"
 text = "answer to {text}"
 chunks = 3
-`)
+`, false)
 	threads := []string{"telegram:1", "slack:team-2", "web-3"}
 	got := make([][]sent, len(threads))
 	var wg sync.WaitGroup
@@ -267,7 +272,7 @@ latency_ms = 1500 # a slow model: the stop comes while it answers
 [[rule]]
 match = "any"
 text = "quick"
-`)
+`, true)
 	if _, err := h.message("t", "warm", "warm up"); err != nil {
 		t.Fatal(err)
 	}
