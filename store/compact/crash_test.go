@@ -106,7 +106,7 @@ func planKill(kill int, rng *rand.Rand) killPoint {
 // frame's events, an incomplete tail line. It fails if it saw none of one
 // of those: then it proved nothing about their repair.
 func TestCrash(t *testing.T) {
-	kills := 200
+	kills := 120
 	if s := os.Getenv("LNK_CRASH_KILLS"); s != "" {
 		kills, _ = strconv.Atoi(s)
 	}
