@@ -14,6 +14,8 @@ type lapsing struct {
 	mu       sync.Mutex
 	token    int64
 	released []int64
+	// releasedOne is closed at the first Release.
+	releasedOne chan struct{}
 }
 
 func (l *lapsing) Last(context.Context) (int64, error)                               { return 0, nil }
@@ -33,13 +35,16 @@ func (l *lapsing) Release(_ context.Context, token int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.released = append(l.released, token)
+	if len(l.released) == 1 {
+		close(l.releasedOne)
+	}
 	return nil
 }
 
 // A holder whose renewal took the lease afresh lets the new one go at
 // once, so the next holder need not wait out its time to live.
 func TestRenewalAfterLapseReleases(t *testing.T) {
-	l := &lapsing{}
+	l := &lapsing{releasedOne: make(chan struct{})}
 	held, release, err := HoldLease(context.Background(), l, "test", 30*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -47,16 +52,7 @@ func TestRenewalAfterLapseReleases(t *testing.T) {
 	if held.(*Leased).Token() != 1 { // the first grant
 		t.Fatalf("token %d", held.(*Leased).Token())
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		n := len(l.released)
-		l.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-l.releasedOne // the first renewal found the lease gone and let it go
 	release()
 	l.mu.Lock()
 	defer l.mu.Unlock()

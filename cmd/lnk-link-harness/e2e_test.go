@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,9 +90,13 @@ type harness struct {
 	home, url, key string
 	cmd            *exec.Cmd
 	log            *bytes.Buffer // its standard error: JSON log lines; read once it ended
+	asked          chan struct{} // a send for each request to the model, as it comes
 }
 
-func startHarness(t *testing.T, script string) *harness {
+// startHarness starts the scripted model and the harness asking it. With
+// watch, the harness reaches the model through this process, which so sees
+// each request come (on harness.asked).
+func startHarness(t *testing.T, script string, watch bool) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	var modelArgs []string
@@ -99,11 +106,29 @@ func startHarness(t *testing.T, script string) *harness {
 		modelArgs = []string{"--script", p}
 	}
 	_, modelAddr := start(t, nil, "lnk", append([]string{"scripted-model", "--listen", "127.0.0.1:0"}, modelArgs...)...)
-	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
+	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64), log: new(bytes.Buffer)}
+	modelURL := "http://" + modelAddr
+	if watch {
+		u, err := url.Parse(modelURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		proxy.FlushInterval = -1 // streamed answers pass as they come
+		via := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case h.asked <- struct{}{}:
+			default:
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(via.Close)
+		modelURL = via.URL
+	}
 	os.Mkdir(h.home, 0o700)
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
-	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, h.log, "lnk-link-harness",
+	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=" + modelURL}, h.log, "lnk-link-harness",
 		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	h.url, h.cmd = "http://"+addr, cmd
 	return h
@@ -146,7 +171,7 @@ func TestEndToEnd(t *testing.T) {
 match = "any"
 text = "answer to {text}"
 chunks = 3
-`)
+`, false)
 	threads := []string{"telegram:1", "slack:team-2", "web-3"}
 	got := make([][]sent, len(threads))
 	var wg sync.WaitGroup
@@ -249,15 +274,16 @@ func TestGracefulStop(t *testing.T) {
 [[rule]]
 match = "slow"
 text = "done slowly"
-latency_ms = 1500
+latency_ms = 1500 # a slow model: the stop comes while it answers
 
 [[rule]]
 match = "any"
 text = "quick"
-`)
+`, true)
 	if _, err := h.message("t", "warm", "warm up"); err != nil {
 		t.Fatal(err)
 	}
+	<-h.asked // the warm-up's request
 	res := make(chan error, 1)
 	go func() {
 		s, err := h.message("t", "slow", "slow one")
@@ -266,16 +292,7 @@ text = "quick"
 		}
 		res <- err
 	}()
-	// The message is with the model once its event is written.
-	events := filepath.Join(h.home, "chats", "t", "events.jsonl")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if b, _ := os.ReadFile(events); strings.Contains(string(b), "slow one") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the message was never written")
-		}
-	}
+	<-h.asked // the message is with the model
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-res; err != nil {
 		t.Fatalf("a message asked before the stop: %v", err)
@@ -287,7 +304,7 @@ text = "quick"
 		if err != nil {
 			t.Fatalf("exit: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * time.Second): // a bound on a hang, never a pass
 		t.Fatal("the harness did not stop")
 	}
 	if _, err := h.message("t", "late", "after the stop"); err == nil {

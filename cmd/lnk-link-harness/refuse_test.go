@@ -91,7 +91,7 @@ func TestServeBadStorageKind(t *testing.T) {
 		}
 	}
 
-	h := startHarness(t, "")
+	h := startHarness(t, "", false)
 	if _, err := h.message("t", "m1", "hello"); err != nil {
 		t.Fatal(err)
 	}

@@ -32,20 +32,27 @@ type fixture struct {
 	home  string
 	url   string
 	model *scripted.Server
+	asked chan struct{} // a send for each request to the model, as it comes
+	srv   *Server
 }
 
 func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runner)) *fixture {
 	t.Helper()
-	model, addr, err := scripted.Listen("127.0.0.1:0", script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
+	model := scripted.New(script)
+	asked := make(chan struct{}, 64)
+	ms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		model.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { model.Close(); ms.Close() })
 	dir := filepath.Join(t.TempDir(), "ada")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	env := map[string]string{"LNK_MODEL_PROXY": ms.URL}
 	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
 	for _, f := range setup {
 		f(r)
@@ -56,7 +63,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Wait() })
-	return &fixture{home: dir, url: hs.URL, model: model}
+	return &fixture{home: dir, url: hs.URL, model: model, asked: asked, srv: srv}
 }
 
 func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
@@ -274,11 +281,16 @@ func TestChatAndMetrics(t *testing.T) {
 // A caller that leaves does not stop its turn: the answer is appended and
 // kept for _link/recover, which hands it over once.
 func TestCallerLeaves(t *testing.T) {
+	// A slow model: the caller leaves while it answers.
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "late answer", LatencyMS: 600}}})
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"text":"hi"}`))
 	req.Header.Set("Authorization", "Bearer "+key)
+	go func() {
+		<-f.asked // the turn is with the model: the caller leaves
+		cancel()
+	}()
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Fatal("the caller was answered before it left")
 	}
@@ -296,11 +308,8 @@ func TestCallerLeaves(t *testing.T) {
 		}
 		return out
 	}
-	var got []pendingAnswer
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(got) == 0; {
-		time.Sleep(50 * time.Millisecond)
-		got = recover()
-	}
+	f.srv.Wait() // the turn ended, its answer kept
+	got := recover()
 	if len(got) != 1 || got[0] != (pendingAnswer{Agent: "ada", Thread: "t", Seq: 2, Text: "late answer"}) {
 		t.Fatalf("recover: %+v", got)
 	}
@@ -341,23 +350,23 @@ func TestIdleHoldsNothing(t *testing.T) {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
 	}
-	settle := func() int {
+	// settle waits until at most want goroutines run, and returns how
+	// many do: the turns' goroutines end with the turns, their
+	// connections' soon after. It yields between looks; the deadline only
+	// bounds a failure, never makes a pass.
+	settle := func(want int) int {
+		f.srv.Wait()
 		n := runtime.NumGoroutine()
-		for range 100 {
-			time.Sleep(20 * time.Millisecond)
-			m := runtime.NumGoroutine()
-			if m == n {
-				return n
-			}
-			n = m
+		for deadline := time.Now().Add(10 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+			runtime.Gosched()
 		}
 		return n
 	}
-	before := settle()
+	before := runtime.NumGoroutine()
 	for i := 1; i <= 5; i++ {
 		send(i)
 	}
-	if after := settle(); after > before {
+	if after := settle(before); after > before {
 		t.Errorf("%d goroutines after five turns, %d before", after, before)
 	}
 }

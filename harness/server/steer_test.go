@@ -19,13 +19,20 @@ import (
 )
 
 // withWeb gives the fixture's agent the tool web, a real MCP server over
-// streamable HTTP: echo, slow (200 ms) and sum.
-func withWeb(t *testing.T) func(*turn.Runner) {
+// streamable HTTP: echo, slow (200 ms) and sum. Each call of slow sends on
+// started, when it is not nil, as it starts.
+func withWeb(t *testing.T, started chan<- struct{}) func(*turn.Runner) {
 	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
 	text := func(s string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if s == "slow" {
-				time.Sleep(200 * time.Millisecond)
+				select {
+				case started <- struct{}{}:
+				default: // nil, or nobody waits for this one
+				}
+				// A slow tool: the window in which a message steers the
+				// turn while tools run, the behaviour under test.
+				time.Sleep(200 * time.Millisecond) // a slow tool, the behaviour under test
 			}
 			return mcp.NewToolResultText(s), nil
 		}
@@ -64,7 +71,7 @@ func offered(t *testing.T, m *scripted.Server) []string {
 // exactly those two; a wider later list, and none, change nothing; another
 // conversation has every tool.
 func TestLinkTools(t *testing.T) {
-	f := newFixture(t, nil, withWeb(t))
+	f := newFixture(t, nil, withWeb(t, nil))
 	path := "/v1/agents/ada/chats/sub:1/messages"
 	want := []string{"web__echo", "web__sum"}
 	for _, c := range []struct {
@@ -109,15 +116,6 @@ func (f *fixture) postLater(t *testing.T, path, body string) <-chan answerBody {
 	return ch
 }
 
-func waitAsked(t *testing.T, m *scripted.Server, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(m.Requests()) < n; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the model was asked %d times, not %d", len(m.Requests()), n)
-		}
-	}
-}
-
 // Over HTTP, a message sent while its conversation's turn runs steers it:
 // sent while the model answers, it is answered in the same turn after the
 // first, each caller told its own answer; sent while tools run, both
@@ -127,7 +125,7 @@ func TestSteerOverHTTP(t *testing.T) {
 [[rule]]
 match = "first"
 text = "first answer"
-latency_ms = 300
+latency_ms = 300 # a slow model: the window in which a message steers the turn
 [[rule]]
 match = "second"
 text = "second answer"
@@ -144,20 +142,19 @@ text = "slow answer"
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, sc, withWeb(t))
+	started := make(chan struct{}, 1)
+	f := newFixture(t, sc, withWeb(t, started))
 	path := "/v1/agents/ada/chats/telegram:7/messages"
 	first := f.postLater(t, path, `{"id":"1","text":"the first"}`)
-	waitAsked(t, f.model, 1)
+	<-f.asked
 	second := f.postLater(t, path, `{"id":"2","text":"the second"}`)
 	a1, a2 := <-first, <-second
 	if a1.Seq != 2 || a1.Text != "first answer" || a1.Shared || a2.Seq != 4 || a2.Text != "second answer" || a2.Shared {
 		t.Fatalf("told %+v and %+v", a1, a2)
 	}
 
-	n := len(f.model.Requests())
 	third := f.postLater(t, path, `{"id":"3","text":"go slow"}`)
-	waitAsked(t, f.model, n+1)
-	time.Sleep(50 * time.Millisecond)
+	<-started // the tools are running
 	fourth := f.postLater(t, path, `{"id":"4","text":"slow again"}`)
 	a3, a4 := <-third, <-fourth
 	if a3.Seq != a4.Seq || a3.Text != "slow answer" || a3.Shared || !a4.Shared {

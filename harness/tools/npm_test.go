@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // npmDir is where .ci/run installs the real MCP servers the tests run
@@ -54,45 +53,41 @@ func freePort(t testing.TB) int {
 }
 
 // startNode starts a node MCP server listening on port, and waits until
-// it takes connections.
+// it says so: a line of its output holding "on port <port>" (each of the
+// servers started here prints one once it listens).
 func startNode(t testing.TB, port int, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	cmd.Dir = npmDir(t)
-	out, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	logs := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			select {
-			case logs <- sc.Text():
-			default:
-			}
-		}
-	}()
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		r.Close()
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
+	said := fmt.Sprintf("on port %d", port)
+	var seen []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if strings.Contains(strings.ToLower(sc.Text()), said) {
+			// Keep reading its output, so a full pipe never stops it.
+			go io.Copy(io.Discard, r)
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		seen = append(seen, sc.Text())
 	}
-	var seen []string
-	for len(logs) > 0 {
-		seen = append(seen, <-logs)
-	}
-	t.Fatalf("%s did not listen on %d in 30 s: %s", name, port, strings.Join(seen, "\n"))
+	t.Fatalf("%s ended without saying it listens %s: %s", name, said, strings.Join(seen, "\n"))
 }
 
 // Everything starts @modelcontextprotocol/server-everything over
@@ -114,7 +109,7 @@ func memoryBridged(t testing.TB) string {
 	mem := needNode(t, "mcp-server-memory")
 	port := freePort(t)
 	t.Setenv("MEMORY_FILE_PATH", filepath.Join(t.TempDir(), "memory.jsonl"))
-	startNode(t, port, gw, "--stdio", mem, "--outputTransport", "streamableHttp", "--stateful", "--port", fmt.Sprint(port), "--logLevel", "none")
+	startNode(t, port, gw, "--stdio", mem, "--outputTransport", "streamableHttp", "--stateful", "--port", fmt.Sprint(port), "--logLevel", "info")
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 

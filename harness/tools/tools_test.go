@@ -24,6 +24,7 @@ import (
 type testServer struct {
 	*httptest.Server
 	inits atomic.Int64
+	ended chan struct{} // a send for each session a client ends (DELETE)
 }
 
 func newTestServer(t testing.TB, instructions string) *testServer {
@@ -43,9 +44,15 @@ func newTestServer(t testing.TB, instructions string) *testServer {
 	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("an error")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultError("it broke"), nil
 	})
-	ts := &testServer{}
+	ts := &testServer{ended: make(chan struct{}, 100)}
 	h := server.NewStreamableHTTPServer(s)
 	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			select {
+			case ts.ended <- struct{}{}:
+			default:
+			}
+		}
 		if r.Method == http.MethodPost {
 			b, _ := readAll(r)
 			if bytes.Contains(b, []byte(`"method":"initialize"`)) {
@@ -251,10 +258,7 @@ func TestKeptSessionEnds(t *testing.T) {
 	ctx := context.Background()
 	tr, _ := set.Begin(ctx, nil)
 	tr.End()
-	deadline := time.Now().Add(5 * time.Second)
-	for set.KeptSessions() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	<-mem.ended // the session ended, as its server saw
 	if set.KeptSessions() != 0 {
 		t.Fatal("an idle kept session was not ended")
 	}

@@ -2,11 +2,18 @@ package turn
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
@@ -30,14 +37,123 @@ func send(r *Runner, thread string, m Message) <-chan told {
 	return ch
 }
 
-// waitRequests waits until the model has been asked n times.
-func waitRequests(t *testing.T, m *scripted.Server, n int) {
+// modelGate stands before the scripted model and holds the requests the
+// test names, by their number (from 1), until the test lets them go: the
+// test knows the turn is inside that call, for as long as it likes.
+type modelGate struct {
+	model http.Handler
+	asked chan int // each held request's number, as it comes
+
+	mu sync.Mutex
+	// guarded by mu
+	n    int
+	held map[int]chan struct{} // closed: the request goes on
+}
+
+// gatedRunner is newRunner's runner, its model behind a gate.
+func gatedRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server, *modelGate) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(m.Requests()) < n; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the model was asked %d times, not %d", len(m.Requests()), n)
-		}
+	m := scripted.New(script)
+	g := &modelGate{model: m, asked: make(chan int, 16), held: map[int]chan struct{}{}}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	dir := filepath.Join(t.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	env := map[string]string{"LNK_MODEL_PROXY": srv.URL}
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}, m, g
+}
+
+func (g *modelGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	g.n++
+	n, held := g.n, g.held[g.n]
+	g.mu.Unlock()
+	if held != nil {
+		g.asked <- n
+		<-held
 	}
+	g.model.ServeHTTP(w, r)
+}
+
+// hold has request n held when it comes.
+func (g *modelGate) hold(n int) {
+	g.mu.Lock()
+	g.held[n] = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// inCall waits until request n has come and is held.
+func (g *modelGate) inCall(t *testing.T, n int) {
+	t.Helper()
+	if got := <-g.asked; got != n {
+		t.Fatalf("request %d held, want %d", got, n)
+	}
+}
+
+// release lets request n go on.
+func (g *modelGate) release(n int) {
+	g.mu.Lock()
+	close(g.held[n])
+	g.mu.Unlock()
+}
+
+// sent says how many requests came to the model.
+func (g *modelGate) sent() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// waitTurn waits until the turn that holds thread's conversation has
+// waiting messages offered to it and not taken, and refs callers hold or
+// wait for the conversation. Nothing in the runner reports an offer, so
+// it looks at the turn's lock and inbox, yielding between looks; it never
+// waits on the clock.
+func waitTurn(t *testing.T, r *Runner, thread string, waiting, refs int) {
+	t.Helper()
+	dir, err := r.Agent.Path(home.Chat, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r.locks.mu.Lock()
+		var in *inbox
+		n := 0
+		if e := r.locks.m[dir]; e != nil {
+			in, n = e.in, e.refs
+		}
+		r.locks.mu.Unlock()
+		if in != nil && n == refs {
+			in.mu.Lock()
+			w := len(in.waiting)
+			in.mu.Unlock()
+			if w == waiting {
+				return
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// heldTools is a real MCP server over streamable HTTP with one tool, slow,
+// each of whose calls says it came (its text on called) and returns only
+// once release is called.
+func heldTools(t *testing.T) (url string, called <-chan string, release func()) {
+	t.Helper()
+	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
+	calls, open := make(chan string, 16), make(chan struct{})
+	s.AddTool(mcp.NewTool("slow", mcp.WithString("text")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		calls <- r.GetString("text", "")
+		select {
+		case <-open:
+		case <-ctx.Done():
+		}
+		return mcp.NewToolResultText("slow: " + r.GetString("text", "")), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	var once sync.Once
+	return ts.URL, calls, func() { once.Do(func() { close(open) }) }
 }
 
 func wait(t *testing.T, ch <-chan told) Answer {
@@ -48,7 +164,7 @@ func wait(t *testing.T, ch <-chan told) Answer {
 			t.Fatal(o.err)
 		}
 		return o.a
-	case <-time.After(20 * time.Second):
+	case <-time.After(20 * time.Second): // a bound on a hang, never a pass
 		t.Fatal("no answer")
 	}
 	return Answer{}
@@ -85,18 +201,20 @@ func checkCopy(t *testing.T, r *Runner, thread string) {
 // answer is, and the model is asked again, so it is answered in the same
 // turn; each caller is told the answer after its message.
 func TestSteerWhileAnswering(t *testing.T) {
-	r, m := newRunner(t, parseScript(t, `
+	r, m, g := gatedRunner(t, parseScript(t, `
 [[rule]]
 match = "first"
 text = "first answer"
-latency_ms = 300
 [[rule]]
 match = "second"
 text = "second answer"
 `))
+	g.hold(1)
 	first := send(r, "t", Message{ID: "m1", Text: "the first"})
-	waitRequests(t, m, 1)
+	g.inCall(t, 1)
 	second := send(r, "t", Message{ID: "m2", Text: "the second"})
+	waitTurn(t, r, "t", 1, 1) // offered to the turn, which holds the only ref
+	g.release(1)
 	a1, a2 := wait(t, first), wait(t, second)
 	ev := readEvents(t, r, "t")
 	if got := types(ev); got != "mama" {
@@ -123,7 +241,7 @@ text = "second answer"
 // prompt holds it. Both callers are told the one answer after them; the
 // later one's is marked shared.
 func TestSteerWhileToolsRun(t *testing.T) {
-	web, _ := webServer(t)
+	web, called, release := heldTools(t)
 	r, m := toolRunner(t, parseScript(t, `
 [[rule]]
 match = "slow"
@@ -139,12 +257,12 @@ match = "slow"
 results = "yes"
 text = "both done"
 `), tools.Server{Name: "web", URL: web})
-	r.Message(context.Background(), "warm", Message{Text: "hello"}, nil) // the process lists the tools
-	n := len(m.Requests())
+	defer release()
 	first := send(r, "t", Message{Text: "go slow"})
-	waitRequests(t, m, n+1)
-	time.Sleep(slowCall / 3) // the tools are running
+	<-called // the tools are running, and wait
 	second := send(r, "t", Message{Text: "and slow too"})
+	waitTurn(t, r, "t", 1, 1)
+	release()
 	a1, a2 := wait(t, first), wait(t, second)
 	ev := readEvents(t, r, "t")
 	if got := types(ev); got != "marrma" {
@@ -165,11 +283,10 @@ text = "both done"
 // its own.
 func TestSteerPastLastRound(t *testing.T) {
 	web, _ := webServer(t)
-	r, m := toolRunner(t, parseScript(t, `
+	r, _, g := gatedRunner(t, parseScript(t, `
 [[rule]]
 match = "call no tool"
 text = "stopping"
-latency_ms = 400
 [[rule]]
 match = "loop"
 text = "again"
@@ -179,15 +296,23 @@ args = '{"text":"x"}'
 [[rule]]
 match = "late"
 text = "a turn of its own"
-`), tools.Server{Name: "web", URL: web})
+`))
+	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "web", URL: web}}, tools.Options{})
+	t.Cleanup(r.Tools.Close)
 	r.Message(context.Background(), "warm", Message{Text: "hello"}, nil)
-	n := len(m.Requests())
+	n := g.sent()
+	last, past := n+MaxRounds+1, n+MaxRounds+2 // the last round's call, the call past it
+	g.hold(last)
+	g.hold(past)
 	first := send(r, "t", Message{Text: "loop forever"})
-	waitRequests(t, m, n+MaxRounds+1) // the last round's call
+	g.inCall(t, last)
 	second := send(r, "t", Message{Text: "one more thing"})
-	waitRequests(t, m, n+MaxRounds+2) // the call past it, for the steering message
-	time.Sleep(50 * time.Millisecond)
+	waitTurn(t, r, "t", 1, 1)
+	g.release(last)
+	g.inCall(t, past)
 	third := send(r, "t", Message{Text: "too late"})
+	waitTurn(t, r, "t", 0, 2) // not offered: it waits for the conversation
+	g.release(past)
 	a1, a2, a3 := wait(t, first), wait(t, second), wait(t, third)
 
 	ev := readEvents(t, r, "t")
@@ -210,11 +335,14 @@ text = "a turn of its own"
 // A message carrying Link-Tools, and one whose id the running turn holds,
 // wait for a turn of their own; the same id is then answered as taken.
 func TestSteerRefused(t *testing.T) {
-	r, m := newRunner(t, &scripted.Script{Rules: []scripted.Rule{{Match: "slow", LatencyMS: 300, Text: "slow answer"}}})
+	r, _, g := gatedRunner(t, &scripted.Script{Rules: []scripted.Rule{{Match: "slow", Text: "slow answer"}}})
+	g.hold(1)
 	first := send(r, "t", Message{ID: "m1", Text: "slow one"})
-	waitRequests(t, m, 1)
+	g.inCall(t, 1)
 	again := send(r, "t", Message{ID: "m1", Text: "slow one"})
 	narrowed := send(r, "t", Message{ID: "m2", Text: "narrowed", Tools: []string{}})
+	waitTurn(t, r, "t", 1, 2) // the same id offered; the narrowed one waits
+	g.release(1)
 	a1, again1, n := wait(t, first), wait(t, again), wait(t, narrowed)
 	if again1.Seq != a1.Seq || !again1.Repeat {
 		t.Errorf("the same id again: %+v, first %+v", again1, a1)

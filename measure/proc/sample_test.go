@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"testing"
@@ -62,30 +64,41 @@ func TestReadChild(t *testing.T) {
 	if s.RSS == 0 || s.PSS == 0 {
 		t.Errorf("sleep: rss %d pss %d", s.RSS, s.PSS)
 	}
-	// The child's clock counts its CPU as it runs, to the nanosecond. A
-	// child sampled before it was first scheduled reads zero, so the first
-	// sample is the first that shows it ran.
-	spin := exec.Command("sh", "-c", "while :; do :; done")
+	// The child's clock counts its CPU as it runs, to the nanosecond. The
+	// child spins, says so, and waits; sampled then it shows CPU spent.
+	// Asked, it spins again and says so: the second sample shows more.
+	spin := exec.Command("sh", "-c", `spin() { i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; }
+spin; echo spun; read x; spin; echo spun; read x`)
+	in, err := spin.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := spin.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := spin.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer spin.Wait()
-	defer spin.Process.Kill()
-	var a Sample
-	for deadline := time.Now().Add(5 * time.Second); a.CPUNanos == 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-		if a, err = Read(spin.Process.Pid, false); err != nil {
-			t.Fatal(err)
+	defer in.Close()
+	said := bufio.NewScanner(out)
+	spun := func() {
+		t.Helper()
+		if !said.Scan() || said.Text() != "spun" {
+			t.Fatalf("the spinning child said %q, %v", said.Text(), said.Err())
 		}
 	}
-	// The clock moves on as the child runs: read it until it has, however
-	// busy the machine.
-	b := a
-	for deadline := time.Now().Add(5 * time.Second); b.CPUNanos <= a.CPUNanos && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-		if b, err = Read(spin.Process.Pid, false); err != nil {
-			t.Fatal(err)
-		}
+	spun()
+	a, err := Read(spin.Process.Pid, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, "again\n")
+	spun()
+	b, err := Read(spin.Process.Pid, false)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if a.CPUNanos == 0 || b.CPUNanos <= a.CPUNanos {
 		t.Errorf("cpu clock of a spinning child: %d then %d", a.CPUNanos, b.CPUNanos)

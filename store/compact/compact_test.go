@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"lnk.dev/linkharness/store"
@@ -404,33 +405,34 @@ func TestCanceled(t *testing.T) {
 }
 
 // TestCodecsLetGo checks an encoder is made once for many folds and let go
-// when nobody folds for a while, its timer with it.
+// when nobody folds for a while, its timer with it. The idle time passes
+// in a synctest bubble, at once.
 func TestCodecsLetGo(t *testing.T) {
-	h := &held[*int]{make: func() (*int, error) { return new(int), nil }, close: func(*int) {}, idle: 20 * time.Millisecond}
-	for range 5 {
-		if _, err := h.get(); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		h := &held[*int]{make: func() (*int, error) { return new(int), nil }, close: func(*int) {}, idle: idleAfter}
+		for range 5 {
+			if _, err := h.get(); err != nil {
+				t.Fatal(err)
+			}
+			h.put()
 		}
+		if h.made != 1 || !h.holding() {
+			t.Fatalf("made %d times, holding %v", h.made, h.holding())
+		}
+		time.Sleep(2 * h.idle) // the idleness under test, in the bubble's fake time
+		synctest.Wait()
+		h.mu.Lock()
+		ok, timer := h.ok, h.timer
+		h.mu.Unlock()
+		if ok || timer != nil {
+			t.Fatalf("still held after %v idle", 2*h.idle)
+		}
+		h.get()
 		h.put()
-	}
-	if h.made != 1 || !h.holding() {
-		t.Fatalf("made %d times, holding %v", h.made, h.holding())
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for h.holding() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	h.mu.Lock()
-	ok, timer := h.ok, h.timer
-	h.mu.Unlock()
-	if ok || timer != nil {
-		t.Fatalf("still held after %v idle", h.idle)
-	}
-	h.get()
-	h.put()
-	if h.made != 2 {
-		t.Fatalf("made %d times", h.made)
-	}
+		if h.made != 2 {
+			t.Fatalf("made %d times", h.made)
+		}
+	})
 }
 
 func TestKeepsNoCopy(t *testing.T) {

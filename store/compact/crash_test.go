@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // childEnv names what a re-executed test binary is to do.
@@ -51,28 +53,72 @@ func crashEvent(seq int64) []byte {
 // few, so kills land in folds often.
 const crashFold = 4
 
-// TestCrash kills a writer process with SIGKILL at random moments, again
-// and again: while it appends, and while it folds. After each kill it
+// killAtEnv hands TestCrashChild the point at which it stops to be killed.
+const killAtEnv = "LNK_KILL_AT"
+
+// killPoint is where TestCrash's writer stops to be killed: at its n-th
+// disk operation op on file, before it, after it, or part way through it
+// (a write with only a prefix of its bytes written; a sync or a truncate
+// part way is one done). op and file may be "*", any.
+type killPoint struct {
+	op   string // "write", "sync", "truncate" or "*"
+	file string // FramesName, TailName or "*"
+	n    int
+	how  string // "before", "part" or "after"
+}
+
+func (p killPoint) String() string { return fmt.Sprintf("%s %s %d %s", p.op, p.file, p.n, p.how) }
+
+func parseKillPoint(s string) (killPoint, error) {
+	var p killPoint
+	if _, err := fmt.Sscan(s, &p.op, &p.file, &p.n, &p.how); err != nil {
+		return p, fmt.Errorf("kill point %q: %v", s, err)
+	}
+	return p, nil
+}
+
+// planKill chooses where the writer of kill number kill stops. Three
+// kills in four aim at what a crash leaves that the store must repair: a
+// unit cut short (part way through a fold's write of events.zst), a torn
+// tail line (part way through a line's write), a tail still holding the
+// events a unit holds (a fold's unit durable, the tail not yet emptied).
+// The fourth stops at any of the writer's first 30 disk operations.
+func planKill(kill int, rng *rand.Rand) killPoint {
+	switch kill % 4 {
+	case 0:
+		return killPoint{"write", FramesName, 1 + rng.IntN(2), "part"}
+	case 1:
+		return killPoint{"write", TailName, 1 + rng.IntN(8), "part"}
+	case 2:
+		return killPoint{"sync", FramesName, 1 + rng.IntN(2), "after"}
+	}
+	return killPoint{"*", "*", 1 + rng.IntN(30), [...]string{"before", "part", "after"}[rng.IntN(3)]}
+}
+
+// TestCrash kills a writer process with SIGKILL again and again, each
+// time where the writer reports it has stopped: before, after or part way
+// through one of its disk operations, chosen from the test's seed
+// (storetest.Seed), in its appends and in its folds. After each kill it
 // checks that every acknowledged event is there once, byte for byte, seqs
 // from 1 without a gap, reading forward and back; and it counts what the
 // kill left: a unit cut short at the end of events.zst (which the next
 // fold must cut off and keep in events.zst.torn), a tail still holding a
-// frame's events, an incomplete tail line. Some folds write their unit in
-// two parts with a pause between (a stagedDisk), so that kills land inside
-// a unit's write; the test fails if it saw no cut unit.
+// frame's events, an incomplete tail line. It fails if it saw none of one
+// of those: then it proved nothing about their repair.
 func TestCrash(t *testing.T) {
-	kills := 300
+	kills := 120
 	if s := os.Getenv("LNK_CRASH_KILLS"); s != "" {
 		kills, _ = strconv.Atoi(s)
 	}
 	if testing.Short() {
 		kills = 20
 	} else if raceOn && os.Getenv("LNK_CRASH_KILLS") == "" {
-		kills = 100 // a race-built writer takes 0.4 s a life: 300 is the plain run's
+		kills = 40 // a race-built writer takes 0.4 s a life
 	}
+	seed := storetest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var (
 		acked       int64 // the highest seq a writer acknowledged
 		cuts        int   // units cut short seen at the end of events.zst
@@ -84,39 +130,9 @@ func TestCrash(t *testing.T) {
 		tornRecords int
 	)
 	for kill := range kills {
-		cmd := child(t, "TestCrashChild", childEnv+"=crash", "LNK_DIR="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-		if l := <-lines; l != "ready" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("kill %d: the writer said %q, not ready", kill, l)
-		}
-		time.Sleep(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
-		cmd.Process.Signal(syscall.SIGKILL)
-		for l := range lines {
-			if s, ok := strings.CutPrefix(l, "ack "); ok {
-				n, _ := strconv.ParseInt(s, 10, 64)
-				acked = max(acked, n)
-			}
-		}
-		cmd.Wait()
-		if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || st.Signal() != syscall.SIGKILL {
-			t.Fatalf("kill %d: the writer ended with %v, not killed", kill, cmd.ProcessState)
-		}
+		at := planKill(kill, rng)
+		where := fmt.Sprintf("seed %d, kill %d at %v", seed, kill, at)
+		acked = max(acked, killWriter(t, dir, at, where))
 
 		c, err := Open(dir)
 		if err != nil {
@@ -124,7 +140,7 @@ func TestCrash(t *testing.T) {
 		}
 		var s snap
 		if _, err := c.snapshot(ctx, &s, false); err != nil {
-			t.Fatalf("kill %d: %v", kill, err)
+			t.Fatalf("%s: %v", where, err)
 		}
 		if n := tornCount(t, dir); n != tornRecords {
 			tornRecords = n
@@ -135,7 +151,7 @@ func TestCrash(t *testing.T) {
 		}
 		if s.end < s.zsize {
 			if pendingCut >= 0 && pendingCut != s.end {
-				t.Fatalf("kill %d: the unit cut short at offset %d is still there, past another at %d", kill, pendingCut, s.end)
+				t.Fatalf("%s: the unit cut short at offset %d is still there, past another at %d", where, pendingCut, s.end)
 			}
 			if pendingCut < 0 {
 				cuts++
@@ -150,24 +166,71 @@ func TestCrash(t *testing.T) {
 		}
 		last := s.last()
 		if last < acked {
-			t.Fatalf("kill %d: seq %d was acknowledged, but the conversation ends at %d", kill, acked, last)
+			t.Fatalf("%s: seq %d was acknowledged, but the conversation ends at %d", where, acked, last)
 		}
 		from := max(1, checked-8)
 		if kill%50 == 49 || kill == kills-1 {
 			from = 1 // now and then, all of it
 		}
-		checkRun(t, c, from, last, fmt.Sprintf("kill %d", kill))
+		checkRun(t, c, from, last, where)
 		checked = last
 		c.Close()
 	}
 	t.Logf("%d kills, %d events; %d units cut short seen, %d of them cut off by a later fold; %d tails holding framed events; %d torn tail lines",
 		kills, acked, cuts, cutOff, duplicates, tornLines)
-	if cuts == 0 {
-		t.Fatal("no kill left a unit cut short: the test proved nothing about them")
+	switch {
+	case cuts == 0:
+		t.Fatalf("seed %d: no kill left a unit cut short: the test proved nothing about them", seed)
+	case duplicates == 0:
+		t.Fatalf("seed %d: no kill left a tail holding framed events: the test proved nothing about them", seed)
+	case tornLines == 0:
+		t.Fatalf("seed %d: no kill left a torn tail line: the test proved nothing about them", seed)
+	case cuts-cutOff > 1:
+		t.Fatalf("seed %d: %d units cut short were never cut off", seed, cuts-cutOff)
 	}
-	if cuts-cutOff > 1 {
-		t.Fatalf("%d units cut short were never cut off", cuts-cutOff)
+}
+
+// killWriter starts a writer (TestCrashChild) on dir that stops at at,
+// kills it with SIGKILL once it reports it has stopped there, and returns
+// the highest seq it acknowledged.
+func killWriter(t *testing.T, dir string, at killPoint, where string) (acked int64) {
+	t.Helper()
+	cmd := child(t, "TestCrashChild", childEnv+"=crash", "LNK_DIR="+dir, killAtEnv+"="+at.String())
+	// The writer waits to be killed reading its standard input, which ends
+	// if this process does: then it exits rather than outlive the test.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := ""
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		l := sc.Text()
+		if s, ok := strings.CutPrefix(l, "ack "); ok {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			acked = max(acked, n)
+		}
+		if s, ok := strings.CutPrefix(l, "stopped "); ok && stopped == "" {
+			stopped = s
+			cmd.Process.Signal(syscall.SIGKILL)
+		}
+	}
+	cmd.Wait()
+	if stopped == "" {
+		t.Fatalf("%s: the writer ended (%v) without stopping there", where, cmd.ProcessState)
+	}
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || st.Signal() != syscall.SIGKILL {
+		t.Fatalf("%s: the writer ended with %v, not killed", where, cmd.ProcessState)
+	}
+	return acked
 }
 
 // checkRun reads the conversation from seq from to its end, forward and
@@ -206,64 +269,110 @@ func tornCount(t *testing.T, dir string) int {
 	return bytes.Count(b, []byte("# "+FramesName+" offset "))
 }
 
-// stagedDisk writes some units in two parts, with a pause between, as a
-// writer killed in the middle of its write leaves them.
-type stagedDisk struct {
+// killDisk is TestCrashChild's disk: at its kill point it does what the
+// point says of the operation there, reports it and waits to be killed.
+type killDisk struct {
 	osDisk
-	n int
+	at   killPoint
+	seen int // operations that matched at's op and file
 }
 
-func (d *stagedDisk) writeAt(f *os.File, b []byte, off int64) (int, error) {
-	if filepath.Base(f.Name()) != FramesName || len(b) < 64 {
+// stops says whether op on f is the kill point.
+func (d *killDisk) stops(op string, f *os.File) bool {
+	if (d.at.op != "*" && d.at.op != op) || (d.at.file != "*" && d.at.file != filepath.Base(f.Name())) {
+		return false
+	}
+	d.seen++
+	return d.seen == d.at.n
+}
+
+// stop reports where the writer is and waits for its SIGKILL. Should the
+// test end first, its standard input ends, and so does the writer.
+func (d *killDisk) stop(what string, f *os.File, off int64) {
+	fmt.Printf("stopped %s %s at offset %d\n", what, filepath.Base(f.Name()), off)
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(3)
+}
+
+func (d *killDisk) writeAt(f *os.File, b []byte, off int64) (int, error) {
+	if !d.stops("write", f) {
 		return f.WriteAt(b, off)
 	}
-	d.n++
-	if d.n%2 == 0 {
-		return f.WriteAt(b, off)
+	switch {
+	case d.at.how == "before":
+		d.stop("before a write", f, off)
+	case d.at.how == "part" && len(b) > 1:
+		cut := 1 + int(uint64(off)*0x9e3779b97f4a7c15%uint64(len(b)-1))
+		if _, err := f.WriteAt(b[:cut], off); err != nil {
+			return 0, err
+		}
+		d.stop(fmt.Sprintf("%d bytes into a write of %d", cut, len(b)), f, off)
 	}
-	cut := 1 + int(uint64(off)*0x9e3779b97f4a7c15%uint64(len(b)-1))
-	n, err := f.WriteAt(b[:cut], off)
-	if err != nil {
-		return n, err
+	n, err := f.WriteAt(b, off)
+	if err == nil {
+		d.stop("after a write", f, off)
 	}
-	time.Sleep(3 * time.Millisecond)
-	m, err := f.WriteAt(b[cut:], off+int64(cut))
-	return n + m, err
+	return n, err
+}
+
+func (d *killDisk) sync(f *os.File) error {
+	if !d.stops("sync", f) {
+		return d.osDisk.sync(f)
+	}
+	if d.at.how == "before" {
+		d.stop("before a sync", f, 0)
+	}
+	err := d.osDisk.sync(f)
+	if err == nil {
+		d.stop("after a sync", f, 0)
+	}
+	return err
+}
+
+func (d *killDisk) truncate(f *os.File, size int64) error {
+	if !d.stops("truncate", f) {
+		return f.Truncate(size)
+	}
+	if d.at.how == "before" {
+		d.stop("before a truncate", f, size)
+	}
+	err := f.Truncate(size)
+	if err == nil {
+		d.stop("after a truncate", f, size)
+	}
+	return err
 }
 
 // TestCrashChild is TestCrash's writer: run alone, it skips. It appends
 // crashEvent(seq) from the next free seq, folding every crashFold events,
-// until it is killed, printing "ack seq" only once Append has returned.
+// printing "ack seq" only once Append has returned, until it stops at its
+// kill point (killAtEnv) and says so. It fails if it appends 1000 events
+// without reaching it.
 func TestCrashChild(t *testing.T) {
 	if os.Getenv(childEnv) != "crash" {
 		t.Skip("a child of TestCrash")
+	}
+	at, err := parseKillPoint(os.Getenv(killAtEnv))
+	if err != nil {
+		t.Fatal(err)
 	}
 	c, err := Open(os.Getenv("LNK_DIR"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.foldEvents = crashFold
-	c.disk = &stagedDisk{}
+	c.disk = &killDisk{at: at}
 	ctx := context.Background()
 	seq, err := c.Last(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Make the encoder now, so kills land in appends and folds, not in
-	// making it.
-	enc, err := encoders.get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.EncodeAll(crashEvent(seq+1), nil)
-	encoders.put()
-	fmt.Println("ready")
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for range 1000 {
 		seq++
 		if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Printf("ack %d\n", seq)
 	}
+	t.Fatalf("1000 appends, and no stop at %v", at)
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestReadersWhileFolding folds every 2 events while readers read again
@@ -29,20 +28,20 @@ func TestReadersWhileFolding(t *testing.T) {
 	}
 	acked.Store(1)
 	var done atomic.Int64
+	// Every 8th read asks for an append; the writer appends once per ask,
+	// so appends keep pace with reads however fast either runs.
+	ask := make(chan struct{}, 1)
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	var writer, readersWG sync.WaitGroup
 	errs := make(chan error, 8)
-	wg.Add(1)
+	writer.Add(1)
 	go func() {
-		defer wg.Done()
+		defer writer.Done()
 		for seq := int64(2); ; seq++ {
 			select {
 			case <-stop:
 				return
-			default:
-			}
-			for done.Load() < seq*8 && done.Load() < reads {
-				time.Sleep(50 * time.Microsecond) // one append per 8 reads or so
+			case <-ask:
 			}
 			if err := w.Append(ctx, seq, makeEvent(seq, 200)); err != nil {
 				errs <- err
@@ -53,16 +52,26 @@ func TestReadersWhileFolding(t *testing.T) {
 	}()
 	const readers = 3
 	for r := range readers {
-		wg.Add(1)
+		readersWG.Add(1)
 		go func() {
-			defer wg.Done()
+			defer readersWG.Done()
 			c, err := Open(dir)
 			if err != nil {
 				errs <- err
 				return
 			}
 			defer c.Close()
-			for i := 0; done.Add(1) <= reads; i++ {
+			for i := 0; ; i++ {
+				n := done.Add(1)
+				if n > reads {
+					return
+				}
+				if n%8 == 0 {
+					select {
+					case ask <- struct{}{}:
+					default: // an ask is already waiting
+					}
+				}
 				if err := readOnce(c, i+r, acked.Load()); err != nil {
 					errs <- err
 					return
@@ -70,11 +79,9 @@ func TestReadersWhileFolding(t *testing.T) {
 			}
 		}()
 	}
-	for done.Load() < reads && len(errs) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	readersWG.Wait()
 	close(stop)
-	wg.Wait()
+	writer.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

@@ -10,9 +10,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
@@ -22,9 +25,15 @@ import (
 
 // The test binary is its own plugin program: with LNK_DRIVER_TEST_CHILD
 // set it serves the log, kept in folders under --home, on its standard
-// input and output; "hang" makes every last call wait forever.
+// input and output; "hang" makes every last call wait forever. With
+// LNK_DRIVER_TEST_PIDFILE set it writes its pid there first.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("LNK_DRIVER_TEST_CHILD"); mode != "" {
+		if f := os.Getenv("LNK_DRIVER_TEST_PIDFILE"); f != "" {
+			if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+				os.Exit(1)
+			}
+		}
 		home := os.Args[len(os.Args)-1]
 		d := logs(home)
 		if mode == "hang" {
@@ -133,6 +142,8 @@ func TestCallStopped(t *testing.T) {
 // TestIdleEnds has the plugin program end once no call is made for its idle
 // time, and start again for the next call.
 func TestIdleEnds(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("LNK_DRIVER_TEST_PIDFILE", pidFile)
 	p := child(t, "log", t.TempDir())
 	p.Idle = 100 * time.Millisecond
 	d := driver.New(p)
@@ -147,12 +158,29 @@ func TestIdleEnds(t *testing.T) {
 	if !p.Running() {
 		t.Fatal("no program runs after a call")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Running() {
-		if time.Now().After(deadline) {
-			t.Fatal("the program still runs, idle")
+	// The program ends once idle: wait for its exit, as the kernel reports
+	// it, without reaping it (the transport does that).
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		if err != nil && err != unix.ECHILD { // ECHILD: reaped already
+			t.Fatal(err)
+		}
+		break
+	}
+	if p.Running() {
+		t.Fatal("the transport says a program runs, and its program ended")
 	}
 	if _, err := c.Last(context.Background()); err != nil {
 		t.Fatalf("a call after the idle end: %v", err)

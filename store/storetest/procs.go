@@ -206,7 +206,8 @@ func raceChild(t *testing.T, open OpenShared, proc, turns int) {
 		release()
 		fmt.Fprintf(out, "%sturn %d %d %d %d %d %d\n", line, tu.proc, tu.n, tu.token, tu.seq, tu.start, tu.end)
 		// A moment between turns, as between a turn and the next message,
-		// so the other process's polls find the lease free now and then.
+		// so the other process's polls find the lease free now and then:
+		// the pause is part of the load under test, nothing waits on it.
 		time.Sleep(rand.N(500 * time.Microsecond))
 	}
 }
@@ -289,135 +290,208 @@ func StoppedHolder(t *testing.T, open OpenShared, idle func(t *testing.T, dir st
 		t.Skipf("a child %q of another test", role)
 	}
 	dir := t.TempDir()
-	cmd := self(t, "stopped", dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	replies := bufio.NewScanner(stdout)
-	ask := func(what string) (verdict string, seq int64) {
-		t.Helper()
-		if what != "" {
-			if _, err := io.WriteString(stdin, what+"\n"); err != nil {
-				t.Fatalf("ask the child to %s: %v", what, err)
-			}
-		}
-		for replies.Scan() {
-			s, ok := strings.CutPrefix(replies.Text(), line)
-			if !ok {
-				continue
-			}
-			var kind string
-			if _, err := fmt.Sscan(s, &kind, &verdict, &seq); err != nil {
-				t.Fatalf("the child's report %q: %v", s, err)
-			}
-			if kind != what && what != "" {
-				t.Fatalf("asked to %s, the child reports %q", what, s)
-			}
-			if verdict == "error" {
-				t.Fatalf("the child: %s", s)
-			}
-			return verdict, seq
-		}
-		t.Fatalf("the child ended: %v\n%s", replies.Err(), stderr.Bytes())
-		return "", 0
-	}
-	verdict, token := ask("")
-	if verdict != "held" {
-		t.Fatalf("the child reports %q, want its lease", verdict)
-	}
+	p := startStopped(t, dir)
 	const before = 3
-	for i := int64(1); i <= before; i++ {
-		if v, seq := ask("append"); v != "ok" || seq != i {
-			t.Fatalf("the child's append %d under its lease: %s at seq %d", i, v, seq)
-		}
-	}
-
-	// Stopped where it holds nothing others wait for.
-	pid, stops := cmd.Process.Pid, 0
-	for {
-		stops++
-		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		waitStopped(t, pid)
-		if idle == nil || idle(t, dir, pid) {
-			break
-		}
-		if stops == 100 {
-			t.Fatalf("the child was inside a write at each of %d stops", stops)
-		}
-		cmd.Process.Signal(syscall.SIGCONT)
-		time.Sleep(time.Duration(rand.N(5000)) * time.Microsecond)
-	}
+	p.appendsUnderLease(t, before)
+	stops := p.stopIdle(t, dir, idle)
 	stopped := time.Now()
+
 	c := open(t, dir)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	held, token, release := takeOver(t, ctx, c, p.token, stopped)
+	defer release()
+	if err := held.Append(ctx, before+1, successorEvent(before+1)); err != nil {
+		t.Fatalf("the successor's append: %v", err)
+	}
+	refused := p.triesRefused(t, 20)
+	p.quit(t)
+	if err := held.Append(ctx, before+2, successorEvent(before+2)); err != nil {
+		t.Fatalf("the successor's append after the child's tries: %v", err)
+	}
+	n := checkStopped(t, ctx, c, p.token, before, 2)
+	t.Logf("stopped %d time(s) to find the child outside a write; lease taken %v after the stop (time to live %v), token %d after %d; "+
+		"the continued holder's appends refused: %d by its own clock, %d by the store; %d events checked",
+		stops, time.Since(stopped).Round(time.Millisecond), StoppedTTL, token, p.token, refused["append"], refused["raw"], n)
+}
+
+// stoppedProc is StoppedHolder's child, as the parent sees it: asked on
+// its standard input, answering on its standard output.
+type stoppedProc struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	replies *bufio.Scanner
+	stderr  bytes.Buffer
+	token   int64 // its lease's
+}
+
+// startStopped starts the child on dir and waits for it to hold its lease.
+// The child is continued and killed when t ends.
+func startStopped(t *testing.T, dir string) *stoppedProc {
+	t.Helper()
+	p := &stoppedProc{cmd: self(t, "stopped", dir)}
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Signal(syscall.SIGCONT)
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	p.replies = bufio.NewScanner(stdout)
+	verdict, token := p.ask(t, "")
+	if verdict != "held" {
+		t.Fatalf("the child reports %q, want its lease", verdict)
+	}
+	p.token = token
+	return p
+}
+
+// ask asks the child to do what ("" to ask nothing) and returns its
+// report: the verdict and a seq (or its token).
+func (p *stoppedProc) ask(t *testing.T, what string) (verdict string, seq int64) {
+	t.Helper()
+	if what != "" {
+		if _, err := io.WriteString(p.stdin, what+"\n"); err != nil {
+			t.Fatalf("ask the child to %s: %v", what, err)
+		}
+	}
+	for p.replies.Scan() {
+		s, ok := strings.CutPrefix(p.replies.Text(), line)
+		if !ok {
+			continue
+		}
+		var kind string
+		if _, err := fmt.Sscan(s, &kind, &verdict, &seq); err != nil {
+			t.Fatalf("the child's report %q: %v", s, err)
+		}
+		if kind != what && what != "" {
+			t.Fatalf("asked to %s, the child reports %q", what, s)
+		}
+		if verdict == "error" {
+			t.Fatalf("the child: %s", s)
+		}
+		return verdict, seq
+	}
+	t.Fatalf("the child ended: %v\n%s", p.replies.Err(), p.stderr.Bytes())
+	return "", 0
+}
+
+// appendsUnderLease has the child append seqs 1 to n under its lease.
+func (p *stoppedProc) appendsUnderLease(t *testing.T, n int64) {
+	t.Helper()
+	for i := int64(1); i <= n; i++ {
+		if v, seq := p.ask(t, "append"); v != "ok" || seq != i {
+			t.Fatalf("the child's append %d under its lease: %s at seq %d", i, v, seq)
+		}
+	}
+}
+
+// stopIdle stops the child where it holds nothing others wait for, as
+// idle says, and returns how many stops that took. Between two stops the
+// child is continued and answers a ping, so it has run again: the next
+// stop finds it elsewhere.
+func (p *stoppedProc) stopIdle(t *testing.T, dir string, idle func(t *testing.T, dir string, pid int) bool) (stops int) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	for {
+		stops++
+		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		waitStopped(t, pid)
+		if idle == nil || idle(t, dir, pid) {
+			return stops
+		}
+		if stops == 1000 {
+			t.Fatalf("the child was inside a write at each of %d stops", stops)
+		}
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		if v, _ := p.ask(t, "ping"); v != "ok" {
+			t.Fatalf("the child's answer to a ping: %s", v)
+		}
+	}
+}
+
+// takeOver takes the lease of the child stopped at stopped through c, and
+// checks it was not taken before the child's time to live ran out and that
+// its token is past the child's, token.
+func takeOver(t *testing.T, ctx context.Context, c store.Conversation, token int64, stopped time.Time) (held store.Conversation, successor int64, release func()) {
+	t.Helper()
 	held, release, err := store.HoldLease(ctx, c, "successor", StoppedTTL)
 	if err != nil {
 		t.Fatalf("taking the stopped holder's lease: %v", err)
 	}
-	defer release()
 	waited := time.Since(stopped)
 	l, ok := held.(*store.Leased)
 	if !ok {
+		release()
 		t.Fatal("the store keeps no leases")
 	}
 	if waited < StoppedTTL {
+		release()
 		t.Fatalf("the lease was taken %v after its holder stopped, before its time to live %v", waited, StoppedTTL)
 	}
 	if l.Token() <= token {
+		release()
 		t.Fatalf("the successor's token %d is not past the stopped holder's %d", l.Token(), token)
 	}
-	if err := held.Append(ctx, before+1, successorEvent(before+1)); err != nil {
-		t.Fatalf("the successor's append: %v", err)
-	}
+	return held, l.Token(), release
+}
 
-	// Continued, the child tries again, and each try is refused.
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+// triesRefused continues the child and has it try tries appends through
+// its held conversation and tries straight to the store, each of which
+// must be refused as a stale lease; it returns how many of each were.
+func (p *stoppedProc) triesRefused(t *testing.T, tries int) map[string]int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	const tries = 20
 	refused := map[string]int{}
 	for i := range 2 * tries {
 		what := [2]string{"append", "raw"}[i%2]
-		v, seq := ask(what)
+		v, seq := p.ask(t, what)
 		if v != "stale" {
 			t.Fatalf("the continued child's %s at seq %d: %s, want refused as a stale lease", what, seq, v)
 		}
 		refused[what]++
 	}
-	if _, err := io.WriteString(stdin, "quit\n"); err != nil {
+	return refused
+}
+
+// quit has the child let its lease go and end, and waits for it.
+func (p *stoppedProc) quit(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(p.stdin, "quit\n"); err != nil {
 		t.Fatal(err)
 	}
-	stdin.Close()
-	for replies.Scan() {
+	p.stdin.Close()
+	for p.replies.Scan() {
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the child: %v\n%s", err, stderr.Bytes())
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("the child: %v\n%s", err, p.stderr.Bytes())
 	}
-	if err := held.Append(ctx, before+2, successorEvent(before+2)); err != nil {
-		t.Fatalf("the successor's append after the child's tries: %v", err)
-	}
+}
 
+// checkStopped checks c holds the stopped holder's before events (its
+// token token) and then the successor's after, and nothing else, and
+// returns how many events it read.
+func checkStopped(t *testing.T, ctx context.Context, c store.Conversation, token, before, after int64) int {
+	t.Helper()
 	var seqs []int64
-	err = c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+	err := c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
 		seqs = append(seqs, seq)
 		want := successorEvent(seq)
 		if seq <= before {
@@ -431,30 +505,34 @@ func StoppedHolder(t *testing.T, open OpenShared, idle func(t *testing.T, dir st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(seqs, []int64{1, 2, 3, 4, 5}) {
-		t.Fatalf("the conversation holds seqs %v, want the child's 1-3 and the successor's 4-5", seqs)
+	var want []int64
+	for seq := int64(1); seq <= before+after; seq++ {
+		want = append(want, seq)
 	}
-	t.Logf("stopped %d time(s) to find the child outside a write; lease taken %v after the stop (time to live %v), token %d after %d; "+
-		"the continued holder's appends refused: %d by its own clock, %d by the store; %d events checked",
-		stops, waited.Round(time.Millisecond), StoppedTTL, l.Token(), token, refused["append"], refused["raw"], len(seqs))
+	if !slices.Equal(seqs, want) {
+		t.Fatalf("the conversation holds seqs %v, want the child's 1-%d and the successor's %d-%d", seqs, before, before+1, before+after)
+	}
+	return len(seqs)
 }
 
-// waitStopped waits until pid is stopped, as /proc says.
+// waitStopped waits until pid, a child of this process, is stopped, as the
+// kernel reports it to wait4 (WUNTRACED).
 func waitStopped(t *testing.T, pid int) {
 	t.Helper()
-	for range 1000 {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil)
+		if err == syscall.EINTR {
+			continue
+		}
 		if err != nil {
-			time.Sleep(10 * time.Millisecond) // no /proc: a signal is delivered by then
-			return
+			t.Fatalf("waiting for process %d to stop: %v", pid, err)
 		}
-		// pid (comm) state ...: comm may hold spaces, so look past its ')'.
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'T' {
-			return
-		}
-		time.Sleep(time.Millisecond)
+		break
 	}
-	t.Fatalf("process %d did not stop", pid)
+	if !ws.Stopped() {
+		t.Fatalf("process %d ended (%v) where it was to stop", pid, ws)
+	}
 }
 
 func stoppedEvent(token, seq int64) []byte {
@@ -469,8 +547,9 @@ func successorEvent(seq int64) []byte {
 
 // stoppedChild holds the lease and appends when asked on its standard
 // input: "append" through the held conversation, "raw" with its token
-// straight to the store, "quit" to let the lease go and end. It reports
-// each on its standard output: the verdict ok, stale or error, and the seq.
+// straight to the store, "ping" to answer only, "quit" to let the lease go
+// and end. It reports each on its standard output: the verdict ok, stale
+// or error, and the seq.
 func stoppedChild(t *testing.T, open OpenShared) {
 	c := open(t, os.Getenv(dirEnv))
 	defer c.Close()
@@ -489,8 +568,12 @@ func stoppedChild(t *testing.T, open OpenShared) {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		what := sc.Text()
-		if what == "quit" {
+		switch what {
+		case "quit":
 			return
+		case "ping":
+			fmt.Printf("%sping ok 0\n", line)
+			continue
 		}
 		seq, err := held.Last(ctx)
 		if err == nil {

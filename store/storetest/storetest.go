@@ -598,6 +598,9 @@ func testLeaseRunsOut(t *testing.T, s *suite) {
 			break
 		}
 		wantErr(t, "lease before it ran out", err, store.ErrLeaseHeld)
+		// The store's clock running out the lease is what is under test;
+		// the store may be another process (a server, a database), so the
+		// time passes for real.
 		time.Sleep(ttl / 10)
 	}
 	if waited := time.Since(start); waited < ttl {
@@ -634,6 +637,8 @@ func testHoldLease(t *testing.T, s *suite) {
 	}
 	// Past several times to live, renewals keep it.
 	for seq := int64(1); seq <= 4; seq++ {
+		// Time passing, for real (the store may be another process), is
+		// what the renewals are under test against.
 		time.Sleep(ttl / 2)
 		if err := held.Append(bg, seq, Event("hold", seq, 0)); err != nil {
 			t.Fatalf("append %d under the lease: %v", seq, err)
