@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
@@ -93,7 +94,7 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -315,21 +316,6 @@ func lookup(environ []string) func(string) string {
 		}
 	}
 	return func(k string) string { return env[k] }
-}
-
-// parse parses fs's flags from args: --help prints its usage on standard
-// output, and a mistake it on standard error.
-func parse(fs *flag.FlagSet, args []string) error {
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Stdout.Write(out.Bytes())
-	case err != nil:
-		os.Stderr.Write(out.Bytes())
-	}
-	return err
 }
 
 // readAgents reads serve --agents' file, strictly.

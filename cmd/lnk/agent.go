@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
@@ -106,7 +107,7 @@ func agentFlags(fs *flag.FlagSet, getenv func(string) string) func() (home.Agent
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := parse(fs, args); err != nil {
+		if err := cli.Parse(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -156,19 +157,7 @@ func cmdChatShow(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("lnk agent chat show", flag.ContinueOnError)
 	usageOf(fs, "lnk agent chat show THREAD [--home DIR | --agent NAME]",
 		"Prints the conversation's copy for people, made from its events.")
-	agent := agentFlags(fs, getenv)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("lnk agent chat show takes one THREAD")
-	}
-	a, err := agent()
-	if err != nil {
-		return err
-	}
-	opener, err := stores.FromEnv(getenv)
+	a, pos, opener, err := chatCommand(fs, args, getenv, 1, "lnk agent chat show takes one THREAD")
 	if err != nil {
 		return err
 	}
@@ -187,4 +176,28 @@ func cmdChatShow(args []string, getenv func(string) string) error {
 		return err
 	}
 	return w.Flush()
+}
+
+// chatCommand parses a chat command's args with fs (which has its usage
+// set), wanting n positional arguments (else the usage error says), and
+// returns the agent, the positional arguments and the opener of its
+// conversations, which the caller closes.
+func chatCommand(fs *flag.FlagSet, args []string, getenv func(string) string, n int, says string) (home.Agent, []string, *stores.Opener, error) {
+	agent := agentFlags(fs, getenv)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return home.Agent{}, nil, nil, err
+	}
+	if len(pos) != n {
+		return home.Agent{}, nil, nil, usageError(says)
+	}
+	a, err := agent()
+	if err != nil {
+		return home.Agent{}, nil, nil, err
+	}
+	opener, err := stores.FromEnv(getenv)
+	if err != nil {
+		return home.Agent{}, nil, nil, err
+	}
+	return a, pos, opener, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/store/driver"
 )
 
@@ -27,7 +28,7 @@ func cmdStoreBridge(args []string) error {
 	home := fs.String("home", "", "the agent's home, handed to the driver")
 	name := fs.String("driver", "", "the driver: the program lnk-NAME")
 	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

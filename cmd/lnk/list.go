@@ -27,19 +27,7 @@ func cmdChatList(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("lnk agent chat list", flag.ContinueOnError)
 	usageOf(fs, "lnk agent chat list [--home DIR | --agent NAME]",
 		"Lists the agent's conversations, one line each, sorted by thread, its fields separated\nby tabs: the thread, how it is kept (log, compact or the driver), its events, and\nits last activity (the last event's time, RFC 3339 UTC).")
-	agent := agentFlags(fs, getenv)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageError("lnk agent chat list takes no THREAD")
-	}
-	a, err := agent()
-	if err != nil {
-		return err
-	}
-	opener, err := stores.FromEnv(getenv)
+	a, _, opener, err := chatCommand(fs, args, getenv, 0, "lnk agent chat list takes no THREAD")
 	if err != nil {
 		return err
 	}

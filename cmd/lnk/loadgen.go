@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
@@ -35,7 +36,7 @@ func cmdLoadgen(args []string) error {
 	profile := fs.String("profile", "", "write the harness's CPU profile of the run to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

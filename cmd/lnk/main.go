@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,19 +85,4 @@ func run(args []string, getenv func(string) string) error {
 
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
-}
-
-// parse parses fs's flags from args: --help prints its usage on standard
-// output, and a mistake it on standard error.
-func parse(fs *flag.FlagSet, args []string) error {
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Stdout.Write(out.Bytes())
-	case err != nil:
-		os.Stderr.Write(out.Bytes())
-	}
-	return err
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/measure"
 )
@@ -46,7 +47,7 @@ func cmdMeasure(args []string) error {
 	report := fs.String("report", "", "write result.json, result.txt and SVG plots into this folder")
 	keep := fs.Bool("keep", false, "keep the temporary folder (homes, logs, profiles)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

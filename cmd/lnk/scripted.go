@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
@@ -20,7 +21,7 @@ func cmdScriptedModel(args []string) error {
 	}
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	scriptFile := fs.String("script", "", "the script, a TOML file")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen/files"
 	"lnk.dev/linkharness/loadgen/memory"
 )
@@ -36,7 +37,7 @@ func cmdToolServer(args []string) error {
 		return usageError("tool-server: name memory or file")
 	}
 	which := args[0]
-	if err := parse(fs, args[1:]); err != nil {
+	if err := cli.Parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if *homeDir == "" || fs.NArg() > 0 {
