@@ -25,7 +25,7 @@ name under chats/, which the first event names whole):
 	read          {thread, from, limit, reverse}→ {events, more} events as appended; more: ask again from past the last
 	last          {thread}                      → {last}
 	threads       {}                            → {threads}
-	lease         {thread, holder, ttl_ms}      → {token}
+	lease         {thread, holder, ttl_ms}      → {token, took_over} took_over (optional): the holder whose lease ran out for this one
 	release       {thread, token}               → {}
 	meta_get      {thread, name}                → {data}         data is base64
 	meta_put      {thread, name, data}          → {}
@@ -33,7 +33,9 @@ name under chats/, which the first event names whole):
 	tools_narrow  {thread, tools}               → {tools}
 	forget        {thread}                      → {}             events and side data gone, the lease kept
 
-forget is the one method beyond DESIGN.md's list: lnk agent chat convert
+took_over is optional: a driver that leaves it out still works, and a
+lease it gives is never said to be taken over. forget is the one method
+beyond DESIGN.md's list: lnk agent chat convert
 calls it once a conversation it moved out of the driver is in its folder.
 A driver without it answers -32601, and its rows stay.
 
