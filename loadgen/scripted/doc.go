@@ -42,6 +42,11 @@
 //	match = "hang"
 //	stall = true            # also: cut = true; either after after_chunks pieces
 //	after_chunks = 2
+//	ping_ms = 50            # while stalled, a keep-alive every 50 ms
+//
+//	[[rule]]
+//	match = "slow"
+//	trickle_ms = 100        # the answer one byte at a time, 100 ms apart
 //
 //	[[rule]]
 //	match = "any"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"lnk.dev/linkharness/store/event"
 )
@@ -24,12 +25,51 @@ type stream struct {
 	seq     int // the Responses API's sequence_number of the next event
 }
 
-// flush writes what buf holds and pushes it to the client.
+// flush writes what buf holds and pushes it to the client: at once, or a
+// byte at a time when the rule trickles.
 func (st *stream) flush() {
+	if r := st.a.rule; r != nil && r.TrickleMS > 0 {
+		st.trickle(time.Duration(r.TrickleMS) * time.Millisecond)
+		return
+	}
 	_, _ = st.w.Write(st.buf)
 	st.buf = st.buf[:0]
 	if st.flusher != nil {
 		st.flusher.Flush()
+	}
+}
+
+// trickle writes what buf holds a byte at a time, every apart, until the
+// client goes or the server stops.
+func (st *stream) trickle(apart time.Duration) {
+	b := st.buf
+	st.buf = st.buf[:0]
+	for i := range b {
+		if i > 0 && !st.srv.wait(st.ctx, apart) {
+			return
+		}
+		_, _ = st.w.Write(b[i : i+1])
+		if st.flusher != nil {
+			st.flusher.Flush()
+		}
+	}
+}
+
+// ping holds a stall with a keep-alive every apart, until the client goes
+// or the server stops.
+func (st *stream) ping(apart time.Duration) {
+	for st.srv.wait(st.ctx, apart) {
+		switch st.f {
+		case anthropic:
+			st.buf = append(st.buf, ": keep-alive\n\n"...)
+			st.event("ping")
+			st.buf = append(st.buf, `{"type":"ping"}`+"\n\n"...)
+		case ollama:
+			st.buf = append(st.buf, '\n')
+		default:
+			st.buf = append(st.buf, ": keep-alive\n\n"...)
+		}
+		st.flush()
 	}
 }
 
@@ -42,7 +82,10 @@ func (st *stream) piece() bool {
 			st.failure(r.Status)
 		}
 		st.flush()
-		if r.Stall {
+		switch {
+		case r.Stall && r.PingMS > 0:
+			st.ping(time.Duration(r.PingMS) * time.Millisecond)
+		case r.Stall:
 			st.srv.hold(st.ctx)
 		}
 		return false

@@ -94,6 +94,15 @@ type Rule struct {
 	Stall       bool `toml:"stall"`
 	Cut         bool `toml:"cut"`
 	AfterChunks int  `toml:"after_chunks"`
+
+	// PingMS, with Stall, sends a keep-alive every PingMS while stalled, as
+	// a provider's proxy does: an SSE comment line, and for Anthropic also
+	// its ping event; a blank line for Ollama. The stream sees bytes but
+	// never an answer.
+	PingMS int `toml:"ping_ms"`
+
+	// TrickleMS sends the answer one byte at a time, TrickleMS apart.
+	TrickleMS int `toml:"trickle_ms"`
 }
 
 // Call is a tool call a rule's answer makes. Args is a JSON object.
@@ -161,7 +170,7 @@ func (r *Rule) validate() error {
 			return fmt.Errorf("call %s: args %q is not a JSON object", c.Name, c.Args)
 		}
 	}
-	if r.AnswerBytes < 0 || r.LatencyMS < 0 || r.Chunks < 0 || r.ChunkMS < 0 || r.AfterChunks < 0 || r.RetryAfter < 0 {
+	if r.AnswerBytes < 0 || r.LatencyMS < 0 || r.Chunks < 0 || r.ChunkMS < 0 || r.AfterChunks < 0 || r.RetryAfter < 0 || r.PingMS < 0 || r.TrickleMS < 0 {
 		return errors.New("a negative number")
 	}
 	if r.AnswerBytesMax != 0 && r.AnswerBytesMax < r.AnswerBytes {
@@ -172,6 +181,9 @@ func (r *Rule) validate() error {
 	}
 	if r.Status != 0 && (r.Status < 400 || r.Status > 599) {
 		return fmt.Errorf("status %d is not an error status (400-599)", r.Status)
+	}
+	if r.PingMS > 0 && !r.Stall {
+		return errors.New("ping_ms without stall")
 	}
 	n := 0
 	for _, b := range []bool{r.Refuse, r.Status != 0, r.Stall, r.Cut} {

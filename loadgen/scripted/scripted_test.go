@@ -473,3 +473,61 @@ func BenchmarkServe(b *testing.B) {
 		})
 	}
 }
+
+// TestPingAndTrickle: a stall with pings keeps sending keep-alives and no
+// answer; a trickle sends the whole answer a byte at a time.
+func TestPingAndTrickle(t *testing.T) {
+	_, base := listen(t, &Script{Rules: []Rule{
+		{Match: "ping", Text: "abcdefgh", Chunks: 2, Stall: true, AfterChunks: 1, PingMS: 1},
+		{Match: "trickle", Text: "ab", TrickleMS: 1},
+	}})
+	for _, tt := range []struct {
+		path, body, ping string
+	}{
+		{"/v1/messages", anthropicBody("ping", true), "event: ping\ndata: {\"type\":\"ping\"}\n\n"},
+		{"/v1/chat/completions", openAIBody("ping", true), ": keep-alive\n\n"},
+	} {
+		resp, err := http.Post(base+tt.path, "application/json", strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read until three keep-alives came: they come however long the stall.
+		r := bufio.NewReader(resp.Body)
+		var got []byte
+		for strings.Count(string(got), tt.ping) < 3 {
+			line, err := r.ReadBytes('\n')
+			got = append(got, line...)
+			if err != nil {
+				t.Fatalf("%s: %v after\n%s", tt.path, err, got)
+			}
+		}
+		resp.Body.Close()
+		if bytes.Contains(got, []byte("message_stop")) || bytes.Contains(got, []byte("[DONE]")) {
+			t.Errorf("%s: a stall that pings ended its answer:\n%s", tt.path, got)
+		}
+	}
+
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(openAIBody("trickle", true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	reads, all := 0, []byte(nil)
+	for {
+		n, err := resp.Body.Read(buf)
+		all = append(all, buf[:n]...)
+		reads++
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Reads that came close together may join bytes; at once, the
+	// answer's few hundred bytes come in one or two.
+	if !bytes.Contains(all, []byte("[DONE]")) || reads < 20 {
+		t.Errorf("a trickle in %d reads sent\n%s", reads, all)
+	}
+}
