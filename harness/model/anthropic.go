@@ -43,8 +43,8 @@ func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string))
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	p := post{provider: "anthropic", hc: hc, url: c.Base + "/v1/messages", body: body, header: h, stall: req.Stall}
-	var d anthropicStream
+	p := post{provider: "anthropic", hc: hc, url: c.Base + "/v1/messages", body: body, header: h, stall: req.Stall, timeout: req.Timeout}
+	d := anthropicStream{room: newRoom(req)}
 	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
 	if err != nil {
 		return nil, err
@@ -271,6 +271,7 @@ const maxBlocks = 1024
 // anthropicStream decodes a Messages API event stream into a Response. It
 // is used for one stream, with one parser for all its events.
 type anthropicStream struct {
+	room   answerRoom
 	resp   Response
 	text   strings.Builder
 	blocks []anthropicBlock
@@ -321,6 +322,10 @@ func (d *anthropicStream) event(v *fastjson.Value, onText func(string)) (bool, e
 		}
 		cb := v.Get("content_block")
 		b.kind = string(cb.GetStringBytes("type"))
+		if err := d.room.take(len(cb.GetStringBytes("text")) + len(cb.GetStringBytes("thinking")) +
+			len(cb.GetStringBytes("signature")) + len(cb.GetStringBytes("data"))); err != nil {
+			return false, err
+		}
 		switch b.kind {
 		case "text":
 			d.appendText(cb.GetStringBytes("text"), onText)
@@ -339,6 +344,10 @@ func (d *anthropicStream) event(v *fastjson.Value, onText func(string)) (bool, e
 			return false, err
 		}
 		delta := v.Get("delta")
+		if err := d.room.take(len(delta.GetStringBytes("text")) + len(delta.GetStringBytes("thinking")) +
+			len(delta.GetStringBytes("signature")) + len(delta.GetStringBytes("partial_json"))); err != nil {
+			return false, err
+		}
 		switch string(delta.GetStringBytes("type")) {
 		case "text_delta":
 			d.appendText(delta.GetStringBytes("text"), onText)

@@ -15,6 +15,17 @@ import (
 // up on it, when the Request does not say.
 const DefaultStall = 60 * time.Second
 
+// DefaultTimeout is the longest a whole call may take, from the request's
+// start to the answer's end, when the Request does not say. Bytes that
+// keep coming (a proxy's keep-alives, a trickle) push back the stall timer,
+// never this one.
+const DefaultTimeout = 10 * time.Minute
+
+// DefaultMaxAnswerBytes is the most of an answer read, its text, thinking
+// and calls' arguments together, when the Request does not say: the
+// largest event a store keeps, so an answer past it could not be kept.
+const DefaultMaxAnswerBytes = event.MaxBytes
+
 // DefaultMaxTokens is the answer's limit sent to a provider that requires
 // one (Anthropic) when the Request does not say.
 const DefaultMaxTokens = 4096
@@ -35,6 +46,14 @@ var (
 	// ErrStalled comes when the provider sent no byte for the Request's Stall
 	// time, before the headers or mid-stream.
 	ErrStalled = errors.New("model: stream stalled")
+
+	// ErrTimeout comes when the whole call took longer than the Request's
+	// Timeout, however many bytes came meanwhile.
+	ErrTimeout = errors.New("model: call timed out")
+
+	// ErrTooLarge comes when the answer grew past the Request's
+	// MaxAnswerBytes: the stream is ended there rather than read on.
+	ErrTooLarge = errors.New("model: answer too large")
 
 	// ErrUnavailable comes when the provider said the model is overloaded
 	// or unavailable for now (503, 529, overloaded_error): another model
@@ -109,6 +128,36 @@ type Request struct {
 	// Stall is the longest the stream may go without a byte, from the
 	// request's start; 0 means DefaultStall.
 	Stall time.Duration
+
+	// Timeout is the longest the whole call may take; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+
+	// MaxAnswerBytes is the most of the answer read (text, thinking and
+	// calls' arguments together); 0 means DefaultMaxAnswerBytes.
+	MaxAnswerBytes int
+}
+
+// answerRoom counts an answer's bytes as they are taken in, so a stream
+// that sends more than can be kept is ended rather than held. Its zero
+// value has DefaultMaxAnswerBytes of room.
+type answerRoom struct {
+	most, kept int
+}
+
+func newRoom(req *Request) answerRoom { return answerRoom{most: req.MaxAnswerBytes} }
+
+// take counts n more bytes of the answer.
+func (r *answerRoom) take(n int) error {
+	most := r.most
+	if most <= 0 {
+		most = DefaultMaxAnswerBytes
+	}
+	r.kept += n
+	if r.kept > most {
+		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, most)
+	}
+	return nil
 }
 
 // Response is a model's whole answer.

@@ -62,8 +62,8 @@ func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if err != nil {
 		return nil, err
 	}
-	p := post{provider: "ollama", hc: c.client(), url: c.Base + "/api/chat", body: body, header: c.header("application/x-ndjson"), stall: req.Stall}
-	var d ollamaStream
+	p := post{provider: "ollama", hc: c.client(), url: c.Base + "/api/chat", body: body, header: c.header("application/x-ndjson"), stall: req.Stall, timeout: req.Timeout}
+	d := ollamaStream{room: newRoom(req)}
 	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
 	if err != nil {
 		return nil, err
@@ -249,6 +249,7 @@ func thinkingText(thinking []byte) (string, error) {
 // ollamaStream decodes an /api/chat stream, one JSON object a line, into a
 // Response. It is used for one stream, with one parser for all its lines.
 type ollamaStream struct {
+	room     answerRoom
 	resp     Response
 	text     strings.Builder
 	thinking []byte
@@ -291,6 +292,9 @@ func (d *ollamaStream) line(v *fastjson.Value, onText func(string)) (bool, error
 		d.resp.Model = string(v.GetStringBytes("model"))
 	}
 	if m := v.Get("message"); m != nil {
+		if err := d.room.take(len(m.GetStringBytes("content")) + len(m.GetStringBytes("thinking"))); err != nil {
+			return false, err
+		}
 		if t := m.GetStringBytes("content"); len(t) > 0 {
 			start := d.text.Len()
 			d.text.Write(t)
@@ -349,6 +353,9 @@ func (d *ollamaStream) call(tc *fastjson.Value) error {
 		args = append([]byte(nil), args...)
 	default:
 		return fmt.Errorf("%w: call %s: arguments are not a JSON object", ErrMalformed, name)
+	}
+	if err := d.room.take(len(args)); err != nil {
+		return err
 	}
 	id := string(tc.GetStringBytes("id"))
 	if id == "" {

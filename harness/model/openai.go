@@ -44,8 +44,8 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	p := post{provider: provider, hc: hc, url: c.Base + "/v1/chat/completions", body: body, header: h, stall: req.Stall}
-	d := openAIStream{provider: provider}
+	p := post{provider: provider, hc: hc, url: c.Base + "/v1/chat/completions", body: body, header: h, stall: req.Stall, timeout: req.Timeout}
+	d := openAIStream{provider: provider, room: newRoom(req)}
 	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
 	if err != nil {
 		return nil, err
@@ -216,6 +216,7 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 // OpenRouter it also keeps the reasoning.
 type openAIStream struct {
 	provider string
+	room     answerRoom
 	resp     Response
 	text     strings.Builder
 	calls    []openAICall
@@ -287,6 +288,9 @@ func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
 			continue
 		}
 		if t := delta.GetStringBytes("content"); len(t) > 0 {
+			if err := d.room.take(len(t)); err != nil {
+				return err
+			}
 			start := d.text.Len()
 			d.text.Write(t)
 			if onText != nil {
@@ -330,6 +334,9 @@ func (d *openAIStream) callDelta(tc *fastjson.Value) error {
 		c.name = string(name)
 	}
 	frag := tc.GetStringBytes("function", "arguments")
+	if err := d.room.take(len(frag)); err != nil {
+		return err
+	}
 	if len(c.args)+len(frag) > maxLine {
 		return fmt.Errorf("%w: call %s: arguments over %d bytes", ErrMalformed, c.id, maxLine)
 	}

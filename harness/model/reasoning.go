@@ -62,6 +62,9 @@ func (d *openAIStream) reasoning(delta *fastjson.Value) error {
 		return nil
 	}
 	t := delta.GetStringBytes("reasoning")
+	if err := d.room.take(len(t)); err != nil {
+		return err
+	}
 	if len(d.reasoningText)+len(t) > maxLine {
 		return fmt.Errorf("%w: reasoning over %d bytes", ErrMalformed, maxLine)
 	}
@@ -100,6 +103,9 @@ func (d *openAIStream) detailPiece(p *fastjson.Value) error {
 	}
 	var bad error
 	o.Visit(func(key []byte, v *fastjson.Value) {
+		if bad == nil && v.Type() == fastjson.TypeString {
+			bad = d.room.take(len(v.GetStringBytes()))
+		}
 		if bad == nil {
 			bad = r.add(key, v)
 		}

@@ -153,6 +153,7 @@ type post struct {
 	body     []byte
 	header   http.Header
 	stall    time.Duration
+	timeout  time.Duration // the whole call's; 0 means DefaultTimeout
 }
 
 // do sends the request and hands its event stream to decode, which returns
@@ -164,6 +165,12 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	if stall <= 0 {
 		stall = DefaultStall
 	}
+	timeout := p.timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	defer cancelTimeout()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := time.AfterFunc(stall, func() { cancel(ErrStalled) })
@@ -176,8 +183,11 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	req.Header = p.header
 	resp, err := p.hc.Do(req)
 	if err != nil {
-		if context.Cause(ctx) == ErrStalled {
+		switch context.Cause(ctx) {
+		case ErrStalled:
 			return 0, fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, stall)
+		case ErrTimeout:
+			return 0, fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, timeout)
 		}
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
@@ -197,11 +207,13 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	switch {
 	case context.Cause(ctx) == ErrStalled:
 		return latency, fmt.Errorf("model: %s: %w: no byte for %v", p.provider, ErrStalled, stall)
+	case context.Cause(ctx) == ErrTimeout:
+		return latency, fmt.Errorf("model: %s: %w: the answer was not over in %v", p.provider, ErrTimeout, timeout)
 	case ctx.Err() != nil:
 		return latency, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return latency, fmt.Errorf("model: %s: %w: the stream ended before the answer did", p.provider, ErrCut)
-	case errors.Is(err, ErrMalformed), errors.Is(err, ErrCut):
+	case errors.Is(err, ErrMalformed), errors.Is(err, ErrCut), errors.Is(err, ErrTooLarge):
 		return latency, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
 	var se *StatusError
