@@ -32,6 +32,8 @@ var statuses = []struct {
 	{model.ErrCut, http.StatusBadGateway},
 	{model.ErrStalled, http.StatusBadGateway},
 	{model.ErrMalformed, http.StatusBadGateway},
+	{model.ErrTooLarge, http.StatusBadGateway},
+	{model.ErrTimeout, http.StatusGatewayTimeout}, // the whole call past [model] timeout
 	{context.Canceled, http.StatusServiceUnavailable},
 }
 
@@ -55,7 +57,7 @@ func errorMessage(err error) string {
 	switch {
 	case errors.Is(err, settings.ErrBadSpec):
 		return "the agent's settings: " + err.Error()
-	case status(err) == http.StatusBadGateway:
+	case status(err) == http.StatusBadGateway, status(err) == http.StatusGatewayTimeout:
 		return "the model: " + err.Error()
 	}
 	return err.Error()

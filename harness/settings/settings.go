@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -33,6 +34,29 @@ type Model struct {
 	Provider string `json:"provider,omitempty"` // anthropic, openai, openrouter or ollama; by default the name's maker
 	Fallback string `json:"fallback,omitempty"` // another model, tried when the first is unavailable
 	Answer   int    `json:"answer,omitempty"`   // tokens kept for the answer; 0 means the window's share
+
+	// Timeout bounds a whole model call, from the request to the answer's
+	// end; 0 means the model package's default (10 minutes).
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// MaxTimeout is the longest [model] timeout taken.
+const MaxTimeout = 24 * time.Hour
+
+// Duration is a time.Duration kept as its string, "10m0s", in config.json.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // Window is the spec's [window].
@@ -128,6 +152,7 @@ type spec struct {
 		Provider *string `toml:"provider"`
 		Fallback *string `toml:"fallback"`
 		Answer   *int64  `toml:"answer"`
+		Timeout  *string `toml:"timeout"`
 	} `toml:"model"`
 	Window struct {
 		Max       *int64   `toml:"max"`
@@ -198,6 +223,13 @@ func parseModel(sp *spec, s *Settings, bad badFunc) error {
 			return bad("model", "answer", "%d tokens is out of range", *m.Answer)
 		}
 		s.Model.Answer = int(*m.Answer)
+	}
+	if m.Timeout != nil {
+		d, err := time.ParseDuration(*m.Timeout)
+		if err != nil || d <= 0 || d > MaxTimeout {
+			return bad("model", "timeout", "%q is not a duration from 1ms to %v (\"10m\", \"90s\")", *m.Timeout, MaxTimeout)
+		}
+		s.Model.Timeout = Duration(d)
 	}
 	return nil
 }
@@ -342,6 +374,9 @@ func (s *Settings) check() error {
 	}
 	if !contains(providers, s.Provider()) {
 		return fmt.Errorf("provider %q is not one of %s", s.Provider(), strings.Join(providers, ", "))
+	}
+	if s.Model.Timeout < 0 || time.Duration(s.Model.Timeout) > MaxTimeout {
+		return fmt.Errorf("model timeout %v is out of range", time.Duration(s.Model.Timeout))
 	}
 	if s.Window.Unknown <= 0 {
 		return errors.New("window.unknown must be positive")

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -13,6 +14,7 @@ func TestParse(t *testing.T) {
 [model]
 name = "openai/gpt-6-luna"
 fallback = "anthropic/claude-opus-5-5"
+timeout = "90s"
 
 [window]
 max = 100000
@@ -30,7 +32,7 @@ instruction = { source = "instructions/instruction.md", most = 8192 }
 		t.Fatal(err)
 	}
 	want := Defaults()
-	want.Model = Model{Name: "openai/gpt-6-luna", Fallback: "anthropic/claude-opus-5-5"}
+	want.Model = Model{Name: "openai/gpt-6-luna", Fallback: "anthropic/claude-opus-5-5", Timeout: Duration(90 * time.Second)}
 	want.Window.Max, want.Window.MaxSet, want.Window.CompactAt, want.Window.Margin = 100000, true, 0, 0.1
 	want.Storage.Conversations = "compact"
 	want.Instructions = map[string]Section{"base": {Source: "none"}, "instruction": {Source: "instructions/instruction.md", Most: 8192}}
@@ -61,6 +63,10 @@ func TestParseRefuses(t *testing.T) {
 		{"[instructions]\nbasis = \"none\"\n", "spec.toml:2: [instructions] basis: no such section"},
 		{"[instructions]\nbase = { source = \"a\", most = -1 }\n", "spec.toml:2: [instructions] base"},
 		{"[model\n", "spec.toml:1:"},
+		{"[model]\ntimeout = \"soon\"\n", "spec.toml:2: [model] timeout"},
+		{"[model]\n\ntimeout = \"-1s\"\n", "spec.toml:3: [model] timeout"},
+		{"[model]\ntimeout = \"25h\"\n", "spec.toml:2: [model] timeout"},
+		{"[model]\ntimeout = 600\n", "spec.toml:2:"},
 	} {
 		_, err := Parse("spec.toml", []byte(tc.spec))
 		if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
@@ -77,6 +83,7 @@ func TestWriteRead(t *testing.T) {
 	}
 	s := Defaults()
 	s.Model.Name = "ollama/qwen3:8b"
+	s.Model.Timeout = Duration(90 * time.Second)
 	s.Window.CompactAt = 0
 	if err := Write(path, s); err != nil {
 		t.Fatal(err)

@@ -3,16 +3,25 @@ package tools
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Server is one tool server the environment names.
 type Server struct {
 	Name string // as offered: memory, run, github, acme_memory
 	URL  string
+
+	// Timeout is the longest one call of the server may take, from
+	// LNK_TOOL_<NAME>_TIMEOUT; 0 means the Set's Options.Call.
+	Timeout time.Duration
 }
+
+// MaxTimeout is the longest LNK_TOOL_<NAME>_TIMEOUT taken.
+const MaxTimeout = 24 * time.Hour
 
 // own are the tool servers with a variable of their own, beside
 // LNK_TOOL_<NAME>; their own variable wins over LNK_TOOL_<NAME>.
@@ -28,12 +37,26 @@ var own = map[string]string{
 // order of name. A name that cannot be offered (empty, holding "__" or a
 // character outside [a-z0-9_-] once lower-cased) and an address that is not
 // an http or https URL are left out; Skipped says why.
+//
+// LNK_TOOL_<NAME>_TIMEOUT, a duration ("90s", "10m"), is the longest one
+// call of the server <name> may take (its Timeout). An address is never a
+// duration, so a variable whose value is one is a timeout, never a server.
 func FromEnviron(env []string) (servers []Server, skipped []string) {
 	byName := map[string]Server{}
 	ownSet := map[string]bool{}
+	timeouts := map[string]time.Duration{}
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || v == "" {
+			continue
+		}
+		if name, ok := timeoutName(k); ok && !strings.Contains(v, "://") {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d > MaxTimeout {
+				skipped = append(skipped, fmt.Sprintf("%s: %q is not a duration from 1ms to %v", k, v, MaxTimeout))
+				continue
+			}
+			timeouts[name] = d
 			continue
 		}
 		name, isOwn := own[k]
@@ -57,10 +80,21 @@ func FromEnviron(env []string) (servers []Server, skipped []string) {
 		}
 	}
 	for _, s := range byName {
+		s.Timeout = timeouts[s.Name]
 		servers = append(servers, s)
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i].Name < servers[j].Name })
 	return servers, skipped
+}
+
+// timeoutName is the server a variable LNK_TOOL_<NAME>_TIMEOUT names.
+func timeoutName(k string) (string, bool) {
+	rest, ok := strings.CutPrefix(k, "LNK_TOOL_")
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, "_TIMEOUT")
+	return strings.ToLower(name), ok && name != ""
 }
 
 func checkServer(name, addr string) string {

@@ -24,7 +24,7 @@ const (
 	DefaultStart  = 30 * time.Second
 	DefaultIdle   = 10 * time.Minute
 	DefaultMaxAge = time.Hour
-	DefaultCall   = 10 * time.Minute
+	DefaultCall   = 2 * time.Minute
 )
 
 // Options are a Set's limits; a zero field is its default.
@@ -32,7 +32,7 @@ type Options struct {
 	Start  time.Duration // to start a session, initialize and list the calls
 	Idle   time.Duration // a kept session unused this long is ended
 	MaxAge time.Duration // a kept session this old is ended when next free
-	Call   time.Duration // the longest one call may take
+	Call   time.Duration // the longest one call may take, unless its server's Timeout says
 	HTTP   *http.Client  // nil: a client of its own, without an overall timeout
 	Log    *slog.Logger  // a tool that did not start; nil logs nothing
 }
@@ -80,9 +80,7 @@ func New(agent home.Agent, servers []Server, o Options) *Set {
 	if o.Call <= 0 {
 		o.Call = DefaultCall
 	}
-	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
-	}
+	o.HTTP = limited(o.HTTP)
 	s := &Set{agent: agent, o: o, byName: map[string]Server{}, kept: map[string]*slot{}}
 	for _, sv := range servers {
 		if _, dup := s.byName[sv.Name]; !dup {

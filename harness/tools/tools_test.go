@@ -97,7 +97,7 @@ func TestFromEnviron(t *testing.T) {
 		"LNK_TOOL_ACME_MEMORY=https://team/sse", "LNK_RUN=http://run/mcp", "LNK_TOOL_BAD__NAME=http://x/",
 		"LNK_TOOL_FTP=ftp://x/", "LNK_MODEL_PROXY=http://proxy/", "HOME=/root",
 	})
-	want := []Server{{"acme_memory", "https://team/sse"}, {"github", "http://gh/mcp"}, {"memory", "http://mem/mcp"}, {"run", "http://run/mcp"}}
+	want := []Server{{Name: "acme_memory", URL: "https://team/sse"}, {Name: "github", URL: "http://gh/mcp"}, {Name: "memory", URL: "http://mem/mcp"}, {Name: "run", URL: "http://run/mcp"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("servers %v, want %v", got, want)
 	}

@@ -106,8 +106,13 @@ func (t *Turn) Call(ctx context.Context, name string, args []byte) Result {
 	if !ok {
 		return Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", name)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.set.o.Call)
+	limit := o.server.Timeout
+	if limit <= 0 {
+		limit = t.set.o.Call
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, limit, errTookTooLong)
 	defer cancel()
+	ctx, tooLarge := withTripped(ctx)
 	for try := 0; ; try++ {
 		ss, fresh, done, err := t.session(ctx, o.server)
 		if err != nil {
@@ -120,14 +125,20 @@ func (t *Turn) Call(ctx context.Context, name string, args []byte) Result {
 		}
 		done(false)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return Result{Error: fmt.Sprintf("The call to %s took over %v and was given up.", name, t.set.o.Call)}
+			if context.Cause(ctx) == errTookTooLong {
+				return Result{Error: fmt.Sprintf("The tool did not answer in %v: the call to %s was given up.", limit, name)}
+			}
+			if tooLarge.Load() || errors.Is(err, ErrAnswerTooLarge) {
+				return Result{Error: fmt.Sprintf("The tool's answer was over %d MiB, and was not read: the call to %s was given up.", MaxAnswerBytes>>20, name)}
 			}
 			return Result{Error: fmt.Sprintf("The call to %s failed: %v", name, errText(err))}
 		}
 		return resultOf(res)
 	}
 }
+
+// errTookTooLong ends a call past its limit.
+var errTookTooLong = errors.New("tools: the call took too long")
 
 // errText is an error without the package's prefix, for the model.
 func errText(err error) string {

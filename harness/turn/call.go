@@ -25,6 +25,7 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 	if req.Stall == 0 {
 		req.Stall = t.r.stall()
 	}
+	req.Timeout = time.Duration(s.Model.Timeout) // 0: the model package's default
 	started := false
 	relay := func(frag string) {
 		started = true
