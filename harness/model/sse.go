@@ -189,6 +189,9 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 		case ErrTimeout:
 			return 0, fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, timeout)
 		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
+		}
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
 	defer resp.Body.Close()

@@ -33,7 +33,8 @@ var statuses = []struct {
 	{model.ErrStalled, http.StatusBadGateway},
 	{model.ErrMalformed, http.StatusBadGateway},
 	{model.ErrTooLarge, http.StatusBadGateway},
-	{model.ErrTimeout, http.StatusGatewayTimeout}, // the whole call past [model] timeout
+	{model.ErrTimeout, http.StatusGatewayTimeout},    // the whole call past [model] timeout
+	{turn.ErrStopped, http.StatusServiceUnavailable}, // the process stopped: the caller may retry elsewhere or later
 	{context.Canceled, http.StatusServiceUnavailable},
 }
 

@@ -32,6 +32,10 @@ var (
 	// answer yet: its turn is running elsewhere, or ended without one. It is
 	// not asked again, so no call is made twice.
 	ErrUnanswered = errors.New("turn: message taken before and not answered")
+	// ErrStopped comes when a turn was ended by the Runner's Stop: the
+	// process stopped and the turn ran past its grace. What it wrote stays;
+	// the next turn takes the conversation from there.
+	ErrStopped = errors.New("turn: ended by the process's stop")
 )
 
 // MaxTextBytes is the longest message text taken.
@@ -51,6 +55,11 @@ type Runner struct {
 	Open    Opener              // how conversations are opened; needed
 	Tools   *tools.Set          // the agent's tools; nil offers none
 	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
+
+	// Stop, once done, ends every running turn with ErrStopped: its model
+	// and tool calls are cancelled and it writes nothing more. A graceful
+	// stop cancels it when its grace is over. Nil: turns run to their end.
+	Stop context.Context
 
 	locks    keyedMutex
 	prompts  promptCache  // what the prompt read of the agent's files, until they change
@@ -102,7 +111,8 @@ func (m *Message) Check() error {
 // the answer is appended and returned. onText, if not nil, gets the answer's
 // text as it streams. The turn runs to its end even when ctx is done, since
 // its calls were made and its answer belongs in the conversation either way;
-// ctx only bounds waiting for the conversation's previous turn.
+// ctx only bounds waiting for the conversation's previous turn. Only the
+// Runner's Stop ends a turn before its end.
 //
 // When a turn of the conversation runs in this process, the message steers
 // it instead (see steer.go): that turn appends it and answers it, and
@@ -152,11 +162,20 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Message, onText func(string)) (Answer, error) {
 	defer h.unlock()
 	ctx = context.WithoutCancel(ctx)
+	if r.Stop != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })()
+	}
 
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in}
 	defer t.close()
 	a, err := t.run(ctx, m, onText)
+	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
+		err = fmt.Errorf("%w: %v", ErrStopped, err)
+	}
 	t.in.finish(thread, err)
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
