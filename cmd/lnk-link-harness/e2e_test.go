@@ -91,12 +91,13 @@ type harness struct {
 	cmd            *exec.Cmd
 	log            *bytes.Buffer // its standard error: JSON log lines; read once it ended
 	asked          chan struct{} // a send for each request to the model, as it comes
+	env, args      []string      // how it was started, to start it again
 }
 
 // startHarness starts the scripted model and the harness asking it. With
 // watch, the harness reaches the model through this process, which so sees
-// each request come (on harness.asked).
-func startHarness(t *testing.T, script string, watch bool) *harness {
+// each request come (on harness.asked). Extra are more flags of serve.
+func startHarness(t *testing.T, script string, watch bool, extra ...string) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	var modelArgs []string
@@ -128,10 +129,19 @@ func startHarness(t *testing.T, script string, watch bool) *harness {
 	os.Mkdir(h.home, 0o700)
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
-	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=" + modelURL}, h.log, "lnk-link-harness",
-		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	h.env = []string{"LNK_MODEL_PROXY=" + modelURL}
+	h.args = append([]string{"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile}, extra...)
+	cmd, addr := startLogged(t, h.env, h.log, "lnk-link-harness", h.args...)
 	h.url, h.cmd = "http://"+addr, cmd
 	return h
+}
+
+// restart starts the harness again on the same home, once it has ended.
+func (h *harness) restart(t *testing.T) {
+	t.Helper()
+	h.log = new(bytes.Buffer)
+	cmd, addr := startLogged(t, h.env, h.log, "lnk-link-harness", h.args...)
+	h.url, h.cmd = "http://"+addr, cmd
 }
 
 type sent struct {
@@ -417,4 +427,54 @@ func TestManyAgents(t *testing.T) {
 			t.Errorf("%s holds %d events, want %d", name, got, n)
 		}
 	}
+}
+
+// A turn that hangs on the model past --grace is ended after a SIGTERM:
+// its caller told 503, the process gone within the grace and a margin, and
+// the conversation, taken up by the next process, answers the next
+// message.
+func TestGraceEndsHangingTurn(t *testing.T) {
+	const grace = 500 * time.Millisecond
+	h := startHarness(t, `
+[[rule]]
+match = "hello"
+text = "hi"
+
+[[rule]]
+match = "hang"
+text = "never said"
+stall = true
+ping_ms = 50 # a proxy's keep-alives: bytes, never an answer
+`, true, "--grace", grace.String())
+	res := make(chan error, 1)
+	go func() {
+		_, err := h.message("t", "m1", "hang on")
+		res <- err
+	}()
+	<-h.asked // the message is with the model
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, h.log)
+		}
+	case <-time.After(grace + 10*time.Second): // a bound on a hang, never a pass
+		t.Fatalf("the harness did not stop within its grace of %v and a margin", grace)
+	}
+	if err := <-res; err == nil || !strings.Contains(err.Error(), ": 503 ") {
+		t.Errorf("the ended turn's caller: %v, want a 503", err)
+	}
+	if !strings.Contains(h.log.String(), "grace over") {
+		t.Errorf("the log does not say the grace was over:\n%s", h.log)
+	}
+
+	h.restart(t)
+	s, err := h.message("t", "m2", "hello again")
+	if err != nil || s.said != "hi" {
+		t.Fatalf("the next message: %+v, %v", s, err)
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	h.cmd.Wait()
 }

@@ -94,11 +94,15 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
+	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM or SIGINT, how long running turns may go on before they are ended (a second signal ends them at once)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	if *grace < 0 {
+		return fmt.Errorf("--grace %v: want a duration of 0 or more", *grace)
 	}
 	log, err := newLogger(*logLevel)
 	if err != nil {
@@ -124,9 +128,12 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	// One client for the model proxy, its connections shared by every agent.
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}}
 	getenv := lookup(environ)
+	// Done once a graceful stop's grace is over: every running turn ends.
+	ending, endTurns := context.WithCancel(context.Background())
+	defer endTurns()
 	var served []server.Agent
 	for _, u := range units {
-		a, held, err := u.agent(hc, environ, opener, log)
+		a, held, err := u.agent(hc, environ, opener, log, ending)
 		if err != nil {
 			return err
 		}
@@ -185,11 +192,27 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	case <-stop:
 	}
 	// A graceful stop: no new connection is taken, every message already
-	// asked is answered, and turns whose caller left run to their end.
-	signal.Stop(stop)
+	// asked is answered, and turns whose caller left run to their end, for
+	// the grace; then (or at a second signal) the turns still running are
+	// ended, what they wrote kept for the next turn, and their callers told
+	// 503.
 	stopping := time.Now()
 	running := srv.Running()
-	log.Info("stopping", "turns", running)
+	log.Info("stopping", "turns", running, "grace_seconds", grace.Seconds())
+	over := time.AfterFunc(*grace, func() {
+		log.Warn("grace over: ending the running turns", "turns", srv.Running())
+		endTurns()
+	})
+	defer over.Stop()
+	go func() {
+		select {
+		case <-stop:
+			log.Warn("a second signal: ending the running turns", "turns", srv.Running())
+			endTurns()
+		case <-ending.Done():
+		}
+	}()
+	defer signal.Stop(stop)
 	var wg sync.WaitGroup
 	for _, hs := range servers {
 		wg.Add(1)
@@ -228,7 +251,7 @@ func newLogger(level string) (*slog.Logger, error) {
 // reaches the stores the way opener does, times its fsyncs into the
 // agent's metrics and logs its drivers' starts; closing the returned
 // Closer lets go of both.
-func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener, log *slog.Logger) (server.Agent, io.Closer, error) {
+func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener, log *slog.Logger, stop context.Context) (server.Agent, io.Closer, error) {
 	dir, err := filepath.Abs(u.Home)
 	if err != nil {
 		return server.Agent{}, nil, err
@@ -256,7 +279,7 @@ func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener, lo
 	m := &metrics.Agent{Name: name}
 	own := &stores.Opener{Bridge: opener.Bridge, BridgeKey: opener.BridgeKey, Synced: m.Synced, Log: log}
 	r := &turn.Runner{
-		Agent: agent, Getenv: lookup(environ), Open: own.Open, HTTP: hc, Metrics: m, Log: log,
+		Agent: agent, Getenv: lookup(environ), Open: own.Open, HTTP: hc, Metrics: m, Log: log, Stop: stop,
 		Tools: tools.New(agent, servers, tools.Options{Log: log}),
 	}
 	return server.Agent{Key: key, Runner: r}, closers{held, own}, nil

@@ -161,6 +161,9 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 // take takes the turn of a conversation it holds.
 func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Message, onText func(string)) (Answer, error) {
 	defer h.unlock()
+	if r.Stop != nil && r.Stop.Err() != nil {
+		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
+	}
 	ctx = context.WithoutCancel(ctx)
 	if r.Stop != nil {
 		var cancel context.CancelCauseFunc
