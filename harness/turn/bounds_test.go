@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/model"
+	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -125,7 +126,7 @@ func TestStopEndsTurn(t *testing.T) {
 			sc := parseScript(t, hangScript)
 			sc.Rules = append(sc.Rules, scripted.Rule{Match: "stall", Text: "an answer that stops", Chunks: 4, Stall: true, AfterChunks: 1})
 			called := make(chan struct{}, 1)
-			r, _ := toolRunner(t, sc, tools.Server{Name: "slow", URL: hangServer(t, called)})
+			r, m := toolRunner(t, sc, tools.Server{Name: "slow", URL: hangServer(t, called)})
 			stop, end := context.WithCancel(context.Background())
 			defer end()
 			r.Stop = stop
@@ -145,6 +146,9 @@ func TestStopEndsTurn(t *testing.T) {
 			a, err := message(t, r, "t", Message{ID: "m2", Text: "hello"}, nil)
 			if err != nil || a.Text != "hi" {
 				t.Fatalf("the next message: %+v, %v", a, err)
+			}
+			if where == "tool" && !strings.Contains(lastRequest(t, m), prompt.Unanswered) {
+				t.Errorf("the call the ended turn left was not sent as unanswered:\n%s", lastRequest(t, m))
 			}
 			evs := readEvents(t, r, "t")
 			if evs[0].Type != event.TypeMessage || evs[0].Text != text || evs[len(evs)-1].Text != "hi" {
