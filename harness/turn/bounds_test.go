@@ -50,17 +50,17 @@ func message(t *testing.T, r *Runner, thread string, m Message, onText func(stri
 // answered.
 func TestModelTimeoutEndsTurn(t *testing.T) {
 	s := withModel("anthropic/claude-opus-5-5", "")
-	s.Model.Timeout = settings.Duration(400 * time.Millisecond)
+	s.Model.Timeout = settings.Duration(time.Second)
 	// The unanswered message is sent again with the next: hello comes first.
 	r, _, _ := modelRunner(t, &scripted.Script{Rules: []scripted.Rule{
 		{Match: "hello", Text: "hi"},
 		{Match: "ping", Text: "never", Chunks: 3, Stall: true, AfterChunks: 1, PingMS: 10},
 		{Match: "trickle", AnswerBytes: 4000, TrickleMS: 5},
-	}}, s, map[string]string{"LNK_MODEL_STALL": "200ms"})
+	}}, s, map[string]string{"LNK_MODEL_STALL": "500ms"})
 	for _, text := range []string{"ping", "trickle"} {
 		_, err := message(t, r, text, Message{Text: text}, nil)
-		if !errors.Is(err, model.ErrTimeout) || !strings.Contains(err.Error(), "400ms") {
-			t.Errorf("%s: error %v, want %v saying 400ms", text, err, model.ErrTimeout)
+		if !errors.Is(err, model.ErrTimeout) || !strings.Contains(err.Error(), "in 1s") {
+			t.Errorf("%s: error %v, want %v saying 1s", text, err, model.ErrTimeout)
 		}
 		lastIsMessage(t, r, text, 1, text)
 		if a, err := message(t, r, text, Message{Text: "hello"}, nil); err != nil || a.Text != "hi" {
