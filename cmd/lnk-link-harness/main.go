@@ -213,10 +213,19 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		}
 	}()
 	defer signal.Stop(stop)
+	// A connection that is no turn's (a slow body) is closed a little after
+	// the grace, so the process exits within it and that margin.
+	closing, stopClosing := context.WithTimeout(context.Background(), *grace+stopMargin)
+	defer stopClosing()
 	var wg sync.WaitGroup
 	for _, hs := range servers {
 		wg.Add(1)
-		go func() { defer wg.Done(); hs.Shutdown(context.Background()) }()
+		go func() {
+			defer wg.Done()
+			if hs.Shutdown(closing) != nil {
+				hs.Close()
+			}
+		}()
 	}
 	wg.Wait()
 	srv.Wait()
@@ -226,6 +235,10 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	}
 	return serveErr
 }
+
+// stopMargin is how long past the grace a graceful stop waits for a
+// connection that is no turn's before it closes it.
+const stopMargin = 5 * time.Second
 
 // newLogger is the process's one logger: JSON lines on stderr from level
 // on.
