@@ -17,9 +17,14 @@
 // ErrTooLong when the prompt was too long and ErrUnavailable when the model
 // is overloaded (worth another model); ErrCut when the stream ended
 // before the answer; ErrStalled when no byte came for the Request's Stall
-// time; ErrMalformed when the stream holds what no provider sends.
+// time; ErrTimeout when the whole call took longer than its Timeout, however
+// many bytes (keep-alives, a trickle) came; ErrTooLarge when the answer grew
+// past MaxAnswerBytes; ErrMalformed when the stream holds what no provider
+// sends.
 //
 // The stream is read a line at a time, no line longer than 1 MiB, each event
 // decoded with one fastjson parser for the whole stream; the answer's text
-// grows in one builder, and the fragments handed on are slices of it.
+// grows in one builder, and the fragments handed on are slices of it. Its
+// text, thinking and calls' arguments are counted as they come, and the
+// stream is ended once past MaxAnswerBytes rather than read on.
 package model

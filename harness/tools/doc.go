@@ -17,6 +17,13 @@
 // of the other tools, ended with it. A session starts only when the model
 // calls its tool, or when a tool was never listed.
 //
+// Every call is bounded: by its server's Timeout (LNK_TOOL_<NAME>_TIMEOUT),
+// else Options.Call (DefaultCall, 2 minutes); past it the call's request is
+// ended, which is MCP's cancellation over HTTP, and the model is answered
+// that the tool did not answer. Every response is read through a limit of
+// MaxAnswerBytes a message (a JSON body, or one event of a stream), since
+// the MCP client reads a message whole before any of it is kept.
+//
 // # tool-lists.json
 //
 // The lists are derived, and kept in the agent's home so that a restart with
