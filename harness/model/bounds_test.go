@@ -3,11 +3,13 @@ package model
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -130,4 +132,41 @@ func TestAnswerRoomCounts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pingTransport answers every request with a stream that opens an
+// Anthropic message and then sends only keep-alives, every apart, until the
+// request's context ends.
+type pingTransport struct{ apart time.Duration }
+
+func (p pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		defer pw.Close()
+		pw.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n"))
+		for {
+			select {
+			case <-req.Context().Done():
+				return
+			case <-time.After(p.apart):
+				pw.Write([]byte(": keep-alive\n\n"))
+			}
+		}
+	}()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: req}, nil
+}
+
+// With the defaults, keep-alives every 30 s (inside the stall time) hold a
+// call for exactly DefaultTimeout, in fake time.
+func TestDefaultTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &Anthropic{Base: "http://model.invalid", HTTP: &http.Client{Transport: pingTransport{apart: 30 * time.Second}}}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // a bound if the timeout fails
+		defer cancel()
+		start := time.Now()
+		_, err := c.Call(ctx, &Request{Model: "m", Messages: []Message{{Role: "user", Text: "hi"}}}, nil)
+		if took := time.Since(start); !errors.Is(err, ErrTimeout) || took != DefaultTimeout {
+			t.Errorf("after %v: %v; want %v after %v", took, err, ErrTimeout, DefaultTimeout)
+		}
+	})
 }
