@@ -17,7 +17,8 @@
 // ErrTooLong when the prompt was too long and ErrUnavailable when the model
 // is overloaded (worth another model); ErrCut when the stream ended
 // before the answer; ErrStalled when no byte came for the Request's Stall
-// time; ErrMalformed when the stream holds what no provider sends.
+// time; ErrMalformed when the stream holds what no provider sends;
+// ErrUnreachable when the proxy gave no answer at all (refused, reset).
 //
 // The stream is read a line at a time, no line longer than 1 MiB, each event
 // decoded with one fastjson parser for the whole stream; the answer's text

@@ -179,6 +179,9 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 		if context.Cause(ctx) == ErrStalled {
 			return 0, fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, stall)
 		}
+		if ctx.Err() == nil {
+			return 0, fmt.Errorf("model: %s: %w: %w", p.provider, ErrUnreachable, err)
+		}
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
 	defer resp.Body.Close()

@@ -32,6 +32,7 @@ var statuses = []struct {
 	{model.ErrCut, http.StatusBadGateway},
 	{model.ErrStalled, http.StatusBadGateway},
 	{model.ErrMalformed, http.StatusBadGateway},
+	{model.ErrUnreachable, http.StatusBadGateway},
 	{context.Canceled, http.StatusServiceUnavailable},
 }
 
