@@ -1,10 +1,16 @@
 package turn
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 )
@@ -66,5 +72,41 @@ func TestTwoRunnersTakeTurns(t *testing.T) {
 	}
 	if last := ev[len(ev)-1]; last.Type != event.TypeAnswer {
 		t.Errorf("the conversation ends with a %s", last.Type)
+	}
+}
+
+// A copy for people that cannot be written after the answer is durable
+// does not fail the turn: the answer is told, the failure logged, and the
+// next turn that can write the copy makes it whole.
+func TestCopyFailureKeepsTheAnswer(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	var logged bytes.Buffer
+	r.Log = slog.New(slog.NewJSONHandler(&logged, nil))
+	dir, _ := r.Agent.Path(home.Chat, "c")
+	copyPath := filepath.Join(dir, "chat.md")
+	// A folder where the copy goes: no write can make it a file.
+	if err := os.MkdirAll(filepath.Join(copyPath, "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := r.Message(ctx, "c", Message{ID: "m1", Text: "hello"}, nil)
+	if err != nil {
+		t.Fatalf("the turn failed over its copy: %v", err)
+	}
+	ev := readEvents(t, r, "c")
+	if a.Seq != 2 || len(ev) != 2 || ev[1].Type != event.TypeAnswer || ev[1].Text != a.Text {
+		t.Fatalf("told %+v; the log holds %+v", a, ev)
+	}
+	if !strings.Contains(logged.String(), "the copy for people not written") || !strings.Contains(logged.String(), `"level":"ERROR"`) {
+		t.Errorf("the copy's failure was not logged: %s", logged.String())
+	}
+	// Out of the way, the next turn makes the copy whole.
+	os.RemoveAll(copyPath)
+	if _, err := r.Message(ctx, "c", Message{ID: "m2", Text: "again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(copyPath)
+	if err != nil || !strings.Contains(string(b), "hello") || !strings.Contains(string(b), "again") {
+		t.Errorf("the copy after: %q, %v", b, err)
 	}
 }
