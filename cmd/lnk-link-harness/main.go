@@ -387,11 +387,10 @@ func readAgents(path string) ([]unit, error) {
 }
 
 func readKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	key, err := cli.ReadKey(path)
 	if err != nil {
 		return "", fmt.Errorf("--key-file: %w", err)
 	}
-	key := strings.TrimSpace(string(b))
 	if key == "" || strings.ContainsAny(key, "\n\r") {
 		return "", fmt.Errorf("--key-file %s: want the key on one line", path)
 	}

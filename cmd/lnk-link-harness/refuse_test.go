@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,12 @@ import (
 // the environment env, and returns what it said on standard error, having
 // failed with exit status 1 without printing an address.
 func refusal(t *testing.T, spec string, env ...string) string {
+	t.Helper()
+	return refusalKey(t, spec, 0o600, env...)
+}
+
+// refusalKey is refusal with a key file of mode keyMode.
+func refusalKey(t *testing.T, spec string, keyMode os.FileMode, env ...string) string {
 	t.Helper()
 	bin, err := build()
 	if err != nil {
@@ -30,16 +38,29 @@ func refusal(t *testing.T, spec string, env ...string) string {
 	}
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte("k-e2e-0123456789abcdef0123456789\n"), 0o600)
+	os.Chmod(keyFile, keyMode)
 	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--home", h, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	cmd.Env = append(withoutProxy(os.Environ()), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("serve: %v, want exit status 1; it said %s%s", err, stdout.String(), stderr.String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if stdout.Len() != 0 {
-		t.Errorf("serve printed %q", stdout.String())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Its first line, or nothing once it ends: a serve that started says
+	// where it listens, and is stopped here rather than waited for.
+	stdout, _ := bufio.NewReader(out).ReadString('\n')
+	if len(stdout) != 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("serve started, printing %q; it said %s", stdout, stderr.String())
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("serve: %v, want exit status 1; it said %s", err, stderr.String())
 	}
 	return stderr.String()
 }
@@ -75,6 +96,19 @@ func TestServeNeedsModelProxy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// serve refuses a key file its group or others may read, as ssh refuses
+// such a private key, saying the mode and the chmod that fixes it.
+func TestServeRefusesOpenKey(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o666, 0o640} {
+		said := refusalKey(t, "", mode, "LNK_MODEL_PROXY=http://127.0.0.1:1")
+		for _, w := range []string{fmt.Sprintf("mode %#o", mode), "chmod 600"} {
+			if !strings.Contains(said, w) {
+				t.Errorf("serve with a key of mode %#o said %q, which does not name %s", mode, said, w)
+			}
+		}
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"lnk.dev/linkharness/cmd/internal/cli"
@@ -37,11 +35,10 @@ func cmdStoreBridge(args []string) error {
 	if *home == "" || *name == "" || *keyFile == "" {
 		return usageError("store-bridge: --home, --driver and --key-file are needed")
 	}
-	b, err := os.ReadFile(*keyFile)
+	key, err := cli.ReadKey(*keyFile)
 	if err != nil {
 		return fmt.Errorf("store-bridge: %w", err)
 	}
-	key := strings.TrimSpace(string(b))
 	if key == "" {
 		return fmt.Errorf("store-bridge: %s holds no key", *keyFile)
 	}

@@ -20,7 +20,7 @@
 // time; ErrTimeout when the whole call took longer than its Timeout, however
 // many bytes (keep-alives, a trickle) came; ErrTooLarge when the answer grew
 // past MaxAnswerBytes; ErrMalformed when the stream holds what no provider
-// sends.
+// sends; ErrUnreachable when the proxy gave no answer at all (refused, reset).
 //
 // The stream is read a line at a time, no line longer than 1 MiB, each event
 // decoded with one fastjson parser for the whole stream; the answer's text

@@ -60,6 +60,11 @@ var (
 	// may answer where this one cannot.
 	ErrUnavailable = errors.New("model: model unavailable")
 
+	// ErrUnreachable comes when the request reached no answer from the
+	// model proxy: the connection was refused, reset or closed before a
+	// status came.
+	ErrUnreachable = errors.New("model: proxy unreachable")
+
 	// ErrMalformed comes when the stream holds what no provider sends: an
 	// event that is not JSON, a line over maxLine, tool arguments that are not
 	// a JSON object.

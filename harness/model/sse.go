@@ -192,6 +192,9 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
 		}
+		if ctx.Err() == nil {
+			return 0, fmt.Errorf("model: %s: %w: %w", p.provider, ErrUnreachable, err)
+		}
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
 	defer resp.Body.Close()

@@ -321,7 +321,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	case res := <-done:
 		if res.err != nil {
 			// The turn logged its error; a 4xx is counted as a refusal.
-			code, msg := status(res.err), errorMessage(res.err)
+			code, msg := status(res.err), s.said(name, errorMessage(res.err))
 			if code >= 400 && code < 500 {
 				s.refusals.Add(name, code)
 			}
@@ -409,9 +409,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread 
 }
 
 // fail answers a request with err's status (see status): a 4xx is a
-// refusal, anything else logged as the request's failure.
+// refusal, anything else logged as the request's failure. The caller is
+// told err without the agent's home or its model proxy (see redact); the
+// log says it in full.
 func (s *Server) fail(w http.ResponseWriter, agent, thread string, err error) {
-	code, msg := status(err), errorMessage(err)
+	code, msg := status(err), s.said(agent, errorMessage(err))
 	if code >= 400 && code < 500 {
 		s.refuse(w, agent, thread, code, "%s", msg)
 		return

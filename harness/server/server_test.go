@@ -141,6 +141,9 @@ func TestMessage(t *testing.T) {
 	if code != http.StatusConflict {
 		t.Errorf("a clashing thread: %d %s", code, body)
 	}
+	if strings.Contains(body, f.home) || !strings.Contains(body, `\u003chome\u003e/chats/telegram-42`) {
+		t.Errorf("a clashing thread's body names the home, or not the folder: %s", body)
+	}
 }
 
 func TestMessageStream(t *testing.T) {

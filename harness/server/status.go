@@ -35,6 +35,7 @@ var statuses = []struct {
 	{model.ErrTooLarge, http.StatusBadGateway},
 	{model.ErrTimeout, http.StatusGatewayTimeout},    // the whole call past [model] timeout
 	{turn.ErrStopped, http.StatusServiceUnavailable}, // the process stopped: the caller may retry elsewhere or later
+	{model.ErrUnreachable, http.StatusBadGateway},
 	{context.Canceled, http.StatusServiceUnavailable},
 }
 

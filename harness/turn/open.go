@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -46,6 +47,17 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		return err
 	}
 	t.conv, t.release = held, release
+	if _, leased := held.(*store.Leased); !leased {
+		// A store that keeps no lease (the log, compact) is kept in this
+		// folder, so the folder's flock is its lease: a turn of another
+		// process on this home waits for this one to end, rather than
+		// appending between its message and its answer.
+		unlock, err := lockFolder(t.dir)
+		if err != nil {
+			return err
+		}
+		t.release = func() { unlock(); release() }
+	}
 	if t.last, err = held.Last(ctx); err != nil {
 		return err
 	}
@@ -87,4 +99,26 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 		return nil, ErrNoOpener
 	}
 	return r.Open(dir, "")
+}
+
+// lockFolder takes an exclusive flock on the conversation's folder dir and
+// returns what lets it go. A flock belongs to the open file, so it holds
+// between Runners in one process as across processes, and it goes with a
+// process that dies. It waits in the kernel: a turn's wait for the one
+// before it is not bounded by its caller's context (see Message).
+func lockFolder(dir string) (unlock func(), err error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
+	}
+	for {
+		if err = unix.Flock(fd, unix.LOCK_EX); err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
+	}
+	return func() { unix.Close(fd) }, nil
 }

@@ -298,8 +298,11 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err != nil {
 		return Answer{}, err
 	}
+	// The answer is durable: a copy for people that cannot be written (a
+	// full disk, a chat.md that is not a file) does not fail the turn. It
+	// is derived, and the next turn that can write it makes it again whole.
 	if err := t.addToCopy(ctx, all, len(events)); err != nil {
-		return Answer{}, fmt.Errorf("the copy for people: %w", err)
+		t.log().Error("the copy for people not written", "error", err)
 	}
 	return answerOf(t.thread, reply), nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
 )
@@ -151,10 +152,10 @@ func FromEnv(getenv func(string) string) (*Opener, error) {
 	if path == "" {
 		return nil, fmt.Errorf("stores: %s is set, and %s, the file of the agent's key it is proved with, is not", BridgeEnv, BridgeKeyEnv)
 	}
-	b, err := os.ReadFile(path)
+	key, err := cli.ReadKey(path)
 	if err != nil {
 		return nil, fmt.Errorf("stores: the store bridge's key (%s): %w", BridgeKeyEnv, err)
 	}
-	o.BridgeKey = []byte(strings.TrimSpace(string(b)))
+	o.BridgeKey = []byte(key)
 	return o, nil
 }

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"lnk.dev/linkharness/store/event"
+)
+
+// buildSQLite builds the SQLite plugin beside the programs, where
+// lnk-link-harness finds it, once per test binary.
+var buildSQLite = sync.OnceValue(func() error {
+	bin, err := build()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-sqlite"), "lnk.dev/linkharness/cmd/lnk-sqlite")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build lnk-sqlite: %v\n%s", err, out)
+	}
+	return nil
+})
+
+// Two processes serving one home take turns on one conversation: four
+// callers alternate between them, and every message is answered 200, is
+// written once, and has an answer after it; the seqs run 1..n.
+func TestTwoProcessesOneThread(t *testing.T) {
+	for _, kind := range []string{"log", "sqlite"} {
+		t.Run(kind, func(t *testing.T) {
+			if kind == "sqlite" {
+				if err := buildSQLite(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := startHarness(t, "[[rule]]\nmatch = \"any\"\ntext = \"answer to {text}\"\nlatency_ms = 5\n", false)
+			os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "`+kind+`"}}`), 0o600)
+			// The second process on the same home, key and model.
+			second := &harness{home: h.home, key: h.key}
+			keyFile := filepath.Join(filepath.Dir(h.home), "key")
+			var env []string
+			for _, a := range h.cmd.Env {
+				if strings.HasPrefix(a, "LNK_MODEL_PROXY=") { // the last one is the test's
+					env = append(env, a)
+				}
+			}
+			_, addr := start(t, env, "lnk-link-harness", "serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+			second.url = "http://" + addr
+			procs := []*harness{h, second}
+
+			const callers, each = 4, 10
+			type told struct {
+				id  string
+				s   sent
+				err error
+			}
+			out := make(chan told, callers*each)
+			for c := range callers {
+				go func() {
+					for i := range each {
+						id := fmt.Sprintf("c%d-%d", c, i)
+						s, err := procs[(c+i)%2].message("shared", id, id)
+						out <- told{id, s, err}
+					}
+				}()
+			}
+			answers := map[string]sent{}
+			for range callers * each {
+				o := <-out
+				if o.err != nil {
+					t.Errorf("message %s: %v", o.id, o.err)
+					continue
+				}
+				answers[o.id] = o.s
+			}
+
+			ev := h.events(t, "shared")
+			at := map[string]int64{}
+			for i, e := range ev {
+				if e.Seq != int64(i+1) {
+					t.Fatalf("event %d has seq %d", i+1, e.Seq)
+				}
+				if e.Type != event.TypeMessage {
+					continue
+				}
+				if _, twice := at[e.ID]; twice {
+					t.Errorf("message %s written twice", e.ID)
+				}
+				at[e.ID] = e.Seq
+			}
+			if len(at) != callers*each {
+				t.Errorf("%d messages written, want %d", len(at), callers*each)
+			}
+			for id, s := range answers {
+				if s.seq <= at[id] || s.seq > int64(len(ev)) || ev[s.seq-1].Type != event.TypeAnswer {
+					t.Errorf("message %s (seq %d) told seq %d", id, at[id], s.seq)
+				}
+			}
+			if n := len(ev); n == 0 || ev[n-1].Type != event.TypeAnswer {
+				t.Errorf("the conversation does not end with an answer")
+			}
+		})
+	}
+}
+
+// events reads thread's events as the harness serves them, one a line.
+func (h *harness) events(t *testing.T, thread string) []event.Event {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, h.url+"/v1/agents/ada/chats/"+thread, nil)
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	req.Header.Set("Accept", "application/jsonl")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("reading %s: %s", thread, resp.Status)
+	}
+	var evs []event.Event
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, event.MaxBytes+1)
+	for sc.Scan() {
+		var e event.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", sc.Bytes(), err)
+		}
+		evs = append(evs, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
