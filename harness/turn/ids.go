@@ -25,9 +25,10 @@ import (
 // it, or with one damaged, has it made again from every event, once. A
 // hash found is checked against the event at its seq, so a collision or a
 // stale slot costs a read, never a wrong answer. It is written without a
-// sync: a process that dies keeps what it wrote (the kernel has it), and a
-// machine that loses power may lose its last writes, after which it is
-// made again (lnk can be told to by removing the file).
+// sync: a process that dies keeps what it wrote (the kernel has it); a
+// machine that loses power may lose its last slots while the header
+// survives, and a message then found nowhere is asked again: removing the
+// file has it made again from the events.
 //
 //	header (idsHeader bytes, little-endian):
 //	  magic    [8]byte  "lnkids1\n"

@@ -386,3 +386,61 @@ func TestTakenByFailedTurn(t *testing.T) {
 		t.Errorf("the model was asked %d times, want 3", g.sent())
 	}
 }
+
+// BenchmarkIDsPerTurn is what the id index costs a turn: opened, a new
+// message's id looked for and not found, added, the index closed; in an
+// index of n messages, for the cost not to grow with n.
+func BenchmarkIDsPerTurn(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			x, err := openIDs(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			entries := make([]idEntry, n)
+			for i := range entries {
+				entries[i] = idEntry{idHash(fmt.Sprintf("m-%d", i)), int64(2*i + 1)}
+			}
+			if err := x.put(entries); err != nil {
+				b.Fatal(err)
+			}
+			seq := int64(2*n + 1)
+			if err := x.setThrough(seq); err != nil {
+				b.Fatal(err)
+			}
+			x.close()
+			ids := make([]string, 0, 1<<16)
+			for i := range cap(ids) {
+				ids = append(ids, fmt.Sprintf("new-%d", i))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				x, err := openIDs(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := ids[i%len(ids)]
+				if found, err := x.find(id); err != nil || len(found) != 0 {
+					b.Fatal(found, err)
+				}
+				seq += 2
+				if err := x.add(id, seq); err != nil {
+					b.Fatal(err)
+				}
+				x.close()
+				i++
+				if i%len(ids) == 0 { // every id added: start again from the n
+					b.StopTimer()
+					os.Remove(filepath.Join(dir, IDsFile))
+					x, _ := openIDs(dir)
+					x.put(entries)
+					x.setThrough(seq)
+					x.close()
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}

@@ -368,14 +368,14 @@ func TestRepeatedMessage(t *testing.T) {
 	}
 }
 
-// repeatedWarm opens a conversation of 1,000 events and returns the look
-// for a new message's id in it.
-func repeatedWarm(tb testing.TB) func() {
+// repeatedWarm opens a conversation of n events and returns the look for
+// a new message's id in it.
+func repeatedWarm(tb testing.TB, n int) func() {
 	dir := filepath.Join(tb.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}
 	cdir, _ := r.Agent.Path(home.Chat, "t")
-	writeConversation(tb, cdir, "t", 1000)
+	writeConversation(tb, cdir, "t", n)
 	tt := &turn{r: r, thread: "t", dir: cdir}
 	tb.Cleanup(tt.close)
 	ctx := context.Background()
@@ -400,17 +400,21 @@ func TestRepeatedAllocs(t *testing.T) {
 		t.Skip("allocation budgets run without the race detector")
 	}
 	const budget = 4
-	if n := testing.AllocsPerRun(100, repeatedWarm(t)); n > budget {
+	if n := testing.AllocsPerRun(100, repeatedWarm(t, 1000)); n > budget {
 		t.Errorf("looking for a message's id allocates %.0f times, over %d", n, budget)
 	}
 }
 
-// BenchmarkRepeated is the look for a message's id among the last events
-// that every message with an id costs, in the common case: not found.
+// BenchmarkRepeated is the look for a message's id that every message
+// costs, in the common case: not found. It does not grow with the events.
 func BenchmarkRepeated(b *testing.B) {
-	run := repeatedWarm(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		run()
+	for _, n := range []int{1000, 20000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			run := repeatedWarm(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				run()
+			}
+		})
 	}
 }
