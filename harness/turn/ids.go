@@ -197,14 +197,17 @@ func (x *idIndex) put(entries []idEntry) error {
 	}
 	var slot [idsSlot]byte
 	mask := x.slots - 1
-	for _, e := range entries {
-		i := e.hash & mask
+	for k, e := range entries {
+		i, probes := e.hash&mask, uint64(0)
 		for {
 			if _, err := x.f.ReadAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
 				return fmt.Errorf("the id index: %w", err)
 			}
 			if binary.LittleEndian.Uint64(slot[:]) == 0 {
 				break
+			}
+			if probes++; probes == x.slots { // full, its count wrong: made again from the slots it holds
+				return x.remake(entries[k:])
 			}
 			i = (i + 1) & mask
 		}

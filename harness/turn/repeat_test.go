@@ -2,11 +2,13 @@ package turn
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,5 +444,86 @@ func BenchmarkIDsPerTurn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The index finds every id added across its doublings, and one damaged,
+// full with a wrong count, or of another size is made again, never trusted.
+func TestIDIndex(t *testing.T) {
+	dir := t.TempDir()
+	x, err := openIDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if err := x.add(fmt.Sprintf("id-%d", i), int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.close()
+	if x, err = openIDs(dir); err != nil || x.through != n || x.lastMsg != n || x.count != n {
+		t.Fatalf("reopened: %+v %v", x, err)
+	}
+	for i := range n {
+		if seqs, err := x.find(fmt.Sprintf("id-%d", i)); err != nil || !slices.Contains(seqs, int64(i+1)) {
+			t.Fatalf("id-%d: %v %v", i, seqs, err)
+		}
+	}
+	if seqs, _ := x.find("never"); len(seqs) != 0 {
+		t.Errorf("an id never added found at %v", seqs)
+	}
+	// Every slot taken, the header saying one: an add makes it again.
+	full := make([]byte, idsMinSize*idsSlot)
+	for i := 0; i < len(full); i += idsSlot {
+		binary.LittleEndian.PutUint64(full[i:], uint64(i+7))
+		binary.LittleEndian.PutUint64(full[i+8:], 1)
+	}
+	x.close()
+	path := filepath.Join(dir, IDsFile)
+	x = &idIndex{path: path}
+	if x.f, err = os.OpenFile(path, os.O_RDWR|os.O_TRUNC, 0); err != nil {
+		t.Fatal(err)
+	}
+	x.slots, x.count = idsMinSize, 1
+	x.f.WriteAt(full, idsHeader)
+	if err := x.add("after", 99); err != nil {
+		t.Fatal(err)
+	}
+	if seqs, err := x.find("after"); err != nil || !slices.Contains(seqs, 99) || x.slots <= idsMinSize {
+		t.Errorf("after a full table: %v %v, %d slots", seqs, err, x.slots)
+	}
+	x.close()
+	for _, damage := range [][]byte{[]byte("not an index"), nil, append([]byte(idsMagic), make([]byte, 40)...)} {
+		os.WriteFile(path, damage, 0o600)
+		x, err := openIDs(dir)
+		if err != nil || x.through != 0 || x.count != 0 {
+			t.Errorf("%q: %+v %v", damage, x, err)
+		}
+		x.close()
+	}
+}
+
+// A conversation whose index was removed has it made again from the
+// events: a retry is still found.
+func TestIDIndexRemade(t *testing.T) {
+	r, m, _ := countRunner(t, nil)
+	ctx := context.Background()
+	first, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := r.Message(ctx, "t", Message{ID: fmt.Sprintf("m-%d", i+2), Text: "more"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	if err := os.Remove(filepath.Join(dir, IDsFile)); err != nil {
+		t.Fatal(err)
+	}
+	asked := len(m.Requests())
+	if a, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil); err != nil || !a.Repeat || a.Seq != first.Seq || len(m.Requests()) != asked {
+		t.Errorf("a retry once the index was removed: %+v %v", a, err)
 	}
 }

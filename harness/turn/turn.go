@@ -98,7 +98,10 @@ func (m *Message) Check() error {
 // the answer is appended and returned. onText, if not nil, gets the answer's
 // text as it streams. The turn runs to its end even when ctx is done, since
 // its calls were made and its answer belongs in the conversation either way;
-// ctx only bounds waiting for the conversation's previous turn.
+// ctx only bounds waiting for the conversation's previous turn, until a
+// turn has taken the message to steer it: one handed back then has its own
+// turn whatever ctx says, so it is never dropped. A message taken before
+// (see repeat.go) is told its answer again, or has its turn go on.
 //
 // When a turn of the conversation runs in this process, the message steers
 // it instead (see steer.go): that turn appends it and answers it, and
