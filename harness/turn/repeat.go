@@ -164,7 +164,7 @@ func (t *turn) taken(ctx context.Context, m *Message) (int64, error) {
 			return 0, err
 		}
 		if e.Type == event.TypeMessage && e.ID == "" && e.From.ID == m.From.ID && e.Connection == m.Connection && e.Text == m.Text {
-			return e.Seq, nil
+			return t.ids.lastMsg, nil
 		}
 		return 0, nil
 	}
