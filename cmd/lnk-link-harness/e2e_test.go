@@ -398,7 +398,7 @@ func TestManyAgents(t *testing.T) {
 		t.Fatalf("addresses %v", addrs)
 	}
 	post := func(port, agent, key string) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[port]+"/v1/agents/"+agent+"/chats/t/messages", strings.NewReader(`{"text":"hi"}`))
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[port]+"/v1/agents/"+agent+"/chats/t/messages", strings.NewReader(`{"text":"hi on `+port+`'s port"}`)) // two messages, not one sent again
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

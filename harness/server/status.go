@@ -22,7 +22,6 @@ var statuses = []struct {
 	{home.ErrBadName, http.StatusBadRequest},
 	{store.ErrNotFound, http.StatusNotFound},
 	{turn.ErrThreadClash, http.StatusConflict},
-	{turn.ErrUnanswered, http.StatusConflict},
 	{store.ErrSeqTaken, http.StatusConflict}, // another process wrote the conversation meanwhile
 	{store.ErrGap, http.StatusConflict},
 	{store.ErrStaleLease, http.StatusConflict},

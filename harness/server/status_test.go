@@ -23,7 +23,6 @@ func TestStatus(t *testing.T) {
 		{wrap(home.ErrBadName), 400},
 		{wrap(store.ErrNotFound), 404},
 		{wrap(turn.ErrThreadClash), 409},
-		{wrap(turn.ErrUnanswered), 409},
 		{wrap(store.ErrSeqTaken), 409},
 		{wrap(store.ErrGap), 409},
 		{wrap(store.ErrStaleLease), 409},

@@ -38,6 +38,15 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	if t.offer != nil {
 		req.Tools = t.offer.Tools()
 	}
+	if t.resumed != 0 { // the calls the turn that ended first made and never ran
+		if calls := unansweredCalls(events, t.resumed); len(calls) > 0 {
+			results, err := t.runCalls(ctx, calls)
+			events = append(events, results...)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	var reply *event.Event
 	for round := 0; ; round++ {
 		if round > MaxRounds {

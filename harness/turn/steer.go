@@ -147,10 +147,12 @@ func (in *inbox) answered(a *event.Event, shared bool) {
 	}
 }
 
-// finish ends the turn's taking: the taken are told their answer (or the
-// turn's error), the waiting that it never took are refused, to wait for
-// a turn of their own.
-func (in *inbox) finish(thread string, err error) {
+// finish ends the turn's taking: the taken are told their answer, the
+// waiting that it never took are refused, to wait for a turn of their own.
+// A taken message with no answer after it (the turn failed first) is
+// refused too: its own turn finds it written and goes on from there, so it
+// is answered, never dropped with the turn's error.
+func (in *inbox) finish(thread string) {
 	if in == nil {
 		return
 	}
@@ -161,10 +163,8 @@ func (in *inbox) finish(thread string, err error) {
 	in.mu.Unlock()
 	for _, s := range taken {
 		switch {
-		case err != nil:
-			s.done <- steered{err: err}
 		case s.told == nil: // the turn ended without an answer after it
-			s.done <- steered{err: ErrUnanswered}
+			s.done <- steered{refused: true}
 		default:
 			a := answerOf(thread, s.told)
 			a.Shared = s.shared
@@ -184,12 +184,20 @@ func answerOf(thread string, e *event.Event) Answer {
 }
 
 // takeSteers appends the messages waiting to steer the turn and returns
-// events with them. A message whose id the turn's events already hold is
-// refused: after the turn, it is found as taken and its answer given.
+// events with them. A message the conversation already holds (see
+// repeat.go) is refused: its own turn finds it taken, and tells its answer
+// or goes on from it.
 func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Event, error) {
 	waiting := t.in.take()
 	for i, s := range waiting {
-		if s.m.ID != "" && holdsID(events, s.m.ID) {
+		seen, err := t.seenBefore(ctx, &s.m, events)
+		if err != nil {
+			for _, s := range waiting[i:] {
+				t.in.refuse(s)
+			}
+			return events, err
+		}
+		if seen {
 			t.in.refuse(s)
 			continue
 		}

@@ -28,10 +28,6 @@ var (
 	ErrThreadClash = errors.New("turn: thread folder holds another thread")
 	// ErrBadMessage comes when a message cannot be taken; nothing is written.
 	ErrBadMessage = errors.New("turn: bad message")
-	// ErrUnanswered comes when a message's id was taken before and has no
-	// answer yet: its turn is running elsewhere, or ended without one. It is
-	// not asked again, so no call is made twice.
-	ErrUnanswered = errors.New("turn: message taken before and not answered")
 	// ErrStopped comes when a turn was ended by the Runner's Stop: the
 	// process stopped and the turn ran past its grace. What it wrote stays;
 	// the next turn takes the conversation from there.
@@ -69,7 +65,7 @@ type Runner struct {
 
 // Message is a message to the agent.
 type Message struct {
-	ID         string // the sender's message id: the same id twice is one message
+	ID         string // the sender's message id: the same id twice is one message (see repeat.go)
 	Text       string
 	From       event.Sender
 	Owner      bool
@@ -111,7 +107,10 @@ func (m *Message) Check() error {
 // the answer is appended and returned. onText, if not nil, gets the answer's
 // text as it streams. The turn runs to its end even when ctx is done, since
 // its calls were made and its answer belongs in the conversation either way;
-// ctx only bounds waiting for the conversation's previous turn. Only the
+// ctx only bounds waiting for the conversation's previous turn, until a
+// turn has taken the message to steer it: one handed back then has its own
+// turn whatever ctx says, so it is never dropped. A message taken before
+// (see repeat.go) is told its answer again, or has its turn go on. Only the
 // Runner's Stop ends a turn before its end.
 //
 // When a turn of the conversation runs in this process, the message steers
@@ -149,7 +148,10 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 		if h == nil {
 			res := <-s.done
 			if res.refused {
-				refusedBy = to
+				// Handed back: it waits for a turn of its own however
+				// long, its caller gone or not, as it would have been
+				// answered in the turn that handed it back.
+				refusedBy, ctx = to, context.WithoutCancel(ctx)
 				continue
 			}
 			return res.a, res.err
@@ -179,7 +181,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
 	}
-	t.in.finish(thread, err)
+	t.in.finish(thread)
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
 	if err != nil {
@@ -223,6 +225,8 @@ type turn struct {
 	paths     homePaths         // the paths the prompt reads, set when it is composed
 	release   func()            // lets the conversation's lease go, for a store that keeps leases
 	window    *[]event.Event    // the slice the window is decoded into, given back when the turn ends
+	ids       *idIndex          // the conversation's id index; nil once it could not be written
+	resumed   int64             // the seq of the message when a turn that ended first took it: this one goes on from it
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -231,6 +235,7 @@ type turn struct {
 }
 
 func (t *turn) close() {
+	t.closeIDs()
 	t.giveWindow()
 	t.offer.End()
 	if t.release != nil {
@@ -257,11 +262,19 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
-	if a, done, err := t.repeated(ctx, m); err != nil || done {
-		return a, err
-	}
-	if _, err := t.appendMessage(ctx, m); err != nil {
+	if err := t.catchUpIDs(ctx); err != nil {
 		return Answer{}, err
+	}
+	a, at, err := t.repeated(ctx, &m)
+	switch {
+	case err != nil || a.Seq != 0:
+		return a, err
+	case at != 0:
+		t.seq, t.resumed = at, at
+	default:
+		if _, err := t.appendMessage(ctx, m); err != nil {
+			return Answer{}, err
+		}
 	}
 	if err := t.beginTools(ctx, &m); err != nil {
 		return Answer{}, err
@@ -307,81 +320,6 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	return answerOf(t.thread, reply), nil
 }
 
-// repeatWindow is how many recent events are searched for a message's id.
-const repeatWindow = 32
-
-// repeated finds a message already taken, by its id, among the last events.
-// Answered, its answer is returned; not answered (its turn is running
-// elsewhere, or crashed), ErrUnanswered, so no call is made twice. The
-// events are only scanned for a message's id, not decoded: the window
-// decodes them next.
-func (t *turn) repeated(ctx context.Context, m Message) (Answer, bool, error) {
-	if m.ID == "" || t.last == 0 {
-		return Answer{}, false, nil
-	}
-	var (
-		at  int64 // the message's seq, once found
-		n   int
-		err error
-	)
-	rerr := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		var (
-			id      []byte
-			message bool
-		)
-		if id, message, err = event.MessageID(ev); err != nil {
-			err = fmt.Errorf("event %d: %w", seq, err)
-			return false
-		}
-		if message && event.RawIs(id, m.ID) {
-			at = seq
-			return false
-		}
-		n++
-		return n < repeatWindow
-	})
-	if rerr != nil {
-		return Answer{}, false, rerr
-	}
-	if err != nil || at == 0 {
-		return Answer{}, false, err
-	}
-	a, err := t.answerAfter(ctx, at)
-	switch {
-	case err != nil:
-		return Answer{}, false, err
-	case a.Seq == 0:
-		return Answer{}, false, fmt.Errorf("%w: message %q", ErrUnanswered, m.ID)
-	}
-	return a, true, nil
-}
-
-// answerAfter returns the first answer after seq that calls no tool: the
-// one its message was told. None written, the Answer is zero.
-func (t *turn) answerAfter(ctx context.Context, seq int64) (Answer, error) {
-	var (
-		a   Answer
-		e   event.Event
-		err error
-	)
-	rerr := t.conv.Read(ctx, seq+1, store.Forward, func(seq int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		if err = t.dec.Decode(ev, &e); err != nil {
-			return false
-		}
-		if e.Type == event.TypeAnswer && len(e.Calls) == 0 {
-			a = Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true}
-			return false
-		}
-		return true
-	})
-	if rerr != nil {
-		return Answer{}, rerr
-	}
-	return a, err
-}
-
 func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
 	e.Seq = t.last + 1
 	if t.last == 0 {
@@ -408,6 +346,7 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error
 	err := t.appendEvent(ctx, &e)
 	if err == nil {
 		t.seq = e.Seq
+		t.addID(m.ID, e.Seq)
 	}
 	return e, err
 }

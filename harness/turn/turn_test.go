@@ -145,20 +145,29 @@ func writeConversation(t testing.TB, dir, thread string, n int) {
 }
 
 // A turn reads only the tail it needs: in a conversation of 20,000 events
-// it reads back to the last checkpoint, not the whole file.
+// it reads back to the last checkpoint, not the whole file. The first turn
+// of a conversation written without its id index reads every event once,
+// to make it (see ids.go).
 func TestReadsOnlyTheTail(t *testing.T) {
 	r, m := newRunner(t, nil)
 	dir, _ := r.Agent.Path(home.Chat, "long")
 	writeConversation(t, dir, "long", 20000)
 	fi, _ := os.Stat(filepath.Join(dir, "events.jsonl"))
+	if _, err := r.Message(context.Background(), "long", Message{ID: "first", Text: "the index is made"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, IDsFile)); err != nil {
+		t.Fatalf("no id index: %v", err)
+	}
+	before := r.Metrics.BytesRead()
 	a, err := r.Message(context.Background(), "long", Message{Text: "and now?"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Seq != 20002 {
+	if a.Seq != 20004 {
 		t.Fatalf("answer seq %d", a.Seq)
 	}
-	read := r.Metrics.BytesRead()
+	read := r.Metrics.BytesRead() - before
 	if read > fi.Size()/50 {
 		t.Errorf("a turn read %d bytes of a %d-byte conversation", read, fi.Size())
 	}
@@ -292,9 +301,9 @@ func TestCopyRemade(t *testing.T) {
 	}
 }
 
-// A message whose id was taken among the last events is told its answer
-// again, the first after it that calls no tool, and nothing is written; one
-// taken and never answered is refused; one taken too long ago is new.
+// A message whose id was taken is told its answer again, the first after
+// it that calls no tool, however far back it is, and nothing is written;
+// one taken and never answered has its turn go on.
 func TestRepeatedMessage(t *testing.T) {
 	r, m := newRunner(t, nil)
 	dir, _ := r.Agent.Path(home.Chat, "t")
@@ -341,57 +350,71 @@ func TestRepeatedMessage(t *testing.T) {
 			t.Errorf("%q again: %+v, %v; want %q at %d", tc.id, a, err, tc.text, tc.seq)
 		}
 	}
-	if _, err := r.Message(ctx, "t", Message{ID: "m-crashed", Text: "again"}, nil); !errors.Is(err, ErrUnanswered) {
-		t.Errorf("a message taken and not answered: %v", err)
+	// However far back.
+	if a, err := r.Message(ctx, "t", Message{ID: "far", Text: "asked again, long after"}, nil); err != nil || !a.Repeat || a.Seq != 2 || a.Text != "long ago answered" {
+		t.Errorf("a message id %d events back: %+v, %v", last-1, a, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl")); len(b) != len(buf) || len(m.Requests()) != 0 {
 		t.Fatalf("a repeated message wrote %d bytes or asked the model %d times", len(b)-len(buf), len(m.Requests()))
 	}
-	a, err := r.Message(ctx, "t", Message{ID: "far", Text: "asked again, long after"}, nil)
-	if err != nil || a.Repeat || a.Seq != last+2 || len(m.Requests()) != 1 {
-		t.Errorf("a message id past the last %d events: %+v, %v", repeatWindow, a, err)
+	// Taken and never answered, its turn goes on: the model is asked, the
+	// message is not written again.
+	a, err := r.Message(ctx, "t", Message{ID: "m-crashed", Text: "again"}, nil)
+	if err != nil || a.Repeat || a.Seq != last+1 || len(m.Requests()) != 1 {
+		t.Errorf("a message taken and not answered: %+v, %v", a, err)
+	}
+	if ev := readEvents(t, r, "t"); len(ev) != int(last)+1 || ev[last-1].ID != "m-crashed" || ev[last].Type != event.TypeAnswer {
+		t.Errorf("%d events after the turn went on, want %d", len(ev), last+1)
 	}
 }
 
-// repeatedWarm opens a conversation of 1,000 events and returns the look
-// for a new message's id in it.
-func repeatedWarm(tb testing.TB) func() {
+// repeatedWarm opens a conversation of n events and returns the look for
+// a new message's id in it.
+func repeatedWarm(tb testing.TB, n int) func() {
 	dir := filepath.Join(tb.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}
 	cdir, _ := r.Agent.Path(home.Chat, "t")
-	writeConversation(tb, cdir, "t", 1000)
+	writeConversation(tb, cdir, "t", n)
 	tt := &turn{r: r, thread: "t", dir: cdir}
 	tb.Cleanup(tt.close)
 	ctx := context.Background()
 	if err := tt.open(ctx, "log"); err != nil {
 		tb.Fatal(err)
 	}
+	if err := tt.catchUpIDs(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	m := Message{ID: "new"}
 	return func() {
-		if _, done, err := tt.repeated(ctx, Message{ID: "new"}); err != nil || done {
-			tb.Fatal(done, err)
+		if a, at, err := tt.repeated(ctx, &m); err != nil || a.Seq != 0 || at != 0 {
+			tb.Fatal(a, at, err)
 		}
 	}
 }
 
-// The look for a message's id decodes no event, so it allocates the same
-// for any events.
+// The look for a message's id reads a slot of the index and decodes no
+// event, so it allocates the same for any conversation.
 func TestRepeatedAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
 	const budget = 4
-	if n := testing.AllocsPerRun(100, repeatedWarm(t)); n > budget {
-		t.Errorf("looking for a message's id among %d events allocates %.0f times, over %d", repeatWindow, n, budget)
+	if n := testing.AllocsPerRun(100, repeatedWarm(t, 1000)); n > budget {
+		t.Errorf("looking for a message's id allocates %.0f times, over %d", n, budget)
 	}
 }
 
-// BenchmarkRepeated is the look for a message's id among the last events
-// that every message with an id costs, in the common case: not found.
+// BenchmarkRepeated is the look for a message's id that every message
+// costs, in the common case: not found. It does not grow with the events.
 func BenchmarkRepeated(b *testing.B) {
-	run := repeatedWarm(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		run()
+	for _, n := range []int{1000, 20000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			run := repeatedWarm(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				run()
+			}
+		})
 	}
 }

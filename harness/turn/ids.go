@@ -1,0 +1,294 @@
+package turn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The id index. A message's id is found however far back it is, at a cost
+// per turn that does not grow with the conversation: each conversation's
+// folder holds IDsFile, a hash table on disk of the ids of its messages,
+// each slot the id's hash and the seq of the message that carries it.
+// Finding an id reads one or two slots; adding one writes a slot and the
+// header; the table doubles (made again, written beside and renamed over)
+// once half full, so what growing costs is paid once per doubling.
+//
+// The index is derived: the events are the truth. Its header says through
+// which seq it holds every message, and a turn first adds the messages of
+// the events after that (those of the turn before, which wrote its
+// answers after its message), reading them newest first; a folder without
+// it, or with one damaged, has it made again from every event, once. A
+// hash found is checked against the event at its seq, so a collision or a
+// stale slot costs a read, never a wrong answer. It is written without a
+// sync: a process that dies keeps what it wrote (the kernel has it); a
+// machine that loses power may lose its last slots while the header
+// survives, and a message then found nowhere is asked again: removing the
+// file has it made again from the events.
+//
+//	header (idsHeader bytes, little-endian):
+//	  magic    [8]byte  "lnkids1\n"
+//	  slots    uint64   the table's size, a power of two
+//	  count    uint64   ids held
+//	  through  int64    every message up to this seq is held
+//	  lastMsg  int64    the seq of the conversation's last message, 0 for none
+//	  reserved [8]byte
+//	slots (slots × 16 bytes): hash uint64 (0: empty), seq int64
+const (
+	// IDsFile is the index's file name in a conversation's folder.
+	IDsFile    = "ids.index"
+	idsMagic   = "lnkids1\n"
+	idsHeader  = 48
+	idsSlot    = 16
+	idsMinSize = 64 // slots of a new table
+)
+
+// errIDsDamaged comes from openIDs when the file is not an index: it is
+// made again.
+var errIDsDamaged = errors.New("turn: id index damaged")
+
+// idHash is id's hash in the table; never 0, which marks an empty slot.
+// The table outlives the process, so the hash is fixed: FNV-1a, 64 bits,
+// with 0 taken as 1.
+func idHash[S string | []byte](id S) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// idIndex is one conversation's open index. It is for one turn at a time,
+// the turn that holds the conversation.
+type idIndex struct {
+	path    string
+	f       *os.File
+	slots   uint64
+	count   uint64
+	through int64
+	lastMsg int64
+	buf     [idsHeader]byte
+}
+
+// openIDs opens the index in dir, or makes an empty one (through 0) when
+// there is none or it is damaged.
+func openIDs(dir string) (*idIndex, error) {
+	path := filepath.Join(dir, IDsFile)
+	x := &idIndex{path: path}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return x, x.remake(nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the id index: %w", err)
+	}
+	x.f = f
+	if err := x.readHeader(); err != nil {
+		if !errors.Is(err, errIDsDamaged) {
+			f.Close()
+			return nil, err
+		}
+		return x, x.remake(nil)
+	}
+	return x, nil
+}
+
+func (x *idIndex) readHeader() error {
+	fi, err := x.f.Stat()
+	if err != nil {
+		return fmt.Errorf("the id index: %w", err)
+	}
+	if _, err := x.f.ReadAt(x.buf[:], 0); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errIDsDamaged
+		}
+		return fmt.Errorf("the id index: %w", err)
+	}
+	b := x.buf[:]
+	if string(b[:8]) != idsMagic {
+		return errIDsDamaged
+	}
+	le := binary.LittleEndian
+	x.slots, x.count = le.Uint64(b[8:]), le.Uint64(b[16:])
+	x.through, x.lastMsg = int64(le.Uint64(b[24:])), int64(le.Uint64(b[32:]))
+	if x.slots < idsMinSize || x.slots&(x.slots-1) != 0 || x.slots > 1<<40 || x.count >= x.slots ||
+		x.through < 0 || x.lastMsg < 0 || x.lastMsg > x.through ||
+		fi.Size() != int64(idsHeader+x.slots*idsSlot) {
+		return errIDsDamaged
+	}
+	return nil
+}
+
+// reset empties the index: it is made again from every event.
+func (x *idIndex) reset() error {
+	if x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
+	x.slots = 0
+	return x.remake(nil)
+}
+
+func (x *idIndex) close() {
+	if x != nil && x.f != nil {
+		x.f.Close()
+	}
+}
+
+// find returns the seqs whose slots hold id's hash: the message with id is
+// at one of them, or nowhere. Almost always one read of one slot.
+func (x *idIndex) find(id string) ([]int64, error) {
+	h := idHash(id)
+	var (
+		out  []int64
+		slot [idsSlot * 4]byte
+	)
+	mask := x.slots - 1
+	for i, n := h&mask, uint64(0); n < x.slots; {
+		k := min(uint64(len(slot)/idsSlot), x.slots-i) // read up to 4 slots, not past the end
+		if _, err := x.f.ReadAt(slot[:k*idsSlot], int64(idsHeader+i*idsSlot)); err != nil {
+			return nil, fmt.Errorf("the id index: %w", err)
+		}
+		for j := range k {
+			s := slot[j*idsSlot:]
+			got := binary.LittleEndian.Uint64(s)
+			if got == 0 {
+				return out, nil
+			}
+			if got == h {
+				out = append(out, int64(binary.LittleEndian.Uint64(s[8:])))
+			}
+		}
+		n += k
+		i = (i + k) & mask
+	}
+	return out, nil
+}
+
+// add adds id at seq, a message, and says the index holds every message
+// through seq.
+func (x *idIndex) add(id string, seq int64) error {
+	if err := x.put([]idEntry{{idHash(id), seq}}); err != nil {
+		return err
+	}
+	x.lastMsg = max(x.lastMsg, seq)
+	return x.setThrough(seq)
+}
+
+// idEntry is one slot's contents.
+type idEntry struct {
+	hash uint64
+	seq  int64
+}
+
+// put writes entries into their slots, the table doubled first when they
+// would fill it over half.
+func (x *idIndex) put(entries []idEntry) error {
+	if (x.count+uint64(len(entries)))*2 > x.slots {
+		return x.remake(entries)
+	}
+	var slot [idsSlot]byte
+	mask := x.slots - 1
+	for k, e := range entries {
+		i, probes := e.hash&mask, uint64(0)
+		for {
+			if _, err := x.f.ReadAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
+				return fmt.Errorf("the id index: %w", err)
+			}
+			if binary.LittleEndian.Uint64(slot[:]) == 0 {
+				break
+			}
+			if probes++; probes == x.slots { // full, its count wrong: made again from the slots it holds
+				return x.remake(entries[k:])
+			}
+			i = (i + 1) & mask
+		}
+		binary.LittleEndian.PutUint64(slot[:], e.hash)
+		binary.LittleEndian.PutUint64(slot[8:], uint64(e.seq))
+		if _, err := x.f.WriteAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
+			return fmt.Errorf("the id index: %w", err)
+		}
+		x.count++
+	}
+	return nil
+}
+
+// setThrough records that every message through seq is held.
+func (x *idIndex) setThrough(seq int64) error {
+	if seq <= x.through {
+		return nil
+	}
+	x.through = seq
+	return x.writeHeader()
+}
+
+func (x *idIndex) writeHeader() error {
+	b := x.buf[:]
+	clear(b)
+	copy(b, idsMagic)
+	le := binary.LittleEndian
+	le.PutUint64(b[8:], x.slots)
+	le.PutUint64(b[16:], x.count)
+	le.PutUint64(b[24:], uint64(x.through))
+	le.PutUint64(b[32:], uint64(x.lastMsg))
+	if _, err := x.f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("the id index: %w", err)
+	}
+	return nil
+}
+
+// remake writes the table again, twice as large as its ids and more need,
+// with more added, beside the old one, and renames it over. With no old
+// one (x.f nil) it is empty but for more, through 0.
+func (x *idIndex) remake(more []idEntry) error {
+	var old []idEntry
+	if x.f != nil && x.slots > 0 {
+		table := make([]byte, x.slots*idsSlot)
+		if _, err := x.f.ReadAt(table, idsHeader); err != nil {
+			return fmt.Errorf("the id index: %w", err)
+		}
+		for i := 0; i < len(table); i += idsSlot {
+			if h := binary.LittleEndian.Uint64(table[i:]); h != 0 {
+				old = append(old, idEntry{h, int64(binary.LittleEndian.Uint64(table[i+8:]))})
+			}
+		}
+	} else {
+		x.through, x.lastMsg = 0, 0
+	}
+	n := uint64(len(old) + len(more))
+	slots := uint64(idsMinSize)
+	for slots < 4*n {
+		slots *= 2
+	}
+	tmp := x.path + ".new"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("the id index: %w", err)
+	}
+	if err := f.Truncate(int64(idsHeader + slots*idsSlot)); err != nil {
+		f.Close()
+		return fmt.Errorf("the id index: %w", err)
+	}
+	if x.f != nil {
+		x.f.Close()
+	}
+	x.f, x.slots, x.count = f, slots, 0
+	if err := x.put(append(old, more...)); err != nil {
+		return err
+	}
+	if err := x.writeHeader(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, x.path); err != nil {
+		return fmt.Errorf("the id index: %w", err)
+	}
+	return nil
+}

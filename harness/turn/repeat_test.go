@@ -1,0 +1,529 @@
+package turn
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store/event"
+)
+
+// countServer is a real MCP server over streamable HTTP with one tool,
+// count, that counts its calls.
+func countServer(t testing.TB) (string, *atomic.Int64) {
+	t.Helper()
+	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
+	var calls atomic.Int64
+	s.AddTool(mcp.NewTool("count", mcp.WithString("text")), func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(fmt.Sprintf("call %d: %s", calls.Add(1), r.GetString("text", ""))), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	return ts.URL, &calls
+}
+
+// countRunner is a runner whose agent has web__count, and whose model is
+// scripted by script.
+func countRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server, *atomic.Int64) {
+	t.Helper()
+	url, calls := countServer(t)
+	r, m := toolRunner(t, script, tools.Server{Name: "web", URL: url})
+	return r, m, calls
+}
+
+// idsOf counts the messages in events carrying id.
+func idsOf(events []event.Event, id string) int {
+	n := 0
+	for _, e := range ofType(events, event.TypeMessage) {
+		if e.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// A retry after a turn of 31 tool calls (34 events) is told the same
+// answer, and no tool runs again.
+func TestRetryAfterManyCalls(t *testing.T) {
+	var calls strings.Builder
+	for i := range 31 {
+		fmt.Fprintf(&calls, "[[rule.call]]\nname = \"web__count\"\nargs = '{\"text\":\"%d\"}'\n", i)
+	}
+	r, m, counted := countRunner(t, parseScript(t, `
+[[rule]]
+match = "many"
+results = "no"
+`+calls.String()+`
+[[rule]]
+match = "many"
+results = "yes"
+text = "thirty-one counted"
+`))
+	ctx := context.Background()
+	first, err := r.Message(ctx, "t", Message{ID: "m-many", Text: "many calls"}, nil)
+	if err != nil || first.Text != "thirty-one counted" || counted.Load() != 31 {
+		t.Fatalf("%+v %v, %d calls", first, err, counted.Load())
+	}
+	asked := len(m.Requests())
+	again, err := r.Message(ctx, "t", Message{ID: "m-many", Text: "many calls"}, nil)
+	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
+		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
+	}
+	if counted.Load() != 31 || len(m.Requests()) != asked {
+		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-31, len(m.Requests())-asked)
+	}
+	if ev := readEvents(t, r, "t"); len(ev) != 34 || idsOf(ev, "m-many") != 1 {
+		t.Errorf("%d events, the id %d times", len(ev), idsOf(ev, "m-many"))
+	}
+}
+
+// A retry after 40 plain turns is told the same answer, and no tool runs
+// again.
+func TestRetryAfterFortyTurns(t *testing.T) {
+	r, m, counted := countRunner(t, parseScript(t, `
+[[rule]]
+match = "first"
+results = "no"
+[[rule.call]]
+name = "web__count"
+args = '{"text":"once"}'
+[[rule]]
+match = "first"
+results = "yes"
+text = "counted once"
+`))
+	ctx := context.Background()
+	first, err := r.Message(ctx, "t", Message{ID: "m-first", Text: "first"}, nil)
+	if err != nil || first.Text != "counted once" {
+		t.Fatalf("%+v %v", first, err)
+	}
+	for i := range 40 {
+		if _, err := r.Message(ctx, "t", Message{ID: fmt.Sprintf("m-%d", i), Text: fmt.Sprintf("plain %d", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asked := len(m.Requests())
+	again, err := r.Message(ctx, "t", Message{ID: "m-first", Text: "first"}, nil)
+	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
+		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
+	}
+	if counted.Load() != 1 || len(m.Requests()) != asked {
+		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-1, len(m.Requests())-asked)
+	}
+	if ev := readEvents(t, r, "t"); idsOf(ev, "m-first") != 1 {
+		t.Errorf("the id %d times", idsOf(ev, "m-first"))
+	}
+}
+
+// A message with no id sent again is one message: told the same answer,
+// nothing written, no tool run. The same words from another sender, or
+// once anything else was said, are a new message.
+func TestRetryWithoutID(t *testing.T) {
+	r, m, counted := countRunner(t, parseScript(t, `
+[[rule]]
+match = "count"
+results = "no"
+[[rule.call]]
+name = "web__count"
+args = '{"text":"once"}'
+[[rule]]
+match = "count"
+results = "yes"
+text = "counted"
+`))
+	ctx := context.Background()
+	ada := Message{Text: "count please", From: event.Sender{ID: "u1", Name: "Ada"}, Connection: "telegram"}
+	first, err := r.Message(ctx, "t", ada, nil)
+	if err != nil || counted.Load() != 1 {
+		t.Fatalf("%+v %v", first, err)
+	}
+	asked := len(m.Requests())
+	again, err := r.Message(ctx, "t", ada, nil)
+	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
+		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
+	}
+	if counted.Load() != 1 || len(m.Requests()) != asked {
+		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-1, len(m.Requests())-asked)
+	}
+	if ev := readEvents(t, r, "t"); len(ofType(ev, event.TypeMessage)) != 1 {
+		t.Fatalf("%d messages, want 1", len(ofType(ev, event.TypeMessage)))
+	}
+	bob := ada
+	bob.From = event.Sender{ID: "u2", Name: "Bob"}
+	if a, err := r.Message(ctx, "t", bob, nil); err != nil || a.Repeat {
+		t.Errorf("the same words from another sender: %+v %v", a, err)
+	}
+	if a, err := r.Message(ctx, "t", ada, nil); err != nil || a.Repeat {
+		t.Errorf("the same words once something else was said: %+v %v", a, err)
+	}
+	if ev := readEvents(t, r, "t"); len(ofType(ev, event.TypeMessage)) != 3 {
+		t.Errorf("%d messages, want 3", len(ofType(ev, event.TypeMessage)))
+	}
+}
+
+// failModel answers the requests named, by number from 1, with the 500 of
+// a scripted model, and the others with the scripted model it is given.
+type failModel struct {
+	model, fail http.Handler
+
+	mu sync.Mutex
+	// guarded by mu
+	n     int
+	fails map[int]bool
+}
+
+func newFailModel(script *scripted.Script, fails ...int) *failModel {
+	f := &failModel{
+		model: scripted.New(script),
+		fail:  scripted.New(&scripted.Script{Rules: []scripted.Rule{{Match: "any", Status: 500}}}),
+		fails: map[int]bool{},
+	}
+	for _, n := range fails {
+		f.fails[n] = true
+	}
+	return f
+}
+
+func (f *failModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.n++
+	fail := f.fails[f.n]
+	f.mu.Unlock()
+	if fail {
+		f.fail.ServeHTTP(w, r)
+		return
+	}
+	f.model.ServeHTTP(w, r)
+}
+
+func (f *failModel) asked() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// failRunner is a runner whose model is h, with web__count.
+func failRunner(t *testing.T, h http.Handler) (*Runner, *atomic.Int64) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	dir := filepath.Join(t.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	env := map[string]string{"LNK_MODEL_PROXY": srv.URL}
+	url, calls := countServer(t)
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}
+	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "web", URL: url}}, tools.Options{})
+	t.Cleanup(r.Tools.Close)
+	return r, calls
+}
+
+// A retry after the model's 500 is answered, and the conversation holds
+// the message once.
+func TestRetryAfterModelError(t *testing.T) {
+	f := newFailModel(&scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "answered at last"}}}, 1)
+	r, _ := failRunner(t, f)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil); err == nil || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("the first try: %v, want the model's 500", err)
+	}
+	a, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil)
+	if err != nil || a.Text != "answered at last" || a.Repeat || a.Seq != 2 {
+		t.Fatalf("the retry: %+v %v", a, err)
+	}
+	ev := readEvents(t, r, "t")
+	if types(ev) != "ma" || idsOf(ev, "m-1") != 1 {
+		t.Errorf("events %q, the id %d times", types(ev), idsOf(ev, "m-1"))
+	}
+	if again, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil); err != nil || !again.Repeat || again.Seq != 2 {
+		t.Errorf("once answered: %+v %v", again, err)
+	}
+}
+
+// A retry after a 500 that came once the tools ran runs none again: the
+// turn goes on from the results written.
+func TestRetryAfterModelErrorRunsNoToolAgain(t *testing.T) {
+	f := newFailModel(&scripted.Script{Rules: []scripted.Rule{
+		{Match: "three", Results: "no", Calls: []scripted.Call{{Name: "web__count", Args: `{"text":"a"}`}, {Name: "web__count", Args: `{"text":"b"}`}, {Name: "web__count", Args: `{"text":"c"}`}}},
+		{Match: "three", Results: "yes", Text: "three counted"},
+	}}, 2)
+	r, counted := failRunner(t, f)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{ID: "m-3", Text: "three"}, nil); err == nil || counted.Load() != 3 {
+		t.Fatalf("the first try: %v, %d calls", err, counted.Load())
+	}
+	a, err := r.Message(ctx, "t", Message{ID: "m-3", Text: "three"}, nil)
+	if err != nil || a.Text != "three counted" {
+		t.Fatalf("the retry: %+v %v", a, err)
+	}
+	if counted.Load() != 3 || f.asked() != 3 {
+		t.Errorf("the retry ran %d tools again; the model was asked %d times, want 3", counted.Load()-3, f.asked())
+	}
+	if ev := readEvents(t, r, "t"); types(ev) != "marrra" || idsOf(ev, "m-3") != 1 {
+		t.Errorf("events %q", types(ev))
+	}
+}
+
+// A turn that ended between two calls' results (a process killed) leaves
+// the second call unanswered: a retry makes that call, and only it.
+func TestRetryRunsOnlyUnansweredCalls(t *testing.T) {
+	f := newFailModel(&scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "both known"}}})
+	r, counted := failRunner(t, f)
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	os.MkdirAll(dir, 0o700)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var buf []byte
+	for i, e := range []event.Event{
+		{Thread: "t", Type: event.TypeMessage, ID: "m-2", Text: "two calls"},
+		{Type: event.TypeAnswer, Calls: []event.Call{{ID: "c1", Name: "web__count", Args: []byte(`{"text":"1"}`)}, {ID: "c2", Name: "web__count", Args: []byte(`{"text":"2"}`)}}},
+		{Type: event.TypeResult, CallID: "c1", Name: "web__count", Text: "call 0: 1"},
+	} {
+		e.Seq, e.Time = int64(i+1), at
+		buf = append(event.Append(buf, &e), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := r.Message(context.Background(), "t", Message{ID: "m-2", Text: "two calls"}, nil)
+	if err != nil || a.Text != "both known" || a.Seq != 5 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	ev := readEvents(t, r, "t")
+	if counted.Load() != 1 || types(ev) != "marra" || ev[3].CallID != "c2" {
+		t.Errorf("%d calls made, events %q, want only c2 made", counted.Load(), types(ev))
+	}
+}
+
+// gateFail is a model behind a gate (see modelGate) whose requests fail
+// with a 500 where the test says.
+func gateFail(t *testing.T, script *scripted.Script, fails ...int) (*Runner, *modelGate) {
+	t.Helper()
+	g := &modelGate{model: newFailModel(script, fails...), asked: make(chan int, 16), held: map[int]chan struct{}{}}
+	r, _ := failRunner(t, g)
+	return r, g
+}
+
+// sendCtx sends a message in the background with ctx.
+func sendCtx(ctx context.Context, r *Runner, thread string, m Message) <-chan told {
+	ch := make(chan told, 1)
+	go func() {
+		a, err := r.Message(ctx, thread, m, nil)
+		ch <- told{a, err}
+	}()
+	return ch
+}
+
+// A message that came while a turn ran, its caller gone, is answered when
+// that turn fails before taking it: it has a turn of its own.
+func TestQueuedBehindFailedTurn(t *testing.T) {
+	r, g := gateFail(t, &scripted.Script{Rules: []scripted.Rule{{Match: "bee", Text: "answer to bee"}}}, 1)
+	g.hold(1)
+	a := send(r, "t", Message{ID: "a", Text: "alpha"})
+	g.inCall(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := sendCtx(ctx, r, "t", Message{ID: "b", Text: "bee"})
+	waitTurn(t, r, "t", 1, 1)
+	cancel() // its caller is gone
+	g.release(1)
+	if o := <-a; o.err == nil {
+		t.Errorf("the failed turn's message: %+v, want the model's error", o.a)
+	}
+	got := wait(t, b)
+	if got.Text != "answer to bee" || got.Repeat {
+		t.Errorf("the queued message: %+v", got)
+	}
+	ev := readEvents(t, r, "t")
+	if types(ev) != "mma" || idsOf(ev, "b") != 1 || ev[2].Seq != got.Seq {
+		t.Errorf("events %q", types(ev))
+	}
+}
+
+// A message a turn took and wrote before failing is answered by a turn of
+// its own, which goes on from the conversation: it is not told the other
+// turn's error.
+func TestTakenByFailedTurn(t *testing.T) {
+	r, g := gateFail(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "bee", Text: "answer to bee"},
+		{Match: "alpha", Results: "no", Calls: []scripted.Call{{Name: "web__count", Args: `{"text":"a"}`}}},
+	}}, 2)
+	g.hold(1)
+	a := send(r, "t", Message{ID: "a", Text: "alpha"})
+	g.inCall(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := sendCtx(ctx, r, "t", Message{ID: "b", Text: "bee"})
+	waitTurn(t, r, "t", 1, 1)
+	cancel()
+	g.release(1) // the answer calls web__count; b is taken before the next call, which fails
+	if o := <-a; o.err == nil {
+		t.Errorf("the failed turn's message: %+v, want the model's error", o.a)
+	}
+	got := wait(t, b)
+	if got.Text != "answer to bee" {
+		t.Errorf("the taken message: %+v", got)
+	}
+	ev := readEvents(t, r, "t")
+	if types(ev) != "marma" || idsOf(ev, "b") != 1 || ev[4].Seq != got.Seq {
+		t.Errorf("events %q", types(ev))
+	}
+	// a's retry is told the answer after it.
+	if again, err := r.Message(context.Background(), "t", Message{ID: "a", Text: "alpha"}, nil); err != nil || !again.Repeat || again.Seq != got.Seq {
+		t.Errorf("a's retry: %+v %v", again, err)
+	}
+	if g.sent() != 3 {
+		t.Errorf("the model was asked %d times, want 3", g.sent())
+	}
+}
+
+// BenchmarkIDsPerTurn is what the id index costs a turn: opened, a new
+// message's id looked for and not found, added, the index closed; in an
+// index of n messages, for the cost not to grow with n.
+func BenchmarkIDsPerTurn(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			x, err := openIDs(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			entries := make([]idEntry, n)
+			for i := range entries {
+				entries[i] = idEntry{idHash(fmt.Sprintf("m-%d", i)), int64(2*i + 1)}
+			}
+			if err := x.put(entries); err != nil {
+				b.Fatal(err)
+			}
+			seq := int64(2*n + 1)
+			if err := x.setThrough(seq); err != nil {
+				b.Fatal(err)
+			}
+			x.close()
+			ids := make([]string, 0, 1<<16)
+			for i := range cap(ids) {
+				ids = append(ids, fmt.Sprintf("new-%d", i))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				x, err := openIDs(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := ids[i%len(ids)]
+				if found, err := x.find(id); err != nil || len(found) != 0 {
+					b.Fatal(found, err)
+				}
+				seq += 2
+				if err := x.add(id, seq); err != nil {
+					b.Fatal(err)
+				}
+				x.close()
+				i++
+				if i%len(ids) == 0 { // every id added: start again from the n
+					b.StopTimer()
+					os.Remove(filepath.Join(dir, IDsFile))
+					x, _ := openIDs(dir)
+					x.put(entries)
+					x.setThrough(seq)
+					x.close()
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
+
+// The index finds every id added across its doublings, and one damaged,
+// full with a wrong count, or of another size is made again, never trusted.
+func TestIDIndex(t *testing.T) {
+	dir := t.TempDir()
+	x, err := openIDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if err := x.add(fmt.Sprintf("id-%d", i), int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.close()
+	if x, err = openIDs(dir); err != nil || x.through != n || x.lastMsg != n || x.count != n {
+		t.Fatalf("reopened: %+v %v", x, err)
+	}
+	for i := range n {
+		if seqs, err := x.find(fmt.Sprintf("id-%d", i)); err != nil || !slices.Contains(seqs, int64(i+1)) {
+			t.Fatalf("id-%d: %v %v", i, seqs, err)
+		}
+	}
+	if seqs, _ := x.find("never"); len(seqs) != 0 {
+		t.Errorf("an id never added found at %v", seqs)
+	}
+	// Every slot taken, the header saying one: an add makes it again.
+	full := make([]byte, idsMinSize*idsSlot)
+	for i := 0; i < len(full); i += idsSlot {
+		binary.LittleEndian.PutUint64(full[i:], uint64(i+7))
+		binary.LittleEndian.PutUint64(full[i+8:], 1)
+	}
+	x.close()
+	path := filepath.Join(dir, IDsFile)
+	x = &idIndex{path: path}
+	if x.f, err = os.OpenFile(path, os.O_RDWR|os.O_TRUNC, 0); err != nil {
+		t.Fatal(err)
+	}
+	x.slots, x.count = idsMinSize, 1
+	x.f.WriteAt(full, idsHeader)
+	if err := x.add("after", 99); err != nil {
+		t.Fatal(err)
+	}
+	if seqs, err := x.find("after"); err != nil || !slices.Contains(seqs, 99) || x.slots <= idsMinSize {
+		t.Errorf("after a full table: %v %v, %d slots", seqs, err, x.slots)
+	}
+	x.close()
+	for _, damage := range [][]byte{[]byte("not an index"), nil, append([]byte(idsMagic), make([]byte, 40)...)} {
+		os.WriteFile(path, damage, 0o600)
+		x, err := openIDs(dir)
+		if err != nil || x.through != 0 || x.count != 0 {
+			t.Errorf("%q: %+v %v", damage, x, err)
+		}
+		x.close()
+	}
+}
+
+// A conversation whose index was removed has it made again from the
+// events: a retry is still found.
+func TestIDIndexRemade(t *testing.T) {
+	r, m, _ := countRunner(t, nil)
+	ctx := context.Background()
+	first, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := r.Message(ctx, "t", Message{ID: fmt.Sprintf("m-%d", i+2), Text: "more"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	if err := os.Remove(filepath.Join(dir, IDsFile)); err != nil {
+		t.Fatal(err)
+	}
+	asked := len(m.Requests())
+	if a, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil); err != nil || !a.Repeat || a.Seq != first.Seq || len(m.Requests()) != asked {
+		t.Errorf("a retry once the index was removed: %+v %v", a, err)
+	}
+}
