@@ -251,3 +251,53 @@ func TestCorruptionCutsAndFlips(t *testing.T) {
 	}
 	t.Logf("10000 flips of events.zst: %d reported as corruption, the others left every event whole", reported)
 }
+
+// FuzzRepairDamage takes any bytes as events.zst and the tail and repairs
+// them: the conversation then reads whole, Kept events from seq 1, and
+// takes the next event.
+func FuzzRepairDamage(f *testing.F) {
+	src := f.TempDir()
+	c, _ := Open(src)
+	c.foldEvents = 4
+	for seq := int64(1); seq <= 10; seq++ {
+		if err := c.Append(context.Background(), seq, smallEvent(seq)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	c.Close()
+	zst, _ := os.ReadFile(filepath.Join(src, FramesName))
+	tail, _ := os.ReadFile(filepath.Join(src, TailName))
+	f.Add(zst, tail)
+	f.Add(zst[:len(zst)/2], tail)
+	flipped := bytes.Clone(zst)
+	flipped[len(zst)-SealSize+12] ^= 1
+	f.Add(flipped, tail)
+	f.Add(zst, append(bytes.Clone(tail), "garbage\n{\"seq\":12"...))
+	f.Add(zst[:20], tail)
+	f.Fuzz(func(t *testing.T, zst, tail []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, FramesName), zst, FileMode)
+		os.WriteFile(filepath.Join(dir, TailName), tail, FileMode)
+		c := open(t, dir)
+		ctx := context.Background()
+		r, err := c.Repair(ctx)
+		if err != nil {
+			t.Fatalf("repair: %v", err)
+		}
+		n := int64(0)
+		err = c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+			if seq != n+1 {
+				t.Fatalf("seq %d after %d", seq, n)
+			}
+			n = seq
+			return true
+		})
+		if err != nil || n != r.Kept {
+			t.Fatalf("after repair %+v: read %d: %v", r, n, err)
+		}
+		next := smallEvent(n + 1)
+		if err := c.Append(ctx, n+1, next); err != nil {
+			t.Fatalf("append after repair %+v: %v", r, err)
+		}
+	})
+}
