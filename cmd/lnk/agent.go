@@ -22,6 +22,7 @@ const agentUsage = `usage:
   lnk agent chat list [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
+  lnk agent chat repair THREAD [--home DIR | --agent NAME]
 
 Every lnk agent command names its agent by its home folder, --home DIR, or by
 its name, --agent NAME, for $LNK_HOME/agents/NAME (LNK_HOME is ~/.lnk unless set).
@@ -30,7 +31,8 @@ lnk agent COMMAND --help says more of each.`
 const chatUsage = `usage:
   lnk agent chat list [--home DIR | --agent NAME]      the agent's conversations
   lnk agent chat show THREAD [--home DIR | --agent NAME]   a conversation's copy for people
-  lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]`
+  lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
+  lnk agent chat repair THREAD [--home DIR | --agent NAME]    a damaged conversation, made usable`
 
 func cmdAgent(args []string, getenv func(string) string) error {
 	switch {
@@ -56,8 +58,10 @@ func cmdChat(args []string, getenv func(string) string) error {
 		return cmdChatShow(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "convert":
 		return cmdChatConvert(args[1:], getenv)
+	case len(args) >= 1 && args[0] == "repair":
+		return cmdChatRepair(args[1:], getenv)
 	}
-	return usageError("lnk agent chat: list, show or convert")
+	return usageError("lnk agent chat: list, show, convert or repair")
 }
 
 // usageOf sets fs's usage: the line, what the command does, its flags.
@@ -173,6 +177,10 @@ func cmdChatShow(args []string, getenv func(string) string) error {
 	defer conv.Close()
 	w := bufio.NewWriter(os.Stdout)
 	if _, err := turn.WriteCopy(context.Background(), w, a.Name, conv); err != nil {
+		w.Flush() // what was whole before the damage
+		if errors.Is(err, store.ErrCorrupt) {
+			return fmt.Errorf("%w (lnk agent chat repair %s keeps what is whole)", err, pos[0])
+		}
 		return err
 	}
 	return w.Flush()

@@ -43,7 +43,7 @@ func cmdChatConvert(args []string, getenv func(string) string) error {
 		return err
 	}
 	defer opener.Close()
-	release, err := holdStopped(a.Dir)
+	release, err := holdStopped(a.Dir, "convert")
 	if err != nil {
 		return err
 	}
@@ -68,9 +68,9 @@ func cmdChatConvert(args []string, getenv func(string) string) error {
 	return nil
 }
 
-// holdStopped takes the agent's home exclusive, without waiting: a running
-// lnk-link-harness serve holds it shared.
-func holdStopped(dir string) (func(), error) {
+// holdStopped takes the agent's home exclusive, without waiting, for the
+// command what: a running lnk-link-harness serve holds it shared.
+func holdStopped(dir, what string) (func(), error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func holdStopped(dir string) (func(), error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if err == unix.EWOULDBLOCK {
-			return nil, fmt.Errorf("the agent is running (lnk-link-harness serve holds %s): stop it, then convert", dir)
+			return nil, fmt.Errorf("the agent is running, or another lnk agent chat command is (lnk-link-harness serve holds %s): stop it, then %s", dir, what)
 		}
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}

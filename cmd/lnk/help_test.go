@@ -49,6 +49,7 @@ func TestHelp(t *testing.T) {
 		{"lnk agent chat list --help", "-home"},
 		{"lnk agent chat show --help", "-agent"},
 		{"lnk agent chat convert --help", "-to"},
+		{"lnk agent chat repair --help", "lnk agent chat repair THREAD"},
 		{"lnk model --help", "lnk model show NAME"},
 		{"lnk model show --help", "LNK_MODEL_PROXY"},
 		{"lnk measure --help", "-agents"},

@@ -71,7 +71,24 @@ end after a seal; a unit cut short, as above; anything else (an unknown
 magic, a reserved block type, a seal whose numbers do not fit its frame, a
 frame that does not decompress to whole events with the seal's seqs) is a
 *CorruptError with the file and the offset, wrapping store.ErrCorrupt,
-never skipped.
+never skipped. A unit cut short whose events the tail does not hold (the
+tail is empty, or goes on after them) was whole once: that is damage too,
+reported at the unit's offset. A read forward from seq 1 hands out what is
+whole before damage, then reports it.
+
+# Damage, and what Repair does
+
+Damage is never repaired by a turn: only Repair (lnk agent chat repair,
+with the agent stopped) cuts it. It keeps the longest run of events from
+seq 1 that reads whole: the thread frame, the units that decompress to
+their seals' seqs, the tail's lines that follow them. What follows in
+events.zst goes to events.zst.damaged, what follows in the tail to
+events.jsonl.damaged (each as one record of the torn files' form, its
+first line also saying what was found there), durably before the file is
+cut; what a writer that stopped leaves goes to the torn files instead, as
+an Append would cut it. Cutting events.zst in the middle leaves the tail's
+events after a gap, so they go too. If the thread frame itself is cut, the
+tail's seq 1 names the thread again.
 
 # Memory
 
@@ -95,6 +112,10 @@ const (
 	TornTailName = "events.jsonl.torn"
 	// TornFramesName keeps the units cut short, cut off events.zst.
 	TornFramesName = "events.zst.torn"
+	// DamagedTailName and DamagedFramesName keep what Repair cuts off a
+	// damaged tail or events.zst.
+	DamagedTailName   = "events.jsonl.damaged"
+	DamagedFramesName = "events.zst.damaged"
 
 	// FileMode is the permission the files are created with.
 	FileMode = 0o600

@@ -35,8 +35,17 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 	}
 	defer c.trim()
 	var s snap
-	if ok, err := c.snapshot(ctx, &s, false); !ok {
-		return err
+	ok, err := c.snapshot(ctx, &s, false)
+	if err != nil {
+		if reverse || from != 1 || !s.whole {
+			return err
+		}
+		// Forward from the start, what is whole before the damage is
+		// read, and the damage reported after it.
+		return c.readBefore(ctx, &s, err, fn)
+	}
+	if !ok {
+		return nil
 	}
 	last := s.last()
 	if last == 0 {
@@ -302,4 +311,29 @@ func (c *Conversation) find(s *snap, seq int64) ([]byte, error) {
 		return false
 	})
 	return got, err
+}
+
+// readBefore reads forward from seq 1 what s holds whole before damage,
+// and returns damage, or nil if fn stopped first.
+func (c *Conversation) readBefore(ctx context.Context, s *snap, damage error, fn func(int64, []byte) bool) error {
+	if s.last() == 0 {
+		return damage
+	}
+	src := &c.fsrc
+	*src = fileSource{c: c}
+	if s.framed > 0 {
+		if err := src.init(); err != nil {
+			return err
+		}
+		src.size = s.end
+	}
+	stopped := false
+	err := c.readForward(ctx, s, src, 1, func(seq int64, ev []byte) bool {
+		stopped = !fn(seq, ev)
+		return !stopped
+	})
+	if err != nil || stopped {
+		return err
+	}
+	return damage
 }

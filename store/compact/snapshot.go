@@ -3,7 +3,9 @@ package compact
 import (
 	"bytes"
 	"context"
+	"fmt"
 
+	"github.com/valyala/fastjson"
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store/event"
@@ -59,6 +61,11 @@ type snap struct {
 	skip  int    // the bytes of lines at its start holding framed events
 	count int64  // the lines after those
 	tlast int64  // the seq of its last line; 0 when none is unframed
+
+	// whole says, beside an error of damage, that the fields above hold
+	// what is whole before it: the units before a damaged one, and the
+	// tail's lines before a damaged one.
+	whole bool
 }
 
 // last is the last seq of the conversation.
@@ -136,10 +143,11 @@ func (c *Conversation) framesEnd(s *snap) error {
 	}
 	// No seal at the end: a unit cut short follows the whole ones.
 	end, err := walkUnits(src, tend, func(u unit) bool { s.lastUnit = u; return true })
+	s.end, s.framed = end, s.lastUnit.last
 	if err != nil {
+		s.whole = true
 		return c.corrupt(err)
 	}
-	s.end, s.framed = end, s.lastUnit.last
 	return nil
 }
 
@@ -153,6 +161,7 @@ func (c *Conversation) readTail(s *snap) error {
 		return err
 	}
 	if n > maxTail {
+		s.whole = true
 		return c.corruptTail(0, "a tail of %d bytes, more than folds ever leave", n)
 	}
 	buf := grow(&c.tbuf, int(n))
@@ -162,11 +171,32 @@ func (c *Conversation) readTail(s *snap) error {
 	s.tsize = n
 	s.tend = int64(bytes.LastIndexByte(buf, '\n') + 1)
 	if n-s.tend > maxLine {
+		s.whole = true
 		return c.corruptTail(s.tend, "%d bytes after the last line end, more than one write makes", n-s.tend)
 	}
 	s.tail = buf[:s.tend]
+	if err := c.tailLines(s); err != nil {
+		return err
+	}
+	c.sawDuplicate = s.skip > 0
+	if s.count == 0 && s.end < s.zsize && s.threadEnd > 0 {
+		s.whole = true
+		return c.cutUnit(s)
+	}
+	return nil
+}
+
+// tailLines checks the tail's lines follow the framed events. At a damaged
+// line it cuts s.tail short before it, and says so with s.whole.
+func (c *Conversation) tailLines(s *snap) (err error) {
+	off := 0
+	defer func() {
+		if err != nil {
+			s.tail, s.whole = s.tail[:off], true
+		}
+	}()
 	want := int64(0) // the seq the next line must hold; 0 before the first
-	for off := 0; off < len(s.tail); {
+	for off < len(s.tail) {
 		i := bytes.IndexByte(s.tail[off:], '\n')
 		line := s.tail[off : off+i]
 		if len(line) > event.MaxBytes {
@@ -176,12 +206,19 @@ func (c *Conversation) readTail(s *snap) error {
 		if err != nil {
 			return c.corruptTail(int64(off), "not an event: %v", err)
 		}
+		// Append wrote valid JSON: a line that is not was changed since.
+		if err := fastjson.ValidateBytes(line); err != nil {
+			return c.corruptTail(int64(off), "not an event: not valid JSON: %v", err)
+		}
 		switch {
 		case want != 0 && seq != want:
 			return c.corruptTail(int64(off), "seq %d where %d was due", seq, want)
 		case seq <= s.framed:
 			s.skip = off + i + 1 // framed already: a fold stopped before emptying the tail
 		case seq != s.framed+1 && s.tlast == 0:
+			if s.end < s.zsize {
+				return c.cutUnit(s)
+			}
 			return c.corruptTail(int64(off), "the tail goes on at seq %d, the frames end at %d", seq, s.framed)
 		default:
 			s.count++
@@ -190,6 +227,12 @@ func (c *Conversation) readTail(s *snap) error {
 		want = seq + 1
 		off += i + 1
 	}
-	c.sawDuplicate = s.skip > 0
 	return nil
+}
+
+// cutUnit reports a unit cut short whose events the tail does not hold: a
+// fold cut short leaves them in the tail, so this unit was whole once, and
+// the events framed in it are lost from here.
+func (c *Conversation) cutUnit(s *snap) error {
+	return &CorruptError{Path: c.frames, Offset: s.end, Problem: fmt.Sprintf("a frame cut short, %d bytes, whose events the tail does not hold: the frames end at seq %d", s.zsize-s.end, s.framed)}
 }

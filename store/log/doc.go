@@ -47,7 +47,24 @@ store.ErrCorrupt) with the file and the offset of the line, and never
 skipped: a complete line that is not an event (event.SeqOf fails, or it is
 over the size limit), a line whose seq is not the one after the line before,
 a file whose first line is not seq 1, or more bytes after the last '\n' than
-one write makes. Reads check the lines they read, and only those.
+one write makes. Reads check the lines they read, and only those; a read
+forward from seq 1 hands out the lines before the damage, then reports it.
+
+# What is damaged, and what Repair does
+
+Damage is never repaired by a turn: only Repair (lnk agent chat repair,
+with the agent stopped) cuts it. It keeps the longest run of whole lines
+from the start holding seqs 1, 2, … in order, and moves every byte after it
+to events.jsonl.damaged beside the log, durably, before it cuts the log, as
+one record of the torn file's form whose first line also says what was
+found:
+
+	# events.jsonl offset 5678, 910 bytes, cut 2026-01-02T03:04:05Z: seq 9 where 7 was due\n
+	…the bytes cut, their '\n's included…\n
+
+A torn final line alone goes to events.jsonl.torn, as an Append would cut
+it. The lines moved may hold acknowledged events: they are for a person to
+look at, and nothing reads them again.
 
 # The lock
 
@@ -68,6 +85,10 @@ const (
 
 	// TornFileName is where repaired torn tails are kept, beside the log.
 	TornFileName = "events.jsonl.torn"
+
+	// DamagedFileName is where Repair keeps what it cuts off a damaged
+	// log, beside it.
+	DamagedFileName = "events.jsonl.damaged"
 
 	// FileMode is the permission the log and the torn file are created
 	// with: a conversation is its owner's alone.

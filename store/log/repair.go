@@ -1,10 +1,18 @@
 package log
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // repair cuts the torn final line [end, size) off the log, once its bytes
@@ -16,21 +24,40 @@ func (c *Conversation) repair(end, size int64) error {
 		// One write makes at most maxLine bytes: this is no torn write.
 		return c.corrupt(end, "%d bytes after the last line end, more than one write makes", n)
 	}
-	head := fmt.Appendf(nil, "%s %s offset %d, %d bytes, cut %s\n",
-		tornMark, FileName, end, n, time.Now().UTC().Format(time.RFC3339Nano))
-	rec := make([]byte, len(head)+int(n)+1)
-	copy(rec, head)
-	if err := c.readAt(rec[len(head):len(rec)-1], end); err != nil {
-		return c.shrunk(end, err)
+	if err := c.keep(TornFileName, end, n, ""); err != nil {
+		return err
 	}
-	rec[len(rec)-1] = '\n'
+	if err := c.f.Truncate(end); err != nil {
+		return fmt.Errorf("log: cut the torn tail of %s at offset %d: %w", c.path, end, err)
+	}
+	return nil
+}
 
-	path := filepath.Join(c.dir, TornFileName)
+// keep appends the log's bytes [off, off+n) to the file name beside it,
+// durably, as one record: a line saying where they were (and why, if why
+// is set), the bytes, and a '\n'.
+func (c *Conversation) keep(name string, off, n int64, why string) error {
+	head := fmt.Appendf(nil, "%s %s offset %d, %d bytes, cut %s", tornMark, FileName, off, n, time.Now().UTC().Format(time.RFC3339Nano))
+	if why != "" {
+		head = fmt.Appendf(head, ": %s", why)
+	}
+	head = append(head, '\n')
+	path := filepath.Join(c.dir, name)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
-		return fmt.Errorf("log: keep the torn tail of %s: %w", c.path, err)
+		return fmt.Errorf("log: keep what is cut off %s: %w", c.path, err)
 	}
-	_, err = f.Write(rec)
+	_, err = f.Write(head)
+	if err == nil {
+		var k int64
+		k, err = io.Copy(f, io.NewSectionReader(c.f, off, n))
+		if err == nil && k != n {
+			err = c.corrupt(off, "the file was cut short while read")
+		}
+	}
+	if err == nil {
+		_, err = f.Write([]byte{'\n'})
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -38,13 +65,111 @@ func (c *Conversation) repair(end, size int64) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("log: keep the torn tail of %s in %s: %w", c.path, path, err)
+		return fmt.Errorf("log: keep what is cut off %s in %s: %w", c.path, path, err)
 	}
-	if err := syncDir(c.dir); err != nil {
-		return err
+	return syncDir(c.dir)
+}
+
+// Repaired is what Repair did.
+type Repaired struct {
+	Kept int64 // the events kept: seqs 1 to Kept
+	Cuts []Cut // what it moved out of the log, if anything
+}
+
+// A Cut is bytes Repair moved out of a file of the conversation's folder:
+// From's bytes [Offset, Offset+Bytes), now at the end of To, beside it.
+type Cut struct {
+	From   string // the file's name
+	Offset int64
+	Bytes  int64
+	To     string // the file's name they were moved to
+	Why    string // the damage found at Offset, or that they were a torn final line
+}
+
+// Repair makes a damaged log usable again: it keeps the longest run of
+// whole lines from the start holding seqs 1, 2, … in order, and moves
+// everything after it beside the log: a torn final line alone to
+// events.jsonl.torn, as Append would, anything else to
+// events.jsonl.damaged, as one record like the torn file's whose first
+// line also says what was found at the offset. A log that is whole is
+// left as it is. It holds the writers' lock throughout; it is for a
+// conversation no turn is writing (lnk agent chat repair, with the agent
+// stopped), since the events it cuts may be what a reader just read.
+//
+// A Repair cut short leaves the log as it was, or whole: the bytes moved
+// are made durable beside it before the log is cut, so a Repair run again
+// keeps them a second time, never loses them.
+func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
+	if err := ctx.Err(); err != nil {
+		return Repaired{}, err
 	}
-	if err := c.f.Truncate(end); err != nil {
-		return fmt.Errorf("log: cut the torn tail of %s at offset %d: %w", c.path, end, err)
+	if _, err := os.Stat(c.path); errors.Is(err, fs.ErrNotExist) {
+		return Repaired{}, nil // nothing to repair, and nothing to create
 	}
-	return nil
+	if _, err := c.open(true); err != nil {
+		return Repaired{}, err
+	}
+	defer c.trim()
+	if err := flock.Lock(ctx, c.fd, unix.LOCK_EX); err != nil {
+		return Repaired{}, c.lockError(err)
+	}
+	defer flock.Unlock(c.fd)
+	st, err := c.stat()
+	if err != nil {
+		return Repaired{}, err
+	}
+	size := st.Size
+
+	// whole is where the whole lines end; why is what is wrong after it.
+	var whole int64
+	var why string
+	seq := int64(1)
+	f := forward{c: c, end: size, chunk: chunkSize}
+	for {
+		if err := ctx.Err(); err != nil {
+			return Repaired{}, err
+		}
+		line, off, err := f.next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			var s int64
+			if s, err = c.seqOf(line, off); err == nil && s != seq {
+				err = c.corrupt(off, "seq %d where %d was due", s, seq)
+			}
+		}
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			why = ce.Problem
+			break
+		}
+		if err != nil {
+			return Repaired{}, err
+		}
+		whole = off + int64(len(line)) + 1
+		seq++
+	}
+	r := Repaired{Kept: seq - 1}
+	if whole == size {
+		return r, nil
+	}
+	cut := Cut{From: FileName, Offset: whole, Bytes: size - whole, To: DamagedFileName, Why: why}
+	if why == "" {
+		if cut.Bytes <= maxLine {
+			cut.To, cut.Why = TornFileName, "a torn final line"
+		} else {
+			cut.Why = fmt.Sprintf("%d bytes after the last line end, more than one write makes", cut.Bytes)
+		}
+	}
+	if err := c.keep(cut.To, cut.Offset, cut.Bytes, cut.Why); err != nil {
+		return r, err
+	}
+	if err := c.f.Truncate(whole); err != nil {
+		return r, fmt.Errorf("log: cut %s at offset %d: %w", c.path, whole, err)
+	}
+	if err := c.sync(); err != nil {
+		return r, err
+	}
+	r.Cuts = append(r.Cuts, cut)
+	return r, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/valyala/fastjson"
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store/event"
@@ -101,13 +102,15 @@ func (c *Conversation) readEndOnce(size int64, n int) (end, error) {
 		}
 		e.end = size - k + int64(i+1)
 		e.back = backward{c: c, off: size - k, data: buf[:i+1]}
+		// Past here e keeps where complete lines end even when the last
+		// one is damaged: Read hands out the lines before the damage.
 		line, off, err := e.back.prev()
 		if err != nil {
-			return end{}, err
+			return e, err
 		}
 		seq, err := c.seqOf(line, off)
 		if err != nil {
-			return end{}, err
+			return e, err
 		}
 		e.last, e.line, e.off = seq, line, off
 		return e, nil
@@ -123,6 +126,10 @@ func (c *Conversation) seqOf(line []byte, off int64) (int64, error) {
 	seq, err := event.SeqOf(line)
 	if err != nil {
 		return 0, c.corrupt(off, "not an event: %v", err)
+	}
+	// Append wrote valid JSON: a line that is not was changed since.
+	if err := fastjson.ValidateBytes(line); err != nil {
+		return 0, c.corrupt(off, "not an event: not valid JSON: %v", err)
 	}
 	return seq, nil
 }
@@ -318,8 +325,20 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 	}
 	defer c.trim()
 	e, err := c.readEnd(ctx, chunkSize, false)
-	if err != nil || e.last == 0 {
-		return err
+	if err != nil {
+		if reverse || from != 1 || e.end == 0 {
+			return err
+		}
+		// The last line is damaged: what is before it is still read,
+		// forward from the start, and the damage reported where the
+		// read meets it.
+		return c.readBefore(ctx, &e, err, fn)
+	}
+	if e.last == 0 {
+		return nil
+	}
+	if !reverse && from == 1 {
+		return c.readForward(ctx, 0, 1, &e, fn) // seq 1 starts the file
 	}
 	if from <= 0 || (reverse && from > e.last) {
 		from = e.last
@@ -398,4 +417,19 @@ func (c *Conversation) readForward(ctx context.Context, off, seq int64, e *end, 
 		}
 		seq++
 	}
+}
+
+// readBefore reads forward from the start of a log whose end is damaged
+// (damage, from readEnd), up to the first damaged line: it returns the
+// error of that line, or damage, or nil if fn stopped before it.
+func (c *Conversation) readBefore(ctx context.Context, e *end, damage error, fn func(int64, []byte) bool) error {
+	stopped := false
+	err := c.readForward(ctx, 0, 1, e, func(seq int64, ev []byte) bool {
+		stopped = !fn(seq, ev)
+		return !stopped
+	})
+	if err != nil || stopped {
+		return err
+	}
+	return damage
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store/compact"
+	eventlog "lnk.dev/linkharness/store/log"
+)
+
+// cmdChatRepair repairs a damaged conversation of a stopped agent: it keeps
+// the events from seq 1 that read whole and moves the rest beside the
+// files (see Repair in store/log and store/compact).
+func cmdChatRepair(args []string, getenv func(string) string) error {
+	fs := flag.NewFlagSet("lnk agent chat repair", flag.ContinueOnError)
+	usageOf(fs, "lnk agent chat repair THREAD [--home DIR | --agent NAME]",
+		"Repairs a damaged conversation of a stopped agent, kept as a log or compact: keeps\nthe events from seq 1 that read whole, moves everything after them beside the files\n(events.jsonl.damaged, events.zst.damaged; what a writer that stopped left to the\n.torn files), and says what it kept and what it moved. A driver's conversation is\nrepaired with the driver's own tools.")
+	a, pos, opener, err := chatCommand(fs, args, getenv, 1, "lnk agent chat repair takes one THREAD")
+	if err != nil {
+		return err
+	}
+	defer opener.Close()
+	release, err := holdStopped(a.Dir, "repair")
+	if err != nil {
+		return err
+	}
+	defer release()
+	thread := pos[0]
+	dir, err := a.Path(home.Chat, thread)
+	if err != nil {
+		return err
+	}
+	kind, err := opener.Kind(dir)
+	if err != nil {
+		return err
+	}
+	return repairChat(context.Background(), os.Stdout, a, thread, dir, kind)
+}
+
+// repairChat repairs the conversation of thread in folder dir, kept the
+// way kind says, and says what it did on w.
+func repairChat(ctx context.Context, w io.Writer, a home.Agent, thread, dir, kind string) error {
+	var (
+		kept int64
+		cuts []eventlog.Cut
+	)
+	switch kind {
+	case "":
+		return fmt.Errorf("no conversation %q in %s", thread, a.Dir)
+	case "log":
+		c, err := eventlog.Open(dir)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		r, err := c.Repair(ctx)
+		if err != nil {
+			return err
+		}
+		kept, cuts = r.Kept, r.Cuts
+	case "compact":
+		c, err := compact.Open(dir)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		r, err := c.Repair(ctx)
+		if err != nil {
+			return err
+		}
+		kept = r.Kept
+		for _, cut := range r.Cuts {
+			cuts = append(cuts, eventlog.Cut(cut))
+		}
+	case "perevent":
+		return fmt.Errorf("%q is kept in the form before the log, which is read only: convert it (lnk agent chat convert --to log), then repair", thread)
+	default:
+		return fmt.Errorf("%q is kept by the driver %s: repair it with that store's own tools (lnk agent chat repair repairs the log and compact)", thread, kind)
+	}
+	if len(cuts) == 0 {
+		fmt.Fprintf(w, "%s is whole: %d events, nothing moved\n", thread, kept)
+		return nil
+	}
+	for _, c := range cuts {
+		fmt.Fprintf(w, "moved %d bytes of %s from offset %d to %s: %s\n", c.Bytes, c.From, c.Offset, c.To, c.Why)
+	}
+	fmt.Fprintf(w, "kept %d events of %s, seqs 1 to %d\n", kept, thread, kept)
+	// The copy for people may show events moved out: the next answer
+	// makes it again from the events.
+	if path, err := a.Path(home.ChatCopy, thread); err == nil {
+		if err := os.Remove(path); err == nil {
+			fmt.Fprintf(w, "removed %s, made again at the next answer\n", path)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/store/event"
+	eventlog "lnk.dev/linkharness/store/log"
+)
+
+// TestChatDamaged reads conversations damaged in the middle, small and
+// past what the server holds before it answers: the events and the copy
+// made from them are answered 500 naming the file and offset, never 200
+// with the events before the damage.
+func TestChatDamaged(t *testing.T) {
+	f := newFixture(t, nil)
+	get := func(path, accept string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s: the body: %v", path, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	// A big conversation, past what is held: 40 events of 40 KB.
+	big := filepath.Join(f.home, "chats", "big")
+	os.MkdirAll(big, 0o700)
+	l, _ := eventlog.Open(big)
+	for seq := int64(1); seq <= 40; seq++ {
+		e := event.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: event.TypeMessage, Text: strings.Repeat("x", 40<<10)}
+		if seq == 1 {
+			e.Thread = "big"
+		}
+		if err := l.Append(context.Background(), seq, event.Append(nil, &e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	for i := range 3 {
+		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"text":"message `+string(rune('0'+i))+`"}`); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	for _, c := range []struct {
+		thread string
+		line   int // the line damaged, from 0
+	}{{"t", 3}, {"big", 35}} {
+		path := filepath.Join(f.home, "chats", c.thread, eventlog.FileName)
+		b, _ := os.ReadFile(path)
+		at := 0
+		for range c.line {
+			at += bytes.IndexByte(b[at:], '\n') + 1
+		}
+		b[at+bytes.Index(b[at:], []byte(`"time":`))+6] = '!' // invalid JSON, the seq whole
+		os.WriteFile(path, b, 0o600)
+		os.Remove(filepath.Join(f.home, "chats", c.thread, "chat.md"))
+		for _, accept := range []string{"application/jsonl", ""} {
+			code, body := get("/v1/agents/ada/chats/"+c.thread, accept)
+			if code != http.StatusInternalServerError || !strings.Contains(body, "offset") || !strings.Contains(body, "store: corrupt") {
+				t.Errorf("%s, %q: %d %.200s", c.thread, accept, code, body)
+			}
+		}
+	}
+}
