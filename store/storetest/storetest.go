@@ -44,7 +44,11 @@ type Open func(t *testing.T, dir string) store.Driver
 
 // Run runs the suite against the stores open makes, each test in a store of
 // its own.
-func Run(t *testing.T, open Open) {
+func Run(t *testing.T, open Open) { run(t, open, "") }
+
+// run is Run for stores that keep conversations in the folder chats under
+// the one open is given (a plugin program, given an agent's home).
+func run(t *testing.T, open Open, chats string) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s *suite)
@@ -70,10 +74,11 @@ func Run(t *testing.T, open Open) {
 		{"LeaseRunsOut", testLeaseRunsOut},
 		{"HoldLease", testHoldLease},
 		{"Forget", testForget},
+		{"OwnNames", testOwnNames},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &suite{t: t, open: open, dir: t.TempDir()}
+			s := &suite{t: t, open: open, dir: t.TempDir(), chats: chats}
 			tt.fn(t, s)
 		})
 	}
@@ -81,11 +86,12 @@ func Run(t *testing.T, open Open) {
 
 // suite is one test's store.
 type suite struct {
-	t    *testing.T
-	open Open
-	dir  string
-	d    store.Driver
-	gen  int // counts opens
+	t     *testing.T
+	open  Open
+	dir   string
+	chats string // where under dir the store keeps conversations: "" or "chats"
+	d     store.Driver
+	gen   int // counts opens
 }
 
 // driver returns the store, opening it when it is not open.
