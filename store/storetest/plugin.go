@@ -42,16 +42,16 @@ func Plugin(t testing.TB, home string) *driver.Driver {
 // as lnk store-bridge serves it.
 func RunPlugin(t *testing.T, plugin func(t testing.TB, dir string) *driver.Driver) {
 	t.Run("Plugin", func(t *testing.T) {
-		run(t, func(t *testing.T, dir string) store.Driver { return plugin(t, dir) }, "chats")
+		RunHome(t, func(t *testing.T, dir string) store.Driver { return plugin(t, dir) })
 	})
 	t.Run("Bridge", func(t *testing.T) {
 		key := []byte("agent-key")
-		run(t, func(t *testing.T, dir string) store.Driver {
+		RunHome(t, func(t *testing.T, dir string) store.Driver {
 			p := plugin(t, dir)
 			srv := httptest.NewServer(driver.Handler(p, key))
 			t.Cleanup(srv.Close)
 			return bridged{driver.New(driver.NewHTTP(srv.URL, key, srv.Client())), p}
-		}, "chats")
+		})
 	})
 }
 
