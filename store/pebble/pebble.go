@@ -294,6 +294,11 @@ func step(it *pebble.Iterator, reverse bool) bool {
 // Close does nothing: a Conversation holds nothing open.
 func (c *Conversation) Close() error { return nil }
 
+// KeepsNoCopy says a conversation a driver keeps has no copy for people
+// (chat.md) beside it: its folder keeps only its marker and what is not an
+// event, and the copy is made from the events when one is asked for.
+func (c *Conversation) KeepsNoCopy() bool { return true }
+
 func (c *Conversation) leaseKey() []byte {
 	return append([]byte{leasePrefix}, c.thread...)
 }

@@ -289,6 +289,11 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 // Close does nothing: a Conversation holds nothing open.
 func (c *Conversation) Close() error { return nil }
 
+// KeepsNoCopy says a conversation a driver keeps has no copy for people
+// (chat.md) beside it: its folder keeps only its marker and what is not an
+// event, and the copy is made from the events when one is asked for.
+func (c *Conversation) KeepsNoCopy() bool { return true }
+
 // lease reads the lease's row in tx; no row is the zero Record.
 func (c *Conversation) lease(ctx context.Context, tx *sql.Tx) (lease.Record, error) {
 	var r lease.Record
