@@ -19,19 +19,7 @@ import (
 // when it was a log is taken away, since it would be read in place of the
 // events and never grow; the copy made from the events holds every turn.
 func TestNoCopyBesideADriversConversation(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	key := []byte("agent-key")
-	srv := httptest.NewServer(driver.Handler(db, key))
-	t.Cleanup(srv.Close)
-	d := driver.New(driver.NewHTTP(srv.URL, key, srv.Client()))
-	t.Cleanup(func() { d.Close() })
-
-	r, _ := newRunner(t, nil)
-	r.Open = func(dir, kind string) (store.Conversation, error) { return d.Open(filepath.Base(dir)) }
+	r, _ := driverRunner(t)
 	ctx := context.Background()
 	for _, text := range []string{"one", "two"} {
 		if _, err := r.Message(ctx, "t", Message{Text: text}, nil); err != nil {
@@ -63,4 +51,24 @@ func TestNoCopyBesideADriversConversation(t *testing.T) {
 			t.Errorf("the copy made from the events lacks %q:\n%s", want, made.String())
 		}
 	}
+}
+
+// driverRunner is newRunner with its conversations kept by SQLite, reached
+// as the harness reaches a driver: through the protocol's client, here
+// over the store bridge's handler. It returns the store too.
+func driverRunner(t *testing.T) (*Runner, *sqlite.Driver) {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	key := []byte("agent-key")
+	srv := httptest.NewServer(driver.Handler(db, key))
+	t.Cleanup(srv.Close)
+	d := driver.New(driver.NewHTTP(srv.URL, key, srv.Client()))
+	t.Cleanup(func() { d.Close() })
+	r, _ := newRunner(t, nil)
+	r.Open = func(dir, kind string) (store.Conversation, error) { return d.Open(filepath.Base(dir)) }
+	return r, db
 }
