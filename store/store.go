@@ -193,8 +193,10 @@ type Meta interface {
 type Narrower interface {
 	// NarrowTools keeps only the tools both in the conversation's list and
 	// in tools, and returns what is kept; the first narrowing keeps tools.
-	// A list only ever narrows. It is kept as the side datum ToolsMeta, a
-	// JSON array of names.
+	// An entry is a whole tool (memory) or one call (memory__search), and a
+	// whole tool holds each of its calls: memory then memory__search keeps
+	// memory__search. A list only ever narrows. It is kept as the side
+	// datum ToolsMeta, a JSON array of names.
 	NarrowTools(ctx context.Context, tools []string) ([]string, error)
 }
 

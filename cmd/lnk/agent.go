@@ -92,7 +92,7 @@ func agentFlags(fs *flag.FlagSet, getenv func(string) string) func() (home.Agent
 		if *name == "" {
 			return home.Agent{}, usageError("name the agent with --home DIR or --agent NAME")
 		}
-		if _, err := home.ThreadDir(*name); err != nil || home.Plain(*name) != nil {
+		if home.Plain(*name) != nil {
 			return home.Agent{}, fmt.Errorf("--agent %q is not a plain name", *name)
 		}
 		root := getenv("LNK_HOME")

@@ -163,7 +163,7 @@ func TestStoreBridgeProgram(t *testing.T) {
 func TestConformanceStoreBridgeProgram(t *testing.T) {
 	const key = "agent-key-2"
 	bin := buildPrograms(t)
-	storetest.Run(t, func(t *testing.T, dir string) store.Driver {
+	storetest.RunHome(t, func(t *testing.T, dir string) store.Driver {
 		b := startBridge(t, bin, dir, key)
 		return stopping{driver.New(driver.NewHTTP(b.url, []byte(key), nil)), func() { b.stop(t) }}
 	})

@@ -16,7 +16,11 @@
 //	files/                         the workspace its tools work in
 //	chats/<dir>/                   one conversation (events.jsonl, events.zst,
 //	                               store.<driver>, chat.md, tools.json, end, pending/)
-//	chats/events.sqlite            lnk-sqlite's file
+//	chats/events.sqlite            lnk-sqlite's file (and events.sqlite-wal, -shm)
+//	chats/events.pebble/           lnk-pebble's folder
+//
+// No thread's folder bears a name a store or the harness keeps for itself
+// (store.Reserved), so no path Path makes of a thread is one of theirs.
 //
 // Its errors, ErrBadName and ErrTooLarge, are also store.ErrBadName and
 // store.ErrTooLarge: a name or a size refused here and one refused by a

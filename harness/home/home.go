@@ -162,10 +162,14 @@ func chatFile(p Place) string {
 // [A-Za-z0-9._-] becomes '-' (telegram:42 is telegram-42). It refuses the
 // empty name, "." and "..", names over MaxThreadBytes, and names holding a
 // path separator or a control character, which no connection's thread
-// names hold and which only an attempt on the paths would send. Two threads can
-// map to one folder (telegram:42 and telegram-42); the conversation keeps its
-// whole name in its first event, and a turn refuses a thread whose folder
-// holds another.
+// names hold and which only an attempt on the paths would send. It refuses
+// too a thread whose folder would bear a name the stores or the harness keep
+// for themselves beside the conversations' folders or in them
+// (store.Reserved: events.sqlite, events.pebble, store.sqlite, chat.md,
+// end …), which would be taken for the store's own file and break every
+// conversation it keeps. Two threads can map to one folder (telegram:42 and
+// telegram-42); the conversation keeps its whole name in its first event,
+// and a turn refuses a thread whose folder holds another.
 func ThreadDir(thread string) (string, error) {
 	switch {
 	case thread == "":
@@ -188,7 +192,11 @@ func ThreadDir(thread string) (string, error) {
 			b[i] = '-'
 		}
 	}
-	return string(b), nil
+	dir := string(b)
+	if store.Reserved(dir) {
+		return "", fmt.Errorf("%w: thread name %q: its folder would be %q, a name the stores keep for themselves", ErrBadName, thread, dir)
+	}
+	return dir, nil
 }
 
 // ModelParts splits a model name into its maker and model (maker/model, as

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lnk.dev/linkharness/store"
 )
 
 func TestThreadDir(t *testing.T) {
@@ -99,9 +101,48 @@ func TestPath(t *testing.T) {
 	}
 }
 
+// A thread whose folder would be a name a store or the harness keeps for
+// itself under chats/ is refused by the one function that makes paths of
+// names, whatever the place and the case; names beside them are taken.
+func TestPathRefusesReservedNames(t *testing.T) {
+	a := Agent{Name: "ada", Dir: "/h/ada"}
+	for _, thread := range []string{
+		"events.sqlite", "events.sqlite-wal", "events.sqlite-shm", "events.sqlite-journal",
+		"events.pebble", "events.jsonl", "events.zst", "events.jsonl.torn", "events.zst.torn",
+		"Events.SQLite", "EVENTS.PEBBLE", "events.", "events.anything a driver makes",
+		"store.sqlite", "store.pebble", "store.", "Store.Kept",
+		"chat.md", "Chat.MD", "tools.json", "end", "END", "pending", "Pending",
+		"x.torn", "telegram:42.torn",
+	} {
+		for _, p := range []Place{Chat, ChatEvents, ChatFrames, ChatCopy, ChatTools, ChatEnd, ChatPending} {
+			if got, err := a.Path(p, thread); !errors.Is(err, ErrBadName) {
+				t.Errorf("Path(%d, %q) = %q, %v; want ErrBadName", p, thread, got, err)
+			}
+		}
+	}
+	for _, tc := range []struct{ thread, dir string }{
+		{"events", "events"},
+		{"events:sqlite", "events-sqlite"},
+		{"my.events.sqlite", "my.events.sqlite"},
+		{"store", "store"},
+		{"chat.md.old", "chat.md.old"},
+		{"ending", "ending"},
+		{"pending:1", "pending-1"},
+		{"x.torn.md", "x.torn.md"},
+		// A conversion's folder is <dir>~convert, and no thread's folder
+		// holds '~'.
+		{"x~convert", "x-convert"},
+	} {
+		got, err := a.Path(Chat, tc.thread)
+		if want := "/h/ada/chats/" + tc.dir; err != nil || got != filepath.FromSlash(want) {
+			t.Errorf("Path(Chat, %q) = %q, %v; want %q", tc.thread, got, err, want)
+		}
+	}
+}
+
 // Every path stays inside the home, whatever the name.
 func FuzzPathInside(f *testing.F) {
-	for _, s := range []string{"telegram:42", "../../etc", "a/b", "ollama/qwen3:8b", "..", "x\x00y"} {
+	for _, s := range []string{"telegram:42", "../../etc", "a/b", "ollama/qwen3:8b", "..", "x\x00y", "events.sqlite", "x~convert"} {
 		f.Add(s)
 	}
 	a := Agent{Name: "ada", Dir: "/h/ada"}
@@ -114,6 +155,9 @@ func FuzzPathInside(f *testing.F) {
 			rel, err := filepath.Rel(a.Dir, got)
 			if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
 				t.Fatalf("Path(%d, %q) = %q leaves the home", p, name, got)
+			}
+			if p == Chat && (store.Reserved(filepath.Base(got)) || strings.HasSuffix(got, "~convert")) {
+				t.Fatalf("Path(Chat, %q) = %q, a name the stores keep", name, got)
 			}
 		}
 	})

@@ -34,23 +34,39 @@ func (o *Only) mayOffer(tool string) bool {
 	return false
 }
 
-// Narrow is a narrowing narrowed again by a later list: the entries in
-// both, never more than either, sorted and without repeats; a nil old is no
-// narrowing yet. It is the rule a store's NarrowTools keeps, so a
-// conversation narrows the same wherever it is kept. Entries are compared
-// whole: give a tool's calls by name (Set.Expand) to narrow within it.
+// Narrow is a narrowing narrowed again by a later list: what both allow,
+// sorted and without repeats; a nil old is no narrowing yet. A whole tool
+// (memory) allows each of its calls (memory__search), so an entry of either
+// list is kept when the other names it or its whole tool: memory then
+// memory__search is memory__search, and so is memory__search then memory.
+// It never allows what either list does not, and never drops what both
+// allow by name, whether or not the tool's calls are known yet. It is the
+// rule a store's NarrowTools keeps (store/internal/rules), so a
+// conversation narrows the same wherever it is kept.
 func Narrow(old *Only, later []string) *Only {
 	later = clean(later)
 	if old == nil {
 		return &Only{Entries: later}
 	}
-	out := []string{}
+	var out []string
 	for _, e := range later {
-		if slices.Contains(old.Entries, e) {
+		if slices.ContainsFunc(old.Entries, func(o string) bool { return within(e, o) }) {
 			out = append(out, e)
 		}
 	}
-	return &Only{Entries: out}
+	for _, o := range old.Entries {
+		if slices.ContainsFunc(later, func(e string) bool { return within(o, e) }) {
+			out = append(out, o)
+		}
+	}
+	return &Only{Entries: clean(out)}
+}
+
+// within says whether entry e is allowed by entry a: it is a, or one call
+// of the whole tool a.
+func within(e, a string) bool {
+	tool, _, isCall := strings.Cut(e, "__")
+	return e == a || isCall && tool == a
 }
 
 // clean trims, sorts and dedupes entries, dropping empty ones.

@@ -125,6 +125,16 @@ func TestNarrow(t *testing.T) {
 		{[]string{"a", "b"}, []string{"b"}, []string{"b"}},
 		{[]string{"a"}, []string{"c"}, []string{}},
 		{[]string{}, []string{"a"}, []string{}},
+		// A whole tool allows each of its calls, whichever list names it,
+		// before its calls are known.
+		{[]string{"memory"}, []string{"memory__search"}, []string{"memory__search"}},
+		{[]string{"memory__search"}, []string{"memory"}, []string{"memory__search"}},
+		{[]string{"file", "memory"}, []string{"memory__read", "memory__search", "run"}, []string{"memory__read", "memory__search"}},
+		{[]string{"memory__read", "memory__search"}, []string{"memory__search", "file"}, []string{"memory__search"}},
+		{[]string{"memory"}, []string{"memory", "memory__search"}, []string{"memory", "memory__search"}},
+		{[]string{"memory__search"}, []string{"memory__read"}, []string{}},
+		{[]string{"memory"}, []string{"memoryx__search", "mem__search"}, []string{}}, // another tool's calls
+		{[]string{"memory__search"}, []string{"memory__search__x"}, []string{}},      // a call of memory, not of memory__search
 	} {
 		var old *Only
 		if c.old != nil {
@@ -153,6 +163,18 @@ func TestNarrowFile(t *testing.T) {
 		t.Fatalf("a wider list widened: %v %v", o, err)
 	}
 	if o, _ := ReadOnly(a, "sub:1"); !slices.Equal(o.Entries, []string{"x__a", "x__b"}) {
+		t.Fatalf("read back: %v", o.Entries)
+	}
+	// Narrowed to a whole tool, then to one of its calls before its list
+	// is known: the call is kept.
+	if _, err := NarrowFile(a, "sub:2", []string{"memory"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err = NarrowFile(a, "sub:2", []string{"memory__search"})
+	if err != nil || !slices.Equal(o.Entries, []string{"memory__search"}) {
+		t.Fatalf("memory, then memory__search: %v %v", o, err)
+	}
+	if o, _ := ReadOnly(a, "sub:2"); !o.offers("memory__search") || o.offers("memory__read") {
 		t.Fatalf("read back: %v", o.Entries)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 
@@ -20,6 +21,13 @@ import (
 // was said since the one before to its end, closed by a mark naming the
 // answer's seq; when the copy does not end with the mark of the answer
 // before, it is made again from every event.
+//
+// It is kept beside a log only. A compact conversation keeps none (it would
+// take most of what compression saves), nor does one a driver keeps, whose
+// folder holds only its marker and what is not an event; a conversation says
+// so with KeepsNoCopy. lnk agent chat show and the harness's GET of a
+// conversation make such a copy from the events (WriteCopy), and Link
+// Memory makes its own.
 
 // copyMark closes each answer's part of the copy: an HTML comment, which
 // Markdown shows as nothing.
@@ -58,12 +66,17 @@ func AppendCopy(dst []byte, agent string, events []event.Event) []byte {
 // before this turn's, which the turn already holds. events are the window
 // as read (its first n) and then everything the turn appended.
 func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error {
-	if k, ok := t.conv.(interface{ KeepsNoCopy() bool }); ok && k.KeepsNoCopy() {
-		return nil // a compact conversation: lnk agent chat show makes the copy from the events
-	}
 	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
 	if err != nil {
 		return err
+	}
+	if k, ok := ability[interface{ KeepsNoCopy() bool }](t.conv); ok && k.KeepsNoCopy() {
+		// A copy left from when the conversation was a log would be read
+		// in place of the events, and never grow again.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	}
 	// The answer before this turn's, and what came after it.
 	prev, from := int64(0), 0

@@ -113,7 +113,7 @@ func oldFiles(kind, to string, toolsKept bool) func(string) bool {
 	return func(name string) bool {
 		switch {
 		case name == "chat.md":
-			return to == "compact" // a compact conversation keeps no copy
+			return to != "log" // only a log keeps a copy for people beside it
 		case name == toolsFile:
 			return toolsKept
 		case kind == "log":

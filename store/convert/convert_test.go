@@ -106,9 +106,8 @@ func logHome(t *testing.T) (string, string, []byte) {
 }
 
 // TestRoundTrip converts a log to compact, to a driver and back: every
-// event comes back byte for byte, what else the folder held moves along, a
-// compact conversation keeps no chat.md, and a driver that cannot forget
-// is told of.
+// event comes back byte for byte, what else the folder held moves along,
+// only a log keeps chat.md, and a driver that cannot forget is told of.
 func TestRoundTrip(t *testing.T) {
 	chats, dir, orig := logHome(t)
 	var warned []string
@@ -133,8 +132,8 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("after to %s: %v", step.to, err)
 			}
 		}
-		if step.to == "compact" && exists(filepath.Join(dir, "chat.md")) {
-			t.Error("a compact conversation kept chat.md")
+		if step.to != "log" && exists(filepath.Join(dir, "chat.md")) {
+			t.Errorf("a conversation kept as %s kept chat.md", step.to)
 		}
 		if m, _ := filepath.Glob(filepath.Join(chats, "*"+Suffix)); len(m) != 0 {
 			t.Errorf("to %s: left behind %v", step.to, m)

@@ -173,6 +173,11 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 // Close does nothing: a Conversation holds nothing.
 func (c *Conversation) Close() error { return nil }
 
+// KeepsNoCopy says a conversation a driver keeps has no copy for people
+// (chat.md) beside it: its folder keeps only its marker and what is not an
+// event, and the copy is made from the events when one is asked for.
+func (c *Conversation) KeepsNoCopy() bool { return true }
+
 // Lease calls lease.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
 	token, _, err := c.LeaseFrom(ctx, holder, ttl)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/lease"
@@ -62,8 +63,14 @@ type convLock struct {
 }
 
 // Open opens the database in folder dir, making it when it is not there.
+// The folder and what it holds are their owner's alone (0700 and 0600),
+// pebble making the folder, so that its parent is synced; a folder made
+// before with a wider mode is given 0700 where it can be.
 func Open(dir string) (*Driver, error) {
-	opts := &pebble.Options{Logger: quiet{}}
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		os.Chmod(dir, fi.Mode().Perm()&^0o077) // as far as it goes: the database is read either way
+	}
+	opts := &pebble.Options{Logger: quiet{}, FS: privateFS{vfs.Default}}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
@@ -286,6 +293,11 @@ func step(it *pebble.Iterator, reverse bool) bool {
 
 // Close does nothing: a Conversation holds nothing open.
 func (c *Conversation) Close() error { return nil }
+
+// KeepsNoCopy says a conversation a driver keeps has no copy for people
+// (chat.md) beside it: its folder keeps only its marker and what is not an
+// event, and the copy is made from the events when one is asked for.
+func (c *Conversation) KeepsNoCopy() bool { return true }
 
 func (c *Conversation) leaseKey() []byte {
 	return append([]byte{leasePrefix}, c.thread...)

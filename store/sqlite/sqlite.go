@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -74,8 +75,12 @@ type Driver struct {
 }
 
 // Open opens the file at path, making it and its tables when they are not
-// there.
+// there. The file is its owner's alone (0600), and so are the -wal and
+// -shm beside it, which SQLite makes with the file's mode.
 func Open(path string) (*Driver, error) {
+	if err := private(path); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.Itoa(int(BusyTimeout/time.Millisecond)))
 	q.Set("_journal_mode", "WAL")
@@ -108,6 +113,22 @@ func Open(path string) (*Driver, error) {
 		return nil, d.errorf("schema version %d, this program knows %d", v, SchemaVersion)
 	}
 	return d, nil
+}
+
+// private makes the file at path, empty and 0600, when it is not there:
+// SQLite would make it 0644, readable by every user of the machine, and
+// takes an empty file as a new database. A file made so before is made
+// 0600 too where it can be (its owner's, on a disk that takes writes).
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		f.Chmod(fi.Mode().Perm() &^ 0o077) // as far as it goes: the file is read either way
+	}
+	return nil
 }
 
 func (d *Driver) errorf(format string, args ...any) error {
@@ -267,6 +288,11 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 
 // Close does nothing: a Conversation holds nothing open.
 func (c *Conversation) Close() error { return nil }
+
+// KeepsNoCopy says a conversation a driver keeps has no copy for people
+// (chat.md) beside it: its folder keeps only its marker and what is not an
+// event, and the copy is made from the events when one is asked for.
+func (c *Conversation) KeepsNoCopy() bool { return true }
 
 // lease reads the lease's row in tx; no row is the zero Record.
 func (c *Conversation) lease(ctx context.Context, tx *sql.Tx) (lease.Record, error) {

@@ -42,11 +42,11 @@ func Plugin(t testing.TB, home string) *driver.Driver {
 // as lnk store-bridge serves it.
 func RunPlugin(t *testing.T, plugin func(t testing.TB, dir string) *driver.Driver) {
 	t.Run("Plugin", func(t *testing.T) {
-		Run(t, func(t *testing.T, dir string) store.Driver { return plugin(t, dir) })
+		RunHome(t, func(t *testing.T, dir string) store.Driver { return plugin(t, dir) })
 	})
 	t.Run("Bridge", func(t *testing.T) {
 		key := []byte("agent-key")
-		Run(t, func(t *testing.T, dir string) store.Driver {
+		RunHome(t, func(t *testing.T, dir string) store.Driver {
 			p := plugin(t, dir)
 			srv := httptest.NewServer(driver.Handler(p, key))
 			t.Cleanup(srv.Close)

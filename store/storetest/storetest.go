@@ -44,7 +44,14 @@ type Open func(t *testing.T, dir string) store.Driver
 
 // Run runs the suite against the stores open makes, each test in a store of
 // its own.
-func Run(t *testing.T, open Open) {
+func Run(t *testing.T, open Open) { run(t, open, "") }
+
+// RunHome is Run for stores given an agent's home, which keep its
+// conversations under the home's chats folder, as a plugin program does
+// (lnk-sqlite keeps chats/events.sqlite).
+func RunHome(t *testing.T, open Open) { run(t, open, "chats") }
+
+func run(t *testing.T, open Open, chats string) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s *suite)
@@ -70,10 +77,11 @@ func Run(t *testing.T, open Open) {
 		{"LeaseRunsOut", testLeaseRunsOut},
 		{"HoldLease", testHoldLease},
 		{"Forget", testForget},
+		{"OwnNames", testOwnNames},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &suite{t: t, open: open, dir: t.TempDir()}
+			s := &suite{t: t, open: open, dir: t.TempDir(), chats: chats}
 			tt.fn(t, s)
 		})
 	}
@@ -81,11 +89,12 @@ func Run(t *testing.T, open Open) {
 
 // suite is one test's store.
 type suite struct {
-	t    *testing.T
-	open Open
-	dir  string
-	d    store.Driver
-	gen  int // counts opens
+	t     *testing.T
+	open  Open
+	dir   string
+	chats string // where under dir the store keeps conversations: "" or "chats"
+	d     store.Driver
+	gen   int // counts opens
 }
 
 // driver returns the store, opening it when it is not open.
@@ -498,6 +507,24 @@ func testNarrowTools(t *testing.T, s *suite) {
 	if m, ok := c.(store.Meta); ok {
 		if b, err := m.MetaGet(bg, store.ToolsMeta); err != nil || string(b) != "[]" {
 			t.Fatalf("the side datum %q: %q, %v", store.ToolsMeta, b, err)
+		}
+	}
+	// A whole tool allows each of its calls (tool__call), whichever list
+	// names it, so a later list of calls narrows within it: narrowed to
+	// memory, then to memory__search, a conversation may call
+	// memory__search, never nothing.
+	n = ability[store.Narrower](t, s.conv("narrow-calls"))
+	steps = []struct{ narrow, want []string }{
+		{[]string{"memory", "file__read"}, []string{"file__read", "memory"}},
+		{[]string{"memory__search", "memory__read", "file", "run"}, []string{"file__read", "memory__read", "memory__search"}},
+		{[]string{"memory"}, []string{"memory__read", "memory__search"}},
+		{[]string{"memory__search", "memoryx__read"}, []string{"memory__search"}},
+		{[]string{"memory__read"}, []string{}},
+	}
+	for i, st := range steps {
+		got, err := n.NarrowTools(bg, st.narrow)
+		if err != nil || !slices.Equal(got, st.want) {
+			t.Fatalf("calls, step %d: narrowing to %q: %q, %v; want %q", i, st.narrow, got, err, st.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -82,7 +83,12 @@ func Event(seq int64, ev []byte) error {
 
 // Narrow returns the tool list after narrowing: kept, the side datum as it
 // is (nil when the conversation was never narrowed), narrowed to tools. It
-// returns the new list and the side datum to write.
+// returns the new list and the side datum to write. An entry is a whole
+// tool (memory) or one call (memory__search), and a whole tool allows each
+// of its calls: an entry of either list is kept when the other names it or
+// its whole tool, so memory then memory__search is memory__search. It is
+// harness/tools' Narrow, so a conversation narrows the same wherever it is
+// kept.
 func Narrow(kept []byte, tools []string) ([]string, []byte, error) {
 	next := slices.Clone(tools)
 	if kept != nil {
@@ -90,7 +96,14 @@ func Narrow(kept []byte, tools []string) ([]string, []byte, error) {
 		if err := json.Unmarshal(kept, &had); err != nil {
 			return nil, nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
 		}
-		next = slices.DeleteFunc(next, func(t string) bool { return !slices.Contains(had, t) })
+		next = slices.DeleteFunc(next, func(t string) bool {
+			return !slices.ContainsFunc(had, func(h string) bool { return within(t, h) })
+		})
+		for _, h := range had {
+			if slices.ContainsFunc(tools, func(t string) bool { return within(h, t) }) {
+				next = append(next, h)
+			}
+		}
 	}
 	slices.Sort(next)
 	next = slices.Compact(next)
@@ -99,4 +112,11 @@ func Narrow(kept []byte, tools []string) ([]string, []byte, error) {
 	}
 	b, err := json.Marshal(next)
 	return next, b, err
+}
+
+// within says whether tool list entry e is allowed by entry a: it is a, or
+// one call (a__call) of the whole tool a.
+func within(e, a string) bool {
+	tool, _, isCall := strings.Cut(e, "__")
+	return e == a || isCall && tool == a
 }

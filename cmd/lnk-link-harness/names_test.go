@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// buildSQLite builds lnk-sqlite beside the harness, where it finds it,
+// once per test binary.
+var buildSQLite = sync.OnceValue(func() error {
+	bin, err := build()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-sqlite"), "lnk.dev/linkharness/cmd/lnk-sqlite")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build lnk-sqlite: %v\n%s", err, out)
+	}
+	return nil
+})
+
+// post sends a message to thread and returns the status and the body.
+func (h *harness) post(t *testing.T, thread, text string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/"+thread+"/messages", strings.NewReader(`{"text":"`+text+`"}`))
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// With conversations kept by lnk-sqlite in chats/events.sqlite, a message
+// to a thread whose folder would bear a name the stores or the harness
+// keep for themselves is refused with 400, before the file is made and
+// after, and every other thread keeps its turns; no such folder is made.
+func TestReservedThreadNames(t *testing.T) {
+	if err := buildSQLite(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
+	os.Mkdir(h.home, 0o700)
+	os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "sqlite"}}`), 0o600)
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
+	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, h.log, "lnk-link-harness",
+		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	h.url, h.cmd = "http://"+addr, cmd
+
+	reserved := []string{
+		"events.sqlite", "events.sqlite-wal", "events.sqlite-shm", "events.pebble", "Events.SQLite",
+		"events.jsonl", "events.zst.torn", "store.sqlite", "chat.md", "tools.json", "end", "pending",
+	}
+	refused := func(when string) {
+		t.Helper()
+		for _, thread := range reserved {
+			if code, body := h.post(t, thread, "hello"); code != http.StatusBadRequest || !strings.Contains(body, "keep for themselves") {
+				t.Errorf("%s: a message to %q: %d %s, want 400 saying why", when, thread, code, body)
+			}
+		}
+	}
+	answered := func(when string, threads ...string) {
+		t.Helper()
+		for _, thread := range threads {
+			if code, body := h.post(t, thread, "hello"); code != http.StatusOK {
+				t.Fatalf("%s: a message to %q: %d %s", when, thread, code, body)
+			}
+		}
+	}
+	refused("before the file is made")
+	answered("after the refusals", "a", "telegram:42")
+	refused("once the file is there")
+	answered("after the refusals again", "a", "b", "telegram:42")
+
+	chats := filepath.Join(h.home, "chats")
+	if fi, err := os.Stat(filepath.Join(chats, "events.sqlite")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("chats/events.sqlite: %v, %v; want a file of mode 0600", fi, err)
+	}
+	ents, err := os.ReadDir(chats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if got := strings.Join(dirs, " "); got != "a b telegram-42" {
+		t.Errorf("chats/ holds the folders %s, want a b telegram-42", got)
+	}
+}
