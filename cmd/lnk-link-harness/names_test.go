@@ -2,30 +2,13 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
-
-// buildSQLite builds lnk-sqlite beside the harness, where it finds it,
-// once per test binary.
-var buildSQLite = sync.OnceValue(func() error {
-	bin, err := build()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-sqlite"), "lnk.dev/linkharness/cmd/lnk-sqlite")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build lnk-sqlite: %v\n%s", err, out)
-	}
-	return nil
-})
 
 // post sends a message to thread and returns the status and the body.
 func (h *harness) post(t *testing.T, thread, text string) (int, string) {
