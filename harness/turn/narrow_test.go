@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
@@ -33,7 +34,7 @@ func TestNarrowingKeptByADriver(t *testing.T) {
 		}
 		return only.Entries
 	}
-	for _, step := range []struct {
+	for i, step := range []struct {
 		tools, want []string
 	}{
 		{[]string{"memory__search", "file"}, []string{"memory__search"}},
@@ -41,7 +42,7 @@ func TestNarrowingKeptByADriver(t *testing.T) {
 		{[]string{"memory", "run"}, []string{"memory__search"}},
 		{[]string{"file"}, []string{}},
 	} {
-		if _, err := r.Message(ctx, "sub", Message{Text: "go", Tools: step.tools}, nil); err != nil {
+		if _, err := r.Message(ctx, "sub", Message{ID: strconv.Itoa(i), Text: "go", Tools: step.tools}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := kept(); !slices.Equal(got, step.want) {
