@@ -204,6 +204,7 @@ func (s *soak) run(ctx context.Context) error {
 		}
 		break
 	}
+	stopSending() // the callers too, if a restart failed
 	wg.Wait()
 	srv := s.current()
 	if err != nil {
