@@ -21,6 +21,18 @@
 // and time the calls they answer. The latency added by the harness is then
 // given for the messages with a tool call and for those without.
 //
+// Soak (`lnk loadgen --soak DURATION`) is the same harness under faults
+// rather than load: a few callers send one agent turns, a third of them
+// calling a tool; the process is SIGKILLed every 0.5 to 3 s and started
+// again on the same home; a sixth of the requests are dropped by their
+// caller mid-turn, and every message cut short is sent again with its id
+// until it is answered. After each kill, and at the end, every log is read
+// back and checked: each answer acknowledged with 200 is at its seq byte
+// for byte, seqs run from 1 with no gap, no message id is written twice
+// and none is acknowledged with two answers. Its randomness comes from one
+// seed, printed. The run is bounded by its duration (at most an hour) and
+// its callers (at most 64).
+//
 // Every loop is bounded: the messages by their count, the run by MaxTime
 // and each message by Timeout; memory samples by maxSamples.
 package loadgen

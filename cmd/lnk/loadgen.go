@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,11 +38,16 @@ func cmdLoadgen(args []string) error {
 	profile := fs.String("profile", "", "write the harness's CPU profile of the run to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	soak := fs.Duration("soak", 0, "instead of measuring, soak one agent for this long (at most 1h): turns, tool calls, SIGKILLs of the harness, callers dropped and retried, checking its logs after each kill; exits non-zero on any violation")
+	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("loadgen: unexpected arguments %q", fs.Args())
+	}
+	if *soak != 0 {
+		return runSoak(*harness, *soak, *seed, *quiet, *jsonOut)
 	}
 	cfg := loadgen.Config{
 		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare,
@@ -71,4 +78,34 @@ func cmdLoadgen(args []string) error {
 		return res.WriteJSON(os.Stdout)
 	}
 	return res.WriteTable(os.Stdout)
+}
+
+// runSoak is `lnk loadgen --soak DURATION`.
+func runSoak(harness string, d time.Duration, seed uint64, quiet, jsonOut bool) error {
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	cfg := loadgen.SoakConfig{Program: harness, Duration: d, Seed: seed, Progress: os.Stderr}
+	if quiet {
+		cfg.Progress = nil
+	}
+	fmt.Fprintf(os.Stderr, "lnk loadgen: soak for %v, --seed %d\n", d, seed)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := loadgen.Soak(ctx, cfg)
+	if res != nil {
+		if jsonOut {
+			json.NewEncoder(os.Stdout).Encode(res)
+		} else {
+			fmt.Printf("soak of %.0f s, seed %d: %d turns (%d with a tool call), %d kills, %d drops, %d retries, %d refused, %d checks; violations: %d\n",
+				res.Seconds, res.Seed, res.Turns, res.ToolTurns, res.Kills, res.Drops, res.Retries, res.Refused, res.Checks, len(res.Violations))
+			for _, v := range res.Violations {
+				fmt.Println("  " + v)
+			}
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("loadgen: interrupted; the harness it started is stopped")
+	}
+	return err
 }
