@@ -1,0 +1,60 @@
+package disk
+
+import (
+	"context"
+	"io/fs"
+)
+
+// FS opens files and makes their names durable.
+type FS interface {
+	// OpenFile opens name with flag, one of os.O_RDONLY, os.O_RDWR|os.O_CREATE
+	// and os.O_WRONLY|os.O_APPEND|os.O_CREATE, creating the file with perm.
+	// A missing file opened without os.O_CREATE is an error wrapping
+	// fs.ErrNotExist.
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+
+	// Stat says what name is; a missing name is an error wrapping
+	// fs.ErrNotExist.
+	Stat(name string) (fs.FileInfo, error)
+
+	// SyncDir makes the names in the folder dir durable: a file created
+	// in it survives a crash only once SyncDir(dir) has returned.
+	SyncDir(dir string) error
+}
+
+// File is an open file. It is for one goroutine at a time.
+type File interface {
+	Name() string
+	ReadAt(b []byte, off int64) (int, error)
+	WriteAt(b []byte, off int64) (int, error)
+	// Write appends, for a file opened with os.O_APPEND.
+	Write(b []byte) (int, error)
+	Truncate(size int64) error
+
+	// Sync makes the file's data and size durable (fdatasync). After it
+	// fails, nothing written since the last good Sync may be trusted: the
+	// caller closes the file and opens it again.
+	Sync() error
+
+	// Stat returns the file's size and a stamp that changes whenever its
+	// data or size does, so a reader can tell it read a file that did not
+	// change under it.
+	Stat() (Info, error)
+
+	// Lock takes the file's flock, exclusive or shared. A flock belongs to
+	// the open file: it serializes holders in one process and across
+	// processes, and goes when its holder closes the file or dies. Without
+	// a deadline or cancellation on ctx it waits as long as it takes.
+	Lock(ctx context.Context, exclusive bool) error
+	// Unlock lets go of the flock.
+	Unlock()
+
+	Close() error
+}
+
+// Info is what File.Stat returns: no allocation, so a read may take it
+// twice.
+type Info struct {
+	Size    int64
+	Changed int64 // the status change time in nanoseconds, or a counter
+}

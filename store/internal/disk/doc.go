@@ -1,0 +1,13 @@
+// Package disk is the filesystem the stores that keep a conversation in
+// files (the log and compact) go through: every open, read, write, sync,
+// truncate, directory sync and flock they make is a call on an FS or a
+// File, so a test can stand another filesystem in the real one's place.
+//
+// OS is the real one. A crashable in-memory FS, which keeps only what was
+// synced when it crashes and can fail any operation, lets crash and fault
+// tests stop a store at every write, sync and truncate exactly, with no
+// process killed and no clock.
+//
+// The stores rename nothing: a new file is made by opening it with
+// os.O_CREATE and made durable by SyncDir on its folder.
+package disk
