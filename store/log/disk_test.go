@@ -96,3 +96,24 @@ func TestAppendIntoEmptyLog(t *testing.T) {
 		t.Errorf("after a crash the last is %d (%v), want 1", last, err)
 	}
 }
+
+// lying is a store that says every Append succeeded.
+type lying struct{ store.Conversation }
+
+func (l lying) Append(ctx context.Context, seq int64, event []byte) error {
+	l.Conversation.Append(ctx, seq, event)
+	return nil
+}
+
+// TestFaultsCatchLies shows the fault loop catches a store that
+// acknowledges an Append that failed.
+func TestFaultsCatchLies(t *testing.T) {
+	r := disktest.FaultLoop(t, func(fsys disk.FS, dir string) (store.Conversation, error) {
+		c, err := openOn(fsys, dir)
+		return lying{c}, err
+	}, disktest.Options{Events: 20})
+	if len(r.Violations) == 0 {
+		t.Fatal("a store that acknowledges failed appends passed the fault loop")
+	}
+	t.Logf("%d violations; the first: %s", len(r.Violations), r.Violations[0])
+}

@@ -436,10 +436,10 @@ func (r *FaultReport) run(ctx context.Context, open Open, script [][]byte, m *di
 		}
 	})
 	c, failed, err := appendAll(ctx, m, open, script, from, func(seq int) error {
-		r.Survived++
 		if err := verify(ctx, m.Crash(), open, script, seq, seq); err != nil {
 			return errSurvived{fmt.Errorf("seq %d was acknowledged after a fault, and a crash image then: %w", seq, err)}
 		}
+		r.Survived++
 		return nil
 	})
 	if es := (errSurvived{}); errors.As(err, &es) {
