@@ -26,6 +26,7 @@ var statuses = []struct {
 	{store.ErrGap, http.StatusConflict},
 	{store.ErrStaleLease, http.StatusConflict},
 	{settings.ErrBadSpec, http.StatusInternalServerError},
+	{turn.ErrTimeout, http.StatusGatewayTimeout}, // the whole turn past [turn] timeout: what it had is written
 	{model.ErrTooLong, http.StatusBadGateway},
 	{model.ErrUnavailable, http.StatusBadGateway},
 	{model.ErrCut, http.StatusBadGateway},
@@ -58,6 +59,8 @@ func errorMessage(err error) string {
 	switch {
 	case errors.Is(err, settings.ErrBadSpec):
 		return "the agent's settings: " + err.Error()
+	case errors.Is(err, turn.ErrTimeout):
+		return err.Error()
 	case status(err) == http.StatusBadGateway, status(err) == http.StatusGatewayTimeout:
 		return "the model: " + err.Error()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,56 @@ func TestStopEndsTurn(t *testing.T) {
 			evs := readEvents(t, r, "t")
 			if evs[0].Type != event.TypeMessage || evs[0].Text != text || evs[len(evs)-1].Text != "hi" {
 				t.Errorf("events %+v", evs)
+			}
+		})
+	}
+}
+
+// withTurnTimeout writes a [turn] timeout of d into r's agent's settings.
+func withTurnTimeout(t *testing.T, r *Runner, d time.Duration) {
+	t.Helper()
+	s := settings.Defaults()
+	s.Turn.Timeout = settings.Duration(d)
+	if err := settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A turn is ended at [turn] timeout whatever it waits on, a tool whose
+// own limit is far off or a model that said part of its answer and went
+// quiet: the turn fails with ErrTimeout saying its time, what it had is
+// written (the call's result saying why, the part of the answer said), and
+// the next message is answered.
+func TestTurnTimeoutEndsTurn(t *testing.T) {
+	const limit = time.Second
+	for _, where := range []string{"tool", "model"} {
+		t.Run(where, func(t *testing.T) {
+			sc := parseScript(t, hangScript)
+			sc.Rules = append(sc.Rules, scripted.Rule{Match: "stall", Text: "an answer that stops", Chunks: 4, Stall: true, AfterChunks: 1})
+			called := make(chan struct{}, 1)
+			r, _ := toolRunner(t, sc, tools.Server{Name: "slow", URL: hangServer(t, called), Timeout: time.Hour})
+			withTurnTimeout(t, r, limit)
+			text := map[string]string{"tool": "hang on", "model": "stall"}[where]
+			var streamed strings.Builder
+			_, err := message(t, r, "t", Message{ID: "m1", Text: text}, func(frag string) { streamed.WriteString(frag) })
+			if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "of 1s") {
+				t.Fatalf("error %v, want %v saying 1s", err, ErrTimeout)
+			}
+			evs := readEvents(t, r, "t")
+			last := evs[len(evs)-1]
+			switch where {
+			case "tool":
+				if last.Type != event.TypeResult || !strings.Contains(last.Error, "ran past its time of 1s") {
+					t.Errorf("the last event %+v, want the hanging call's result saying the turn's time", last)
+				}
+			case "model":
+				if last.Type != event.TypeAnswer || last.Text == "" || last.Text != streamed.String() || len(last.Calls) != 0 {
+					t.Errorf("the last event %+v, want the answer's part streamed, %q", last, streamed.String())
+				}
+			}
+			a, err := message(t, r, "t", Message{ID: "m2", Text: "hello"}, nil)
+			if err != nil || a.Text != "hi" {
+				t.Fatalf("the next message: %+v, %v", a, err)
 			}
 		})
 	}

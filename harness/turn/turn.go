@@ -32,7 +32,18 @@ var (
 	// process stopped and the turn ran past its grace. What it wrote stays;
 	// the next turn takes the conversation from there.
 	ErrStopped = errors.New("turn: ended by the process's stop")
+	// ErrTimeout comes when a turn ran past its [turn] timeout: its model
+	// and tool calls were ended there, the calls' results and the text the
+	// model had said so far were written, and nothing more. The next turn
+	// takes the conversation from there.
+	ErrTimeout = errors.New("turn: ran past its time")
 )
+
+// DefaultTimeout is a turn's whole time, every round of model and tool
+// calls together, when the spec's [turn] timeout does not say: room for
+// every round of a slow model and slow tools, short of a turn that never
+// ends.
+const DefaultTimeout = time.Hour
 
 // MaxTextBytes is the longest message text taken.
 const MaxTextBytes = 256 << 10
@@ -227,6 +238,7 @@ type turn struct {
 	window    *[]event.Event    // the slice the window is decoded into, given back when the turn ends
 	ids       *idIndex          // the conversation's id index; nil once it could not be written
 	resumed   int64             // the seq of the message when a turn that ended first took it: this one goes on from it
+	timeout   time.Duration     // the turn's whole time, [turn] timeout
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -259,6 +271,30 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err != nil {
 		return Answer{}, err
 	}
+	ctx, cancel := t.withTimeout(ctx, &s)
+	defer cancel()
+	a, err := t.steps(ctx, s, m, onText)
+	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) {
+		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
+	}
+	return a, err
+}
+
+// withTimeout is ctx ended at the turn's time, [turn] timeout, with a
+// cause that is ErrTimeout and says the time.
+func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.Context, context.CancelFunc) {
+	t.timeout = time.Duration(s.Turn.Timeout)
+	if t.timeout <= 0 {
+		t.timeout = DefaultTimeout
+	}
+	return context.WithTimeoutCause(ctx, t.timeout, fmt.Errorf("%w of %v", ErrTimeout, t.timeout))
+}
+
+// pastTime says whether ctx, a turn's, was ended by the turn's time.
+func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrTimeout) }
+
+// steps are a turn's steps once its settings are read.
+func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText func(string)) (Answer, error) {
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
