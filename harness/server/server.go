@@ -329,6 +329,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 				sse.event("error", errorBody{Error: msg})
 				return
 			}
+			if ra := retryAfter(res.err); ra != "" {
+				w.Header().Set("Retry-After", ra)
+			}
 			writeError(w, code, "%s", msg)
 			return
 		}

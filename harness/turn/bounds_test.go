@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -206,5 +210,69 @@ func TestTurnTimeoutEndsTurn(t *testing.T) {
 				t.Fatalf("the next message: %+v, %v", a, err)
 			}
 		})
+	}
+}
+
+// holdFolder takes the flock of thread's folder from an open file of its
+// own, as another process's turn (or one stuck) would, and returns what
+// lets it go.
+func holdFolder(t *testing.T, r *Runner, thread string) (release func()) {
+	t.Helper()
+	dir, err := r.Agent.Path(home.Chat, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { unix.Close(fd) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// A turn whose conversation's folder is locked by another process's turn
+// that never ends waits no longer than the turn's time: ErrBusy, nothing
+// of the message written; once the lock is let go the message is
+// answered. A caller that leaves ends the wait too.
+func TestFolderLockWaitBounded(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	withTurnTimeout(t, r, time.Second)
+	release := holdFolder(t, r, "t")
+	_, err := message(t, r, "t", Message{ID: "m1", Text: "hello"}, nil)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "ran past its time of 1s") {
+		t.Fatalf("error %v, want %v saying the turn's time", err, ErrBusy)
+	}
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	if b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl")); len(b) != 0 {
+		t.Errorf("the refused message was written:\n%s", b)
+	}
+
+	ctx, leave := context.WithCancel(context.Background())
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := r.Message(ctx, "t", Message{ID: "m1", Text: "hello"}, nil)
+		waiting <- err
+	}()
+	leave()
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrBusy) {
+			t.Errorf("the caller that left: %v, want %v or %v", err, context.Canceled, ErrBusy)
+		}
+	case <-time.After(guard):
+		t.Fatalf("a caller that left still waits on the folder after %v", guard)
+	}
+
+	release()
+	if a, err := message(t, r, "t", Message{ID: "m1", Text: "hello"}, nil); err != nil || a.Text == "" {
+		t.Fatalf("once let go: %+v, %v", a, err)
 	}
 }

@@ -37,6 +37,11 @@ var (
 	// model had said so far were written, and nothing more. The next turn
 	// takes the conversation from there.
 	ErrTimeout = errors.New("turn: ran past its time")
+	// ErrBusy comes when the conversation's folder stayed locked by
+	// another process's turn (or a process stuck holding it) until the
+	// turn's time or its caller ran out; nothing of the message is
+	// written, and sending it again later may be answered.
+	ErrBusy = errors.New("turn: the conversation is held by another process's turn")
 )
 
 // DefaultTimeout is a turn's whole time, every round of model and tool
@@ -118,11 +123,12 @@ func (m *Message) Check() error {
 // the answer is appended and returned. onText, if not nil, gets the answer's
 // text as it streams. The turn runs to its end even when ctx is done, since
 // its calls were made and its answer belongs in the conversation either way;
-// ctx only bounds waiting for the conversation's previous turn, until a
-// turn has taken the message to steer it: one handed back then has its own
-// turn whatever ctx says, so it is never dropped. A message taken before
-// (see repeat.go) is told its answer again, or has its turn go on. Only the
-// Runner's Stop ends a turn before its end.
+// ctx only bounds waiting for the conversation's previous turn, in this
+// process or another (ErrBusy), until a turn has taken the message to
+// steer it: one handed back then has its own turn whatever ctx says, so it
+// is never dropped. A message taken before (see repeat.go) is told its
+// answer again, or has its turn go on. Only the Runner's Stop and the
+// turn's time ([turn] timeout, ErrTimeout) end a turn before its end.
 //
 // When a turn of the conversation runs in this process, the message steers
 // it instead (see steer.go): that turn appends it and answers it, and
@@ -177,6 +183,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	if r.Stop != nil && r.Stop.Err() != nil {
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
+	caller := ctx
 	ctx = context.WithoutCancel(ctx)
 	if r.Stop != nil {
 		var cancel context.CancelCauseFunc
@@ -186,7 +193,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	}
 
 	start := r.now()
-	t := &turn{r: r, thread: thread, dir: dir, in: h.in}
+	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller}
 	defer t.close()
 	a, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
@@ -224,7 +231,8 @@ type turn struct {
 	r      *Runner
 	thread string
 	dir    string
-	in     *inbox // the messages that steer it
+	in     *inbox          // the messages that steer it
+	caller context.Context // the caller's: bounds waiting for another process's turn, as for one here
 	conv   store.Conversation
 	dec    event.Decoder
 	buf    []byte
@@ -274,7 +282,7 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	ctx, cancel := t.withTimeout(ctx, &s)
 	defer cancel()
 	a, err := t.steps(ctx, s, m, onText)
-	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) {
+	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrBusy) {
 		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
 	}
 	return a, err
