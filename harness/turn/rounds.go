@@ -41,6 +41,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	if t.offer != nil {
 		req.Tools = t.offer.Tools()
 	}
+	first := 0
 	if t.resumed != 0 { // the calls the turn that ended first made and never ran
 		if calls := unansweredCalls(events, t.resumed); len(calls) > 0 {
 			results, err := t.runCalls(ctx, calls)
@@ -49,12 +50,19 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 				return nil, nil, err
 			}
 		}
+		// The rounds the turns before spent on the message count: a
+		// message whose turns keep failing is not given every round again
+		// at each retry.
+		var err error
+		if first, err = t.roundsSpent(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	var (
 		reply *event.Event
 		said  strings.Builder // what the model said of its answer so far, kept if the turn's time ends it
 	)
-	for round := 0; ; round++ {
+	for round := first; ; round++ {
 		if round > MaxRounds {
 			t.in.close() // the call for those that steered it past the last round is the turn's last
 		}
@@ -121,6 +129,35 @@ func (t *turn) keepSaid(ctx context.Context, s *settings.Settings, cp window.Che
 	if _, err := t.appendAnswer(context.WithoutCancel(ctx), s, &model.Response{Text: said}, cp, events); err != nil {
 		t.log().Error("the answer cut at the turn's time not written", "error", err)
 	}
+}
+
+// roundsSpent is how many rounds the turns before spent on the message at
+// t.resumed: the answers after it, each one model call. They are read from
+// the conversation, since the window may begin after the message.
+func (t *turn) roundsSpent(ctx context.Context) (int, error) {
+	n := 0
+	var (
+		e    event.Event
+		derr error
+	)
+	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
+		if seq <= t.resumed {
+			return false
+		}
+		t.read += int64(len(ev))
+		if err := t.dec.Decode(ev, &e); err != nil {
+			derr = fmt.Errorf("event %d: %w", seq, err)
+			return false
+		}
+		if e.Type == event.TypeAnswer {
+			n++
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return n, err
 }
 
 // withNote is msgs with note added to the last user message, or as a user
