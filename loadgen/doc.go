@@ -28,8 +28,11 @@
 // caller mid-turn, and every message cut short is sent again with its id
 // until it is answered. After each kill, and at the end, every log is read
 // back and checked: each answer acknowledged with 200 is at its seq byte
-// for byte, seqs run from 1 with no gap, no message id is written twice
-// and none is acknowledged with two answers. Its randomness comes from one
+// for byte, seqs run from 1 with no gap, no message id is written twice,
+// none is acknowledged with two answers, and no tool is called twice for
+// one message: the scripted model calls one tool once for a message that
+// asks, so within a message's events a second call of a tool or a second
+// result of one call is a call made again. Its randomness comes from one
 // seed, printed. The run is bounded by its duration (at most an hour) and
 // its callers (at most 64).
 //

@@ -44,6 +44,7 @@ type Config struct {
 	Timeout     time.Duration    // one message's limit (default 60 s)
 	MaxTime     time.Duration    // the whole run's limit (default 10 min)
 	SampleEvery time.Duration    // memory sampled this often (default 1 s)
+	Settle      time.Duration    // after the last answer, memory sampled this long more, the process idle (default none, at most 10 min)
 
 	Profile  string    // copy the harness's CPU profile here; "" keeps none
 	Dir      string    // where the temporary folder goes (default the system's)
@@ -92,6 +93,7 @@ func (c *Config) setDefaults() error {
 	case c.Agents < 1 || c.Agents > maxAgents, c.Conversations < 1 || c.Conversations > maxConversations,
 		c.Messages < 1, c.Agents*c.Conversations*c.Messages > maxTotal,
 		c.Concurrency < 1 || c.Concurrency > 10_000, c.Timeout < 0, c.MaxTime < 0, c.SampleEvery < 10*time.Millisecond,
+		c.Settle < 0 || c.Settle > 10*time.Minute,
 		!(c.ToolShare >= 0 && c.ToolShare <= 1):
 		return fmt.Errorf("%w: %d agents, %d conversations each, %d messages each, concurrency %d, timeout %v, max time %v, sampled every %v, tool share %v",
 			ErrConfig, c.Agents, c.Conversations, c.Messages, c.Concurrency, c.Timeout, c.MaxTime, c.SampleEvery, c.ToolShare)
@@ -228,11 +230,34 @@ func (r *Result) load(ctx context.Context, cfg *Config, unit drive.Unit, agents 
 	msgs := send(ctx, cfg, unit, agents, m)
 	r.Seconds = time.Since(start).Seconds()
 	after, err := proc.Read(pid, false)
+	if err == nil && cfg.Settle > 0 {
+		err = r.settle(ctx, cfg, pid)
+	}
 	r.Memory = sampler.stop()
 	if err != nil {
 		return err
 	}
 	r.fill(msgs, before, after)
+	return nil
+}
+
+// settle waits cfg.Settle with the harness idle, its memory still
+// sampled, and records its memory then: what a burst leaves behind.
+func (r *Result) settle(ctx context.Context, cfg *Config, pid int) error {
+	cfg.say("every message answered; the harness idle for %v", cfg.Settle)
+	t := time.NewTimer(cfg.Settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s, err := proc.Read(pid, true)
+	if err != nil {
+		return err
+	}
+	m := memOf(s)
+	r.Settled, r.SettleSeconds = &m, cfg.Settle.Seconds()
 	return nil
 }
 

@@ -35,6 +35,8 @@ func TestConfigBounds(t *testing.T) {
 		{SampleEvery: time.Microsecond},
 		{ToolShare: -0.1},
 		{ToolShare: 1.5},
+		{Settle: -time.Second},
+		{Settle: 11 * time.Minute},
 	} {
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: err %v, want ErrConfig", c, err)
@@ -162,7 +164,7 @@ func TestRun(t *testing.T) {
 	defer cancel()
 	prof := t.TempDir() + "/cpu.pb.gz"
 	res, err := Run(ctx, Config{Program: program, Agents: 4, Conversations: 3, Messages: 4, Concurrency: 5,
-		SampleEvery: 50 * time.Millisecond, Profile: prof, Dir: t.TempDir()})
+		SampleEvery: 50 * time.Millisecond, Settle: 100 * time.Millisecond, Profile: prof, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +179,9 @@ func TestRun(t *testing.T) {
 	}
 	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 		t.Errorf("profile: %v", err)
+	}
+	if res.Settled == nil || res.Settled.RSS == 0 || res.SettleSeconds != 0.1 {
+		t.Errorf("settled %+v after %v s, want the idle harness's memory after 0.1 s", res.Settled, res.SettleSeconds)
 	}
 	var b strings.Builder
 	res.WriteTable(&b)

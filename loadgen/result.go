@@ -45,6 +45,10 @@ type Result struct {
 	Start  Memory         `json:"start"`  // once listening
 	Memory []MemorySample `json:"memory"` // over the run
 	Peak   Memory         `json:"peak"`
+	// Settled is the memory once the harness was idle for SettleSeconds
+	// after the last answer; nil unless Config.Settle asked for it.
+	Settled       *Memory `json:"settled,omitempty"`
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
 
 	// With a tool share: the messages that asked for a tool call, the calls
 	// the tool servers answered (by call) and the sessions they started, the
@@ -231,6 +235,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "harness CPU\t%.2f s, %s a message, %.0f%% of %d CPUs\t\n", r.CPU, ms(r.CPUPerMessage), r.CPUShare*100, r.CPUs)
 	fmt.Fprintf(tw, "memory\tRSS %s at start, %s at peak; anon %s at peak; %d samples\t\n", mb(r.Start.RSS), mb(r.Peak.RSS), mb(r.Peak.Anon), len(r.Memory))
+	if m := r.Settled; m != nil {
+		fmt.Fprintf(tw, "memory, idle\tRSS %s, anon %s, %.0f s after the last answer\t\n", mb(m.RSS), mb(m.Anon), r.SettleSeconds)
+	}
 	tw.Flush()
 	if len(r.Memory) > 0 {
 		fmt.Fprint(w, "memory over time (s: RSS MB):")

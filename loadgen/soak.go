@@ -56,8 +56,9 @@ var ErrViolation = errors.New("loadgen: soak: invariant broken")
 // each kill, and at the end, it reads every conversation's log back and
 // checks that every answer acknowledged with 200 is in it byte for byte at
 // the seq it was answered with, that seqs run from 1 without a gap, that
-// no message id is written twice, and that no id is acknowledged with two
-// different answers. It returns ErrViolation, with the result, if any of
+// no message id is written twice, that no id is acknowledged with two
+// different answers, and that no tool is called twice for one message (see
+// messageCalls.see for what that can see). It returns ErrViolation, with the result, if any of
 // them was broken. Everything it starts is stopped before it returns.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	if cfg.Duration == 0 {
@@ -333,10 +334,60 @@ func (s *soak) acknowledge(id, thread string, rep drive.Reply, tool bool) {
 
 // logLine is what check reads of an event.
 type logLine struct {
-	Seq  int64  `json:"seq"`
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	Text string `json:"text"`
+	Seq    int64  `json:"seq"`
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	CallID string `json:"call_id"` // a result's
+	Name   string `json:"name"`    // a result's tool
+	Calls  []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"calls"` // an answer's
+}
+
+// messageCalls is what check counts of one message's turn: from the
+// message to the next one, the tools called and the calls answered.
+type messageCalls struct {
+	id      string
+	seq     int64
+	called  map[string]int64 // tool: the seq of the answer that called it
+	results map[string]int64 // call id: the seq of its result
+}
+
+// see checks the event e of thread against its message's calls, and
+// starts a new message's at a message. The scripted model calls one tool
+// once for a message that asks for one, and answers once that call's
+// result is back: a second call of a tool, or a second result of one
+// call, within one message's events is a call made twice for it (the
+// message's turn run again, or a call run again whose result was
+// written). A call that ran but whose result a kill cut before it was
+// written is run again by the retry and written once: the log cannot tell
+// it, nor can the tool servers, which the calls' arguments do not tell
+// which message they are for.
+func (m *messageCalls) see(s *soak, thread string, e *logLine) {
+	switch e.Type {
+	case "message":
+		*m = messageCalls{id: e.ID, seq: e.Seq, called: map[string]int64{}, results: map[string]int64{}}
+	case "answer":
+		for _, c := range e.Calls {
+			if first, ok := m.called[c.Name]; ok {
+				s.violation("%s: message %s (seq %d): %s called twice, by the answers at seq %d and %d", thread, m.id, m.seq, c.Name, first, e.Seq)
+				continue
+			}
+			if m.called != nil {
+				m.called[c.Name] = e.Seq
+			}
+		}
+	case "result":
+		if first, ok := m.results[e.CallID]; ok {
+			s.violation("%s: message %s (seq %d): call %s of %s answered twice, at seq %d and %d", thread, m.id, m.seq, e.CallID, e.Name, first, e.Seq)
+			return
+		}
+		if m.results != nil {
+			m.results[e.CallID] = e.Seq
+		}
+	}
 }
 
 // check reads every conversation's log, with no process writing it, and
@@ -361,6 +412,7 @@ func (s *soak) check() error {
 		}
 		bySeq := map[int64]logLine{}
 		ids := map[string]int64{}
+		var calls messageCalls
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, 8<<20)
 		for n := int64(1); sc.Scan(); n++ {
@@ -379,6 +431,7 @@ func (s *soak) check() error {
 				}
 				ids[e.ID] = e.Seq
 			}
+			calls.see(s, thread, &e)
 			bySeq[e.Seq] = e
 		}
 		if err := sc.Err(); err != nil {

@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -95,6 +97,7 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM or SIGINT, how long running turns may go on before they are ended (a second signal ends them at once)")
+	idleFree := fs.Duration("idle-free", server.DefaultIdleFree, "once no turn has run for this long after the last one ended, give the memory the turns freed back to the system; 0 never")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -103,6 +106,9 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	}
 	if *grace < 0 {
 		return fmt.Errorf("--grace %v: want a duration of 0 or more", *grace)
+	}
+	if *idleFree < 0 {
+		return fmt.Errorf("--idle-free %v: want a duration of 0 or more", *idleFree)
 	}
 	log, err := newLogger(*logLevel)
 	if err != nil {
@@ -143,7 +149,11 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		}
 		served = append(served, a)
 	}
-	srv, err := server.New(server.Options{Log: log}, served...)
+	opts := server.Options{Log: log}
+	if *idleFree > 0 {
+		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
+	}
+	srv, err := server.New(opts, served...)
 	if err != nil {
 		return err
 	}
@@ -234,6 +244,16 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// freeMemory gives the heap a burst of turns freed back to the system. The
+// first collection moves what sync.Pools hold (the HTTP server's buffers,
+// the turns' windows) to their victim caches, the second frees it, and
+// FreeOSMemory's own collection then returns every free page at once
+// rather than at the background scavenger's pace.
+func freeMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // stopMargin is how long past the grace a graceful stop waits for a

@@ -35,6 +35,7 @@ func cmdLoadgen(args []string) error {
 	timeout := fs.Duration("timeout", 60*time.Second, "one message's limit")
 	maxTime := fs.Duration("max-time", 10*time.Minute, "the whole run's limit")
 	every := fs.Duration("sample-every", time.Second, "how often the harness's memory is sampled")
+	settle := fs.Duration("settle", 0, "after the last answer, how long to leave the harness idle, still sampling its memory, before reading what it kept (at most 10m)")
 	profile := fs.String("profile", "", "write the harness's CPU profile of the run to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
@@ -51,7 +52,7 @@ func cmdLoadgen(args []string) error {
 	}
 	cfg := loadgen.Config{
 		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare,
-		Timeout: *timeout, MaxTime: *maxTime, SampleEvery: *every, Profile: *profile, Progress: os.Stderr,
+		Timeout: *timeout, MaxTime: *maxTime, SampleEvery: *every, Settle: *settle, Profile: *profile, Progress: os.Stderr,
 	}
 	if *quiet {
 		cfg.Progress = nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
@@ -40,7 +41,22 @@ type Options struct {
 	// kept for _link/recover; nil logs nothing. A runner with no logger of
 	// its own is given this one.
 	Log *slog.Logger
+
+	// FreeMemory, when not nil, is called once the process has run no
+	// turn for IdleFree after its last turn ended, so the memory a burst
+	// of turns took goes back to the system rather than staying with an
+	// idle process. Main passes a function that collects twice (emptying
+	// the sync.Pools) and calls debug.FreeOSMemory.
+	FreeMemory func()
+	// IdleFree is how long no turn runs before FreeMemory is called; 0
+	// means DefaultIdleFree.
+	IdleFree time.Duration
 }
+
+// DefaultIdleFree is how long a server runs no turn before it gives its
+// freed memory back: past a pause between two turns of one conversation,
+// so a steady trickle of turns is not a collection after each.
+const DefaultIdleFree = 2 * time.Second
 
 // Server answers DESIGN.md's HTTP API for its agents. It is safe for
 // concurrent use. Its zero value serves no agent; use New.
@@ -50,6 +66,13 @@ type Server struct {
 	refusals metrics.Refusals
 	turns    sync.WaitGroup // turns running, including those whose caller left
 	active   atomic.Int64   // turns running now
+
+	freeMemory func()
+	idleFree   time.Duration
+
+	freeMu sync.Mutex
+	// guarded by freeMu
+	freeTimer *time.Timer // calls free once no turn ran for idleFree; reset at each idle
 }
 
 type served struct {
@@ -60,7 +83,10 @@ type served struct {
 // New returns a server answering for agents, each by its runner's agent
 // name. A runner with no metrics is given its own.
 func New(o Options, agents ...Agent) (*Server, error) {
-	s := &Server{agents: map[string]*served{}, log: o.Log}
+	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, idleFree: o.IdleFree}
+	if s.idleFree <= 0 {
+		s.idleFree = DefaultIdleFree
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -85,7 +111,8 @@ func New(o Options, agents ...Agent) (*Server, error) {
 
 // idle ends a turn's share of the process: when it was the last turn
 // running, the model proxy's idle connections are closed, so an idle agent
-// holds no connection, no goroutine reading one, and no open file.
+// holds no connection, no goroutine reading one, and no open file; and the
+// process's freed memory is given back once it stays idle (see freeLater).
 func (s *Server) idle() {
 	if s.active.Add(-1) != 0 {
 		return
@@ -94,6 +121,31 @@ func (s *Server) idle() {
 		if a.Runner.HTTP != nil {
 			a.Runner.HTTP.CloseIdleConnections()
 		}
+	}
+	s.freeLater()
+}
+
+// freeLater calls FreeMemory once no turn has run for idleFree: each idle
+// moment puts it off again, so a burst is freed once, after its end, and
+// turns that keep coming are not each followed by a collection.
+func (s *Server) freeLater() {
+	if s.freeMemory == nil {
+		return
+	}
+	s.freeMu.Lock()
+	defer s.freeMu.Unlock()
+	if s.freeTimer == nil {
+		s.freeTimer = time.AfterFunc(s.idleFree, s.free)
+		return
+	}
+	s.freeTimer.Reset(s.idleFree)
+}
+
+// free gives the freed memory back, unless a turn runs again: its end
+// puts the next call off.
+func (s *Server) free() {
+	if s.active.Load() == 0 {
+		s.freeMemory()
 	}
 }
 
@@ -328,6 +380,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 			if sse != nil {
 				sse.event("error", errorBody{Error: msg})
 				return
+			}
+			if ra := retryAfter(res.err); ra != "" {
+				w.Header().Set("Retry-After", ra)
 			}
 			writeError(w, code, "%s", msg)
 			return

@@ -26,6 +26,8 @@ var statuses = []struct {
 	{store.ErrGap, http.StatusConflict},
 	{store.ErrStaleLease, http.StatusConflict},
 	{settings.ErrBadSpec, http.StatusInternalServerError},
+	{turn.ErrBusy, http.StatusServiceUnavailable}, // another process's turn holds the conversation: Retry-After
+	{turn.ErrTimeout, http.StatusGatewayTimeout},  // the whole turn past [turn] timeout: what it had is written
 	{model.ErrTooLong, http.StatusBadGateway},
 	{model.ErrUnavailable, http.StatusBadGateway},
 	{model.ErrCut, http.StatusBadGateway},
@@ -52,12 +54,26 @@ func status(err error) int {
 	return http.StatusInternalServerError
 }
 
+// busyRetry is the Retry-After, in seconds, of a message refused because
+// another process's turn held its conversation: a turn's usual length.
+const busyRetry = "5"
+
+// retryAfter is the Retry-After an error's answer carries, or "".
+func retryAfter(err error) string {
+	if errors.Is(err, turn.ErrBusy) {
+		return busyRetry
+	}
+	return ""
+}
+
 // errorMessage is err as an answer says it, with where it came from when
 // the error does not say.
 func errorMessage(err error) string {
 	switch {
 	case errors.Is(err, settings.ErrBadSpec):
 		return "the agent's settings: " + err.Error()
+	case errors.Is(err, turn.ErrTimeout):
+		return err.Error()
 	case status(err) == http.StatusBadGateway, status(err) == http.StatusGatewayTimeout:
 		return "the model: " + err.Error()
 	}

@@ -37,6 +37,7 @@ func TestStatus(t *testing.T) {
 		{wrap(model.ErrTooLarge), 502},
 		{wrap(model.ErrTimeout), 504},
 		{fmt.Errorf("%w: %w", turn.ErrStopped, context.Canceled), 503},
+		{fmt.Errorf("%w of 1h0m0s: %w", turn.ErrTimeout, model.ErrCut), 504}, // the turn's time, whatever its call said
 		{wrap(context.Canceled), 503},
 		{wrap(store.ErrCorrupt), 500},
 		{errors.New("anything else"), 500},

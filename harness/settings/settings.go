@@ -25,6 +25,7 @@ type Settings struct {
 	Model        Model              `json:"model"`
 	Window       Window             `json:"window"`
 	Storage      Storage            `json:"storage"`
+	Turn         Turn               `json:"turn,omitzero"`
 	Instructions map[string]Section `json:"instructions,omitempty"`
 }
 
@@ -40,7 +41,7 @@ type Model struct {
 	Timeout Duration `json:"timeout,omitempty"`
 }
 
-// MaxTimeout is the longest [model] timeout taken.
+// MaxTimeout is the longest [model] or [turn] timeout taken.
 const MaxTimeout = 24 * time.Hour
 
 // Duration is a time.Duration kept as its string, "10m0s", in config.json.
@@ -57,6 +58,14 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// Turn is the spec's [turn].
+type Turn struct {
+	// Timeout bounds a turn's whole time, every round of model and tool
+	// calls together, from its message taken to its answer; 0 means the
+	// turn package's default (1 hour).
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // Window is the spec's [window].
@@ -165,6 +174,9 @@ type spec struct {
 	Storage struct {
 		Conversations *string `toml:"conversations"`
 	} `toml:"storage"`
+	Turn struct {
+		Timeout *string `toml:"timeout"`
+	} `toml:"turn"`
 	Instructions map[string]any `toml:"instructions"`
 }
 
@@ -183,7 +195,7 @@ func Parse(name string, src []byte) (Settings, error) {
 	bad := func(table, key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s:%d: [%s] %s: %s", ErrBadSpec, name, lineOf(src, table, key), table, key, fmt.Sprintf(format, args...))
 	}
-	for _, step := range []func(*spec, *Settings, badFunc) error{parseModel, parseWindow, parseStorage, parseInstructions} {
+	for _, step := range []func(*spec, *Settings, badFunc) error{parseModel, parseWindow, parseStorage, parseTurn, parseInstructions} {
 		if err := step(&sp, &s, bad); err != nil {
 			return s, err
 		}
@@ -225,13 +237,34 @@ func parseModel(sp *spec, s *Settings, bad badFunc) error {
 		s.Model.Answer = int(*m.Answer)
 	}
 	if m.Timeout != nil {
-		d, err := time.ParseDuration(*m.Timeout)
-		if err != nil || d <= 0 || d > MaxTimeout {
-			return bad("model", "timeout", "%q is not a duration from 1ms to %v (\"10m\", \"90s\")", *m.Timeout, MaxTimeout)
+		d, err := parseTimeout(*m.Timeout)
+		if err != nil {
+			return bad("model", "timeout", "%v", err)
 		}
-		s.Model.Timeout = Duration(d)
+		s.Model.Timeout = d
 	}
 	return nil
+}
+
+// parseTurn takes [turn].
+func parseTurn(sp *spec, s *Settings, bad badFunc) error {
+	if v := sp.Turn.Timeout; v != nil {
+		d, err := parseTimeout(*v)
+		if err != nil {
+			return bad("turn", "timeout", "%v", err)
+		}
+		s.Turn.Timeout = d
+	}
+	return nil
+}
+
+// parseTimeout takes a timeout: a Go duration from 1ms to MaxTimeout.
+func parseTimeout(v string) (Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond || d > MaxTimeout {
+		return 0, fmt.Errorf("%q is not a duration from 1ms to %v (\"10m\", \"90s\")", v, MaxTimeout)
+	}
+	return Duration(d), nil
 }
 
 // parseWindow takes [window].
@@ -377,6 +410,9 @@ func (s *Settings) check() error {
 	}
 	if s.Model.Timeout < 0 || time.Duration(s.Model.Timeout) > MaxTimeout {
 		return fmt.Errorf("model timeout %v is out of range", time.Duration(s.Model.Timeout))
+	}
+	if s.Turn.Timeout < 0 || time.Duration(s.Turn.Timeout) > MaxTimeout {
+		return fmt.Errorf("turn timeout %v is out of range", time.Duration(s.Turn.Timeout))
 	}
 	if s.Window.Unknown <= 0 {
 		return errors.New("window.unknown must be positive")

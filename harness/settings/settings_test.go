@@ -24,6 +24,9 @@ margin = 0.1
 [storage]
 conversations = "compact"
 
+[turn]
+timeout = "2h"
+
 [instructions]
 base = "none"
 instruction = { source = "instructions/instruction.md", most = 8192 }
@@ -35,6 +38,7 @@ instruction = { source = "instructions/instruction.md", most = 8192 }
 	want.Model = Model{Name: "openai/gpt-6-luna", Fallback: "anthropic/claude-opus-5-5", Timeout: Duration(90 * time.Second)}
 	want.Window.Max, want.Window.MaxSet, want.Window.CompactAt, want.Window.Margin = 100000, true, 0, 0.1
 	want.Storage.Conversations = "compact"
+	want.Turn.Timeout = Duration(2 * time.Hour)
 	want.Instructions = map[string]Section{"base": {Source: "none"}, "instruction": {Source: "instructions/instruction.md", Most: 8192}}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got  %+v\nwant %+v", s, want)
@@ -67,6 +71,9 @@ func TestParseRefuses(t *testing.T) {
 		{"[model]\n\ntimeout = \"-1s\"\n", "spec.toml:3: [model] timeout"},
 		{"[model]\ntimeout = \"25h\"\n", "spec.toml:2: [model] timeout"},
 		{"[model]\ntimeout = 600\n", "spec.toml:2:"},
+		{"[turn]\ntimeout = \"0s\"\n", "spec.toml:2: [turn] timeout"},
+		{"[turn]\n\ntimeout = \"48h\"\n", "spec.toml:3: [turn] timeout"},
+		{"[turn]\nlimit = \"1h\"\n", "spec.toml:2: unknown key turn.limit"},
 	} {
 		_, err := Parse("spec.toml", []byte(tc.spec))
 		if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -155,5 +160,119 @@ func TestStopEndsTurn(t *testing.T) {
 				t.Errorf("events %+v", evs)
 			}
 		})
+	}
+}
+
+// withTurnTimeout writes a [turn] timeout of d into r's agent's settings.
+func withTurnTimeout(t *testing.T, r *Runner, d time.Duration) {
+	t.Helper()
+	s := settings.Defaults()
+	s.Turn.Timeout = settings.Duration(d)
+	if err := settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A turn is ended at [turn] timeout whatever it waits on, a tool whose
+// own limit is far off or a model that said part of its answer and went
+// quiet: the turn fails with ErrTimeout saying its time, what it had is
+// written (the call's result saying why, the part of the answer said), and
+// the next message is answered.
+func TestTurnTimeoutEndsTurn(t *testing.T) {
+	const limit = 2 * time.Second // past the model's first words and the tool's call, even on a loaded machine
+	for _, where := range []string{"tool", "model"} {
+		t.Run(where, func(t *testing.T) {
+			sc := parseScript(t, hangScript)
+			sc.Rules = append(sc.Rules, scripted.Rule{Match: "stall", Text: "an answer that stops", Chunks: 4, Stall: true, AfterChunks: 1})
+			called := make(chan struct{}, 1)
+			r, _ := toolRunner(t, sc, tools.Server{Name: "slow", URL: hangServer(t, called), Timeout: time.Hour})
+			withTurnTimeout(t, r, limit)
+			text := map[string]string{"tool": "hang on", "model": "stall"}[where]
+			var streamed strings.Builder
+			_, err := message(t, r, "t", Message{ID: "m1", Text: text}, func(frag string) { streamed.WriteString(frag) })
+			if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "of 2s") {
+				t.Fatalf("error %v, want %v saying 2s", err, ErrTimeout)
+			}
+			evs := readEvents(t, r, "t")
+			last := evs[len(evs)-1]
+			switch where {
+			case "tool":
+				if last.Type != event.TypeResult || !strings.Contains(last.Error, "ran past its time of 2s") {
+					t.Errorf("the last event %+v, want the hanging call's result saying the turn's time", last)
+				}
+			case "model":
+				if last.Type != event.TypeAnswer || last.Text == "" || last.Text != streamed.String() || len(last.Calls) != 0 {
+					t.Errorf("the last event %+v, want the answer's part streamed, %q", last, streamed.String())
+				}
+			}
+			a, err := message(t, r, "t", Message{ID: "m2", Text: "hello"}, nil)
+			if err != nil || a.Text != "hi" {
+				t.Fatalf("the next message: %+v, %v", a, err)
+			}
+		})
+	}
+}
+
+// holdFolder takes the flock of thread's folder from an open file of its
+// own, as another process's turn (or one stuck) would, and returns what
+// lets it go.
+func holdFolder(t *testing.T, r *Runner, thread string) (release func()) {
+	t.Helper()
+	dir, err := r.Agent.Path(home.Chat, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { unix.Close(fd) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// A turn whose conversation's folder is locked by another process's turn
+// that never ends waits no longer than the turn's time: ErrBusy, nothing
+// of the message written; once the lock is let go the message is
+// answered. A caller that leaves ends the wait too.
+func TestFolderLockWaitBounded(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	withTurnTimeout(t, r, time.Second)
+	release := holdFolder(t, r, "t")
+	_, err := message(t, r, "t", Message{ID: "m1", Text: "hello"}, nil)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "ran past its time of 1s") {
+		t.Fatalf("error %v, want %v saying the turn's time", err, ErrBusy)
+	}
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	if b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl")); len(b) != 0 {
+		t.Errorf("the refused message was written:\n%s", b)
+	}
+
+	ctx, leave := context.WithCancel(context.Background())
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := r.Message(ctx, "t", Message{ID: "m1", Text: "hello"}, nil)
+		waiting <- err
+	}()
+	leave()
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrBusy) {
+			t.Errorf("the caller that left: %v, want %v or %v", err, context.Canceled, ErrBusy)
+		}
+	case <-time.After(guard):
+		t.Fatalf("a caller that left still waits on the folder after %v", guard)
+	}
+
+	release()
+	if a, err := message(t, r, "t", Message{ID: "m1", Text: "hello"}, nil); err != nil || a.Text == "" {
+		t.Fatalf("once let go: %+v, %v", a, err)
 	}
 }

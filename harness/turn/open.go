@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
@@ -52,7 +53,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		// folder, so the folder's flock is its lease: a turn of another
 		// process on this home waits for this one to end, rather than
 		// appending between its message and its answer.
-		unlock, err := lockFolder(t.dir)
+		unlock, err := lockFolder(ctx, t.caller, t.dir)
 		if err != nil {
 			return err
 		}
@@ -104,21 +105,42 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 // lockFolder takes an exclusive flock on the conversation's folder dir and
 // returns what lets it go. A flock belongs to the open file, so it holds
 // between Runners in one process as across processes, and it goes with a
-// process that dies. It waits in the kernel: a turn's wait for the one
-// before it is not bounded by its caller's context (see Message).
-func lockFolder(dir string) (unlock func(), err error) {
+// process that dies. While another holds it (another process's turn, or a
+// process stuck with the folder locked) it tries again at growing
+// intervals, until the turn's ctx is done (its time, the process's stop)
+// or its caller's is: then ErrBusy, and nothing of the message is written.
+func lockFolder(ctx, caller context.Context, dir string) (unlock func(), err error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
 	}
+	wait := 100 * time.Microsecond
 	for {
-		if err = unix.Flock(fd, unix.LOCK_EX); err != unix.EINTR {
-			break
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Close(fd) }, nil
 		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			unix.Close(fd)
+			return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
+		}
+		tm := time.NewTimer(wait)
+		var done context.Context
+		select {
+		case <-ctx.Done():
+			done = ctx
+		case <-caller.Done():
+			done = caller
+		case <-tm.C:
+		}
+		if done != nil {
+			tm.Stop()
+			unix.Close(fd)
+			return nil, fmt.Errorf("%w: %s: %v", ErrBusy, dir, context.Cause(done))
+		}
+		wait = min(2*wait, maxLockPoll)
 	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
-	}
-	return func() { unix.Close(fd) }, nil
 }
+
+// maxLockPoll is the longest lockFolder waits between two tries.
+const maxLockPoll = 50 * time.Millisecond

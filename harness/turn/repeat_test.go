@@ -527,3 +527,54 @@ func TestIDIndexRemade(t *testing.T) {
 		t.Errorf("a retry once the index was removed: %+v %v", a, err)
 	}
 }
+
+// A retry goes on with the rounds its message has left: the rounds the
+// failed turns spent count, so a message whose turns keep failing is never
+// given every round again. Six rounds spent leave two, then the call told
+// to call nothing; eight leave that call alone.
+func TestRetryCountsRoundsSpent(t *testing.T) {
+	for _, spent := range []int{MaxRounds - 2, MaxRounds} {
+		t.Run(fmt.Sprintf("spent=%d", spent), func(t *testing.T) {
+			web, _ := webServer(t)
+			r, m := toolRunner(t, parseScript(t, `
+[[rule]]
+match = "loop"
+text = "again"
+[[rule.call]]
+name = "web__echo"
+args = '{"text":"x"}'
+`), tools.Server{Name: "web", URL: web})
+			dir, _ := r.Agent.Path(home.Chat, "t")
+			os.MkdirAll(dir, 0o700)
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			evs := []event.Event{{Thread: "t", Type: event.TypeMessage, ID: "m1", Text: "loop forever"}}
+			for i := range spent {
+				id := fmt.Sprintf("c%d", i)
+				evs = append(evs,
+					event.Event{Type: event.TypeAnswer, Text: "again", Calls: []event.Call{{ID: id, Name: "web__echo", Args: []byte(`{"text":"x"}`)}}},
+					event.Event{Type: event.TypeResult, CallID: id, Name: "web__echo", Text: "echo: x"})
+			}
+			var buf []byte
+			for i := range evs {
+				evs[i].Seq, evs[i].Time = int64(i+1), at
+				buf = append(event.Append(buf, &evs[i]), '\n')
+			}
+			if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), buf, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a, err := r.Message(context.Background(), "t", Message{ID: "m1", Text: "loop forever"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := readEvents(t, r, "t")
+			answers := ofType(ev, event.TypeAnswer)
+			if len(answers) != MaxRounds+1 || len(ofType(ev, event.TypeResult)) != MaxRounds || a.Seq != answers[MaxRounds].Seq {
+				t.Fatalf("%d answers and %d results, the turn's %+v; want %d and %d", len(answers), len(ofType(ev, event.TypeResult)), a, MaxRounds+1, MaxRounds)
+			}
+			reqs := m.Requests()
+			if len(reqs) != MaxRounds-spent+1 || !strings.Contains(string(reqs[len(reqs)-1]), "call no tool") {
+				t.Errorf("%d model calls, the last %s; want %d, the last told to call nothing", len(reqs), reqs[len(reqs)-1], MaxRounds-spent+1)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
@@ -40,6 +41,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	if t.offer != nil {
 		req.Tools = t.offer.Tools()
 	}
+	first := 0
 	if t.resumed != 0 { // the calls the turn that ended first made and never ran
 		if calls := unansweredCalls(events, t.resumed); len(calls) > 0 {
 			results, err := t.runCalls(ctx, calls)
@@ -48,9 +50,19 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 				return nil, nil, err
 			}
 		}
+		// The rounds the turns before spent on the message count: a
+		// message whose turns keep failing is not given every round again
+		// at each retry.
+		var err error
+		if first, err = t.roundsSpent(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
-	var reply *event.Event
-	for round := 0; ; round++ {
+	var (
+		reply *event.Event
+		said  strings.Builder // what the model said of its answer so far, kept if the turn's time ends it
+	)
+	for round := first; ; round++ {
 		if round > MaxRounds {
 			t.in.close() // the call for those that steered it past the last round is the turn's last
 		}
@@ -66,8 +78,15 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if last {
 			req.Messages = withNote(req.Messages, LastRoundNote)
 		}
-		resp, err := t.callModel(ctx, s, req, onText)
+		said.Reset()
+		resp, err := t.callModel(ctx, s, req, func(frag string) {
+			said.WriteString(frag)
+			onText(frag)
+		})
 		if err != nil {
+			if pastTime(ctx) && said.Len() > 0 {
+				t.keepSaid(ctx, s, cp, events, said.String())
+			}
 			return nil, nil, err
 		}
 		if last {
@@ -97,7 +116,48 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if err != nil {
 			return nil, nil, err
 		}
+		if pastTime(ctx) {
+			return nil, nil, context.Cause(ctx)
+		}
 	}
+}
+
+// keepSaid appends what the model said before the turn's time ended its
+// call, as the answer it made: the conversation keeps what its caller was
+// streamed. It is written past the turn's time, so the next turn reads it.
+func (t *turn) keepSaid(ctx context.Context, s *settings.Settings, cp window.Checkpoint, events []event.Event, said string) {
+	if _, err := t.appendAnswer(context.WithoutCancel(ctx), s, &model.Response{Text: said}, cp, events); err != nil {
+		t.log().Error("the answer cut at the turn's time not written", "error", err)
+	}
+}
+
+// roundsSpent is how many rounds the turns before spent on the message at
+// t.resumed: the answers after it, each one model call. They are read from
+// the conversation, since the window may begin after the message.
+func (t *turn) roundsSpent(ctx context.Context) (int, error) {
+	n := 0
+	var (
+		e    event.Event
+		derr error
+	)
+	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
+		if seq <= t.resumed {
+			return false
+		}
+		t.read += int64(len(ev))
+		if err := t.dec.Decode(ev, &e); err != nil {
+			derr = fmt.Errorf("event %d: %w", seq, err)
+			return false
+		}
+		if e.Type == event.TypeAnswer {
+			n++
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return n, err
 }
 
 // withNote is msgs with note added to the last user message, or as a user
@@ -137,9 +197,18 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 	var werr error
 	for range calls {
 		a := <-ch
+		wctx := ctx
+		if pastTime(ctx) {
+			// Ended by the turn's time: said so, and written past it, so
+			// the call is not made again.
+			if a.r.Error != "" {
+				a.r = tools.Result{Error: fmt.Sprintf("The turn ran past its time of %v before the tool answered: the call to %s was given up.", t.timeout, a.c.Name)}
+			}
+			wctx = context.WithoutCancel(ctx)
+		}
 		e := resultEvent(t.r.now(), a.c, a.r)
 		if werr == nil {
-			werr = t.appendEvent(ctx, &e)
+			werr = t.appendEvent(wctx, &e)
 		}
 		out = append(out, e)
 	}

@@ -32,7 +32,23 @@ var (
 	// process stopped and the turn ran past its grace. What it wrote stays;
 	// the next turn takes the conversation from there.
 	ErrStopped = errors.New("turn: ended by the process's stop")
+	// ErrTimeout comes when a turn ran past its [turn] timeout: its model
+	// and tool calls were ended there, the calls' results and the text the
+	// model had said so far were written, and nothing more. The next turn
+	// takes the conversation from there.
+	ErrTimeout = errors.New("turn: ran past its time")
+	// ErrBusy comes when the conversation's folder stayed locked by
+	// another process's turn (or a process stuck holding it) until the
+	// turn's time or its caller ran out; nothing of the message is
+	// written, and sending it again later may be answered.
+	ErrBusy = errors.New("turn: the conversation is held by another process's turn")
 )
+
+// DefaultTimeout is a turn's whole time, every round of model and tool
+// calls together, when the spec's [turn] timeout does not say: room for
+// every round of a slow model and slow tools, short of a turn that never
+// ends.
+const DefaultTimeout = time.Hour
 
 // MaxTextBytes is the longest message text taken.
 const MaxTextBytes = 256 << 10
@@ -107,11 +123,12 @@ func (m *Message) Check() error {
 // the answer is appended and returned. onText, if not nil, gets the answer's
 // text as it streams. The turn runs to its end even when ctx is done, since
 // its calls were made and its answer belongs in the conversation either way;
-// ctx only bounds waiting for the conversation's previous turn, until a
-// turn has taken the message to steer it: one handed back then has its own
-// turn whatever ctx says, so it is never dropped. A message taken before
-// (see repeat.go) is told its answer again, or has its turn go on. Only the
-// Runner's Stop ends a turn before its end.
+// ctx only bounds waiting for the conversation's previous turn, in this
+// process or another (ErrBusy), until a turn has taken the message to
+// steer it: one handed back then has its own turn whatever ctx says, so it
+// is never dropped. A message taken before (see repeat.go) is told its
+// answer again, or has its turn go on. Only the Runner's Stop and the
+// turn's time ([turn] timeout, ErrTimeout) end a turn before its end.
 //
 // When a turn of the conversation runs in this process, the message steers
 // it instead (see steer.go): that turn appends it and answers it, and
@@ -166,6 +183,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	if r.Stop != nil && r.Stop.Err() != nil {
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
+	caller := ctx
 	ctx = context.WithoutCancel(ctx)
 	if r.Stop != nil {
 		var cancel context.CancelCauseFunc
@@ -175,7 +193,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	}
 
 	start := r.now()
-	t := &turn{r: r, thread: thread, dir: dir, in: h.in}
+	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller}
 	defer t.close()
 	a, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
@@ -213,7 +231,8 @@ type turn struct {
 	r      *Runner
 	thread string
 	dir    string
-	in     *inbox // the messages that steer it
+	in     *inbox          // the messages that steer it
+	caller context.Context // the caller's: bounds waiting for another process's turn, as for one here
 	conv   store.Conversation
 	dec    event.Decoder
 	buf    []byte
@@ -227,6 +246,7 @@ type turn struct {
 	window    *[]event.Event    // the slice the window is decoded into, given back when the turn ends
 	ids       *idIndex          // the conversation's id index; nil once it could not be written
 	resumed   int64             // the seq of the message when a turn that ended first took it: this one goes on from it
+	timeout   time.Duration     // the turn's whole time, [turn] timeout
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -259,6 +279,30 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err != nil {
 		return Answer{}, err
 	}
+	ctx, cancel := t.withTimeout(ctx, &s)
+	defer cancel()
+	a, err := t.steps(ctx, s, m, onText)
+	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrBusy) {
+		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
+	}
+	return a, err
+}
+
+// withTimeout is ctx ended at the turn's time, [turn] timeout, with a
+// cause that is ErrTimeout and says the time.
+func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.Context, context.CancelFunc) {
+	t.timeout = time.Duration(s.Turn.Timeout)
+	if t.timeout <= 0 {
+		t.timeout = DefaultTimeout
+	}
+	return context.WithTimeoutCause(ctx, t.timeout, fmt.Errorf("%w of %v", ErrTimeout, t.timeout))
+}
+
+// pastTime says whether ctx, a turn's, was ended by the turn's time.
+func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrTimeout) }
+
+// steps are a turn's steps once its settings are read.
+func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText func(string)) (Answer, error) {
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
