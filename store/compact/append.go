@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/flock"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -38,11 +35,11 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return err
 	}
 	defer c.trim()
-	if err := flock.Lock(ctx, c.tfd, unix.LOCK_EX); err != nil {
+	if err := c.tf.Lock(ctx, true); err != nil {
 		return c.lockError(err)
 	}
 	defer func() {
-		flock.Unlock(c.tfd)
+		c.tf.Unlock()
 		if c.stale {
 			c.drop()
 			c.stale = false
@@ -127,9 +124,9 @@ func (c *Conversation) due(s *snap) bool {
 func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 	line := make([]byte, 0, len(event)+1)
 	line = append(append(line, event...), '\n')
-	if _, err := c.disk.writeAt(c.tf, line, s.tend); err != nil {
+	if _, err := c.tf.WriteAt(line, s.tend); err != nil {
 		// Part of it may be there: cut it, or the next Append will.
-		c.disk.truncate(c.tf, s.tend)
+		c.tf.Truncate(s.tend)
 		return fmt.Errorf("compact: append to %s at offset %d: %w", c.tail, s.tend, err)
 	}
 	if err := c.sync(c.tf); err != nil {
@@ -160,15 +157,15 @@ func (c *Conversation) writeThread(s *snap, ev []byte) error {
 	if len(b)-8 > MaxThreadFrame {
 		return fmt.Errorf("compact: append seq 1 to %s: %w: a thread name of %d bytes", c.dir, store.ErrBadEvent, len(e.Thread))
 	}
-	if _, err := c.disk.writeAt(c.zf, b, 0); err != nil {
-		c.disk.truncate(c.zf, 0)
+	if _, err := c.zf.WriteAt(b, 0); err != nil {
+		c.zf.Truncate(0)
 		return fmt.Errorf("compact: write the thread frame of %s: %w", c.frames, err)
 	}
 	if err := c.sync(c.zf); err != nil {
 		return err
 	}
 	if !c.opts.Unsynced {
-		if err := syncDir(c.dir); err != nil {
+		if err := c.syncDir(); err != nil {
 			return err
 		}
 	}
@@ -205,8 +202,8 @@ func (c *Conversation) fold(s *snap) (err error) {
 	n := len(u)
 	u = appendSeal(u, n, int(s.count), s.tlast)
 	c.cbuf = u[:0]
-	if _, err := c.disk.writeAt(c.zf, u, s.end); err != nil {
-		c.disk.truncate(c.zf, s.end)
+	if _, err := c.zf.WriteAt(u, s.end); err != nil {
+		c.zf.Truncate(s.end)
 		return fmt.Errorf("compact: fold into %s at offset %d: %w", c.frames, s.end, err)
 	}
 	if err := c.sync(c.zf); err != nil {
@@ -221,7 +218,7 @@ func (c *Conversation) fold(s *snap) (err error) {
 
 // emptyTail empties the tail once every event in it is framed.
 func (c *Conversation) emptyTail(s *snap) error {
-	if err := c.disk.truncate(c.tf, 0); err != nil {
+	if err := c.tf.Truncate(0); err != nil {
 		return fmt.Errorf("compact: empty %s: %w", c.tail, err)
 	}
 	if err := c.sync(c.tf); err != nil {
@@ -241,7 +238,7 @@ func (c *Conversation) cutTail(s *snap) error {
 	if err := c.keepTorn(TornTailName, TailName, s.tend, torn); err != nil {
 		return err
 	}
-	if err := c.disk.truncate(c.tf, s.tend); err != nil {
+	if err := c.tf.Truncate(s.tend); err != nil {
 		return fmt.Errorf("compact: cut the torn tail of %s at offset %d: %w", c.tail, s.tend, err)
 	}
 	s.tsize = s.tend
@@ -262,7 +259,7 @@ func (c *Conversation) cutFrames(s *snap, end int64) error {
 	if err := c.keepTorn(TornFramesName, FramesName, end, cut); err != nil {
 		return err
 	}
-	if err := c.disk.truncate(c.zf, end); err != nil {
+	if err := c.zf.Truncate(end); err != nil {
 		return fmt.Errorf("compact: cut %s at offset %d: %w", c.frames, end, err)
 	}
 	s.zsize = end

@@ -49,6 +49,10 @@ events still in the tail as two copies, nor the tail emptied and its frame
 not yet seen. Frames before that end never change, so a reader reads them
 after letting go.
 
+Every open, read, write, fdatasync, truncate, flock and folder sync goes
+through Options.FS (store/internal/disk), the real filesystem unless a
+test stands a crashable or failing one in its place.
+
 # A fold, and what a stop in the middle of it leaves
 
 A fold, under the writers' lock: (1) cut off what follows the last whole
