@@ -5,10 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"lnk.dev/linkharness/store"
-	"lnk.dev/linkharness/store/internal/flock"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -31,10 +28,10 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return err
 	}
 	defer c.trim()
-	if err := flock.Lock(ctx, c.fd, unix.LOCK_EX); err != nil {
+	if err := c.f.Lock(ctx, true); err != nil {
 		return c.lockError(err)
 	}
-	defer flock.Unlock(c.fd)
+	defer c.f.Unlock()
 
 	e, err := c.readEnd(ctx, tailSize, true)
 	if err != nil {
@@ -79,7 +76,7 @@ func (c *Conversation) write(e *end, event []byte) error {
 	}
 	if e.size == 0 {
 		// The file may be new: make its name durable too.
-		return syncDir(c.dir)
+		return c.syncDir()
 	}
 	return nil
 }

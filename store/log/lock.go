@@ -3,10 +3,7 @@ package log
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func (c *Conversation) lockError(err error) error {
@@ -19,12 +16,7 @@ func (c *Conversation) lockError(err error) error {
 // sync makes what was written to the log durable, and times it.
 func (c *Conversation) sync() error {
 	start := time.Now()
-	var err error
-	for {
-		if err = unix.Fdatasync(c.fd); err != unix.EINTR {
-			break
-		}
-	}
+	err := c.f.Sync()
 	if c.opts.Synced != nil {
 		c.opts.Synced(time.Since(start))
 	}
@@ -38,15 +30,10 @@ func (c *Conversation) sync() error {
 	return nil
 }
 
-// syncDir makes a new file's name in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+// syncDir makes the name of a new file in the folder durable.
+func (c *Conversation) syncDir() error {
+	if err := c.fs.SyncDir(c.dir); err != nil {
 		return fmt.Errorf("log: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("log: fsync %s: %w", dir, err)
 	}
 	return nil
 }

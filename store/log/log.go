@@ -10,9 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/disk"
 )
 
 var _ store.Conversation = (*Conversation)(nil)
@@ -29,6 +28,10 @@ const (
 // Options are a conversation's optional settings. The zero value is the
 // default.
 type Options struct {
+	// FS is the filesystem the log is kept on; nil is the real one. Tests
+	// stand a crashable one in its place.
+	FS disk.FS
+
 	// Synced, if set, is called after each fdatasync of the log with how long
 	// it took, to feed a histogram. It runs while the writers' lock is held,
 	// so it must be quick.
@@ -50,12 +53,11 @@ type Options struct {
 type Conversation struct {
 	path string // the folder's events.jsonl
 	dir  string
+	fs   disk.FS
 	opts Options
 
-	// f is the open log, or nil; fd is its descriptor, for flock and
-	// fdatasync. writable says f was opened for writing.
-	f        *os.File
-	fd       int
+	// f is the open log, or nil. writable says f was opened for writing.
+	f        disk.File
 	writable bool
 
 	// buf is reused by every read; what a call hands out points into it.
@@ -74,7 +76,11 @@ func OpenOptions(dir string, opts Options) (*Conversation, error) {
 	if dir == "" {
 		return nil, errors.New("log: open: no folder given")
 	}
-	return &Conversation{path: filepath.Join(dir, FileName), dir: dir, opts: opts}, nil
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = disk.OS
+	}
+	return &Conversation{path: filepath.Join(dir, FileName), dir: dir, fs: fsys, opts: opts}, nil
 }
 
 // Last returns the seq of the last complete line, or 0 when there is none.
@@ -101,7 +107,7 @@ func (c *Conversation) Close() error {
 		return nil
 	}
 	err := c.f.Close()
-	c.f, c.fd, c.writable = nil, -1, false
+	c.f, c.writable = nil, false
 	if err != nil {
 		return fmt.Errorf("log: close %s: %w", c.path, err)
 	}
@@ -119,7 +125,7 @@ func (c *Conversation) open(write bool) (bool, error) {
 	if write {
 		flag = os.O_RDWR | os.O_CREATE
 	}
-	f, err := os.OpenFile(c.path, flag, FileMode)
+	f, err := c.fs.OpenFile(c.path, flag, FileMode)
 	if err != nil {
 		if !write && errors.Is(err, fs.ErrNotExist) {
 			return false, nil
@@ -129,9 +135,7 @@ func (c *Conversation) open(write bool) (bool, error) {
 	if c.f != nil {
 		c.f.Close()
 	}
-	// Fd is taken once: a regular file is never in the poller, so this
-	// changes nothing about how f works, and f keeps the descriptor alive.
-	c.f, c.fd, c.writable = f, int(f.Fd()), write
+	c.f, c.writable = f, write
 	return true, nil
 }
 
@@ -140,7 +144,7 @@ func (c *Conversation) open(write bool) (bool, error) {
 func (c *Conversation) drop() {
 	if c.f != nil {
 		c.f.Close()
-		c.f, c.fd, c.writable = nil, -1, false
+		c.f, c.writable = nil, false
 	}
 }
 
@@ -160,18 +164,13 @@ func (c *Conversation) trim() {
 	}
 }
 
-// stat returns the file's size and times.
-func (c *Conversation) stat() (unix.Stat_t, error) {
-	var st unix.Stat_t
-	for {
-		err := unix.Fstat(c.fd, &st)
-		if err == nil {
-			return st, nil
-		}
-		if err != unix.EINTR {
-			return st, fmt.Errorf("log: stat %s: %w", c.path, err)
-		}
+// stat returns the file's size and change stamp.
+func (c *Conversation) stat() (disk.Info, error) {
+	st, err := c.f.Stat()
+	if err != nil {
+		return st, fmt.Errorf("log: %w", err)
 	}
+	return st, nil
 }
 
 // errShrunk says a read came short: the file was cut while it was read.

@@ -14,7 +14,6 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // makeEvent returns the event of seq with a text of n bytes, the same bytes for
@@ -556,7 +555,7 @@ func TestLockWaitCanceled(t *testing.T) {
 	if _, err := holder.open(true); err != nil {
 		t.Fatal(err)
 	}
-	if err := flock.Lock(context.Background(), holder.fd, 2 /* LOCK_EX */); err != nil {
+	if err := holder.f.Lock(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	c := open(t, dir)
@@ -565,7 +564,7 @@ func TestLockWaitCanceled(t *testing.T) {
 	if err := c.Append(ctx, 2, makeEvent(2, 5)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append while another holds the lock = %v", err)
 	}
-	flock.Unlock(holder.fd)
+	holder.f.Unlock()
 	if err := c.Append(context.Background(), 2, makeEvent(2, 5)); err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"golang.org/x/sys/unix"
-
-	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // repair cuts the torn final line [end, size) off the log, once its bytes
@@ -43,7 +39,7 @@ func (c *Conversation) keep(name string, off, n int64, why string) error {
 	}
 	head = append(head, '\n')
 	path := filepath.Join(c.dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
+	f, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
 		return fmt.Errorf("log: keep what is cut off %s: %w", c.path, err)
 	}
@@ -67,7 +63,7 @@ func (c *Conversation) keep(name string, off, n int64, why string) error {
 	if err != nil {
 		return fmt.Errorf("log: keep what is cut off %s in %s: %w", c.path, path, err)
 	}
-	return syncDir(c.dir)
+	return c.syncDir()
 }
 
 // Repaired is what Repair did.
@@ -103,17 +99,17 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 	if err := ctx.Err(); err != nil {
 		return Repaired{}, err
 	}
-	if _, err := os.Stat(c.path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := c.fs.Stat(c.path); errors.Is(err, fs.ErrNotExist) {
 		return Repaired{}, nil // nothing to repair, and nothing to create
 	}
 	if _, err := c.open(true); err != nil {
 		return Repaired{}, err
 	}
 	defer c.trim()
-	if err := flock.Lock(ctx, c.fd, unix.LOCK_EX); err != nil {
+	if err := c.f.Lock(ctx, true); err != nil {
 		return Repaired{}, c.lockError(err)
 	}
-	defer flock.Unlock(c.fd)
+	defer c.f.Unlock()
 	st, err := c.stat()
 	if err != nil {
 		return Repaired{}, err

@@ -6,10 +6,8 @@ import (
 	"io"
 
 	"github.com/valyala/fastjson"
-	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // Readers take no lock. That is safe because writers never change a
@@ -49,11 +47,11 @@ func (e *end) near(seq int64) bool { return e.last-seq <= backScan }
 func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, error) {
 	for try := 0; ; try++ {
 		if !locked && try == stableTries {
-			if err := flock.Lock(ctx, c.fd, unix.LOCK_SH); err != nil {
+			if err := c.f.Lock(ctx, false); err != nil {
 				return end{}, c.lockError(err)
 			}
 			e, err := c.readEnd(ctx, n, true)
-			flock.Unlock(c.fd)
+			c.f.Unlock()
 			return e, err
 		}
 		before, err := c.stat()
@@ -75,7 +73,7 @@ func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, er
 		if serr != nil {
 			return end{}, serr
 		}
-		if after.Size == size && after.Ctim == before.Ctim {
+		if after.Size == size && after.Changed == before.Changed {
 			return e, err
 		}
 	}

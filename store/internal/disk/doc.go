@@ -3,10 +3,11 @@
 // truncate, directory sync and flock they make is a call on an FS or a
 // File, so a test can stand another filesystem in the real one's place.
 //
-// OS is the real one. A crashable in-memory FS, which keeps only what was
-// synced when it crashes and can fail any operation, lets crash and fault
-// tests stop a store at every write, sync and truncate exactly, with no
-// process killed and no clock.
+// OS is the real one. Mem is a crashable one in memory: it keeps only what
+// was synced when it crashes (Mem.Crash), can fail any operation (Plan)
+// and calls a test after each (Mem.OnOp), so crash and fault tests stop a
+// store at every write, sync and truncate exactly, with no process killed
+// and no clock.
 //
 // The stores rename nothing: a new file is made by opening it with
 // os.O_CREATE and made durable by SyncDir on its folder.
