@@ -94,6 +94,14 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 			return err
 		}
 	}
+	if seq == 1 && !c.opts.Unsynced {
+		// The files are new: their names are durable once the folder is
+		// synced. An Append that failed after writing the thread frame
+		// may not have synced it, so every Append of seq 1 does.
+		if err := c.syncDir(); err != nil {
+			return err
+		}
+	}
 	if err := c.writeLine(&s, seq, event); err != nil {
 		return err
 	}
@@ -141,7 +149,8 @@ func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 }
 
 // writeThread starts events.zst with the thread frame, naming the thread
-// event 1 names, cutting off a thread frame cut short first.
+// event 1 names, cutting off a thread frame cut short first. The caller
+// syncs the folder, which may hold events.zst new.
 func (c *Conversation) writeThread(s *snap, ev []byte) error {
 	var e event.Event
 	var dec event.Decoder
@@ -163,11 +172,6 @@ func (c *Conversation) writeThread(s *snap, ev []byte) error {
 	}
 	if err := c.sync(c.zf); err != nil {
 		return err
-	}
-	if !c.opts.Unsynced {
-		if err := c.syncDir(); err != nil {
-			return err
-		}
 	}
 	s.zsize, s.threadEnd, s.end = int64(len(b)), int64(len(b)), int64(len(b))
 	return nil

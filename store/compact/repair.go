@@ -126,6 +126,9 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 		if err := c.writeThread(&s, first); err != nil {
 			return r, err
 		}
+		if err := c.syncDir(); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }

@@ -1,0 +1,81 @@
+package compact
+
+import (
+	"context"
+	"syscall"
+	"testing"
+
+	"lnk.dev/linkharness/store/internal/disk"
+)
+
+// memDir is the folder a test keeps a conversation in on a disk.Mem.
+const memDir = "/c"
+
+// newMem returns a Mem holding the empty folder memDir.
+func newMem(t testing.TB) *disk.Mem {
+	t.Helper()
+	m := disk.NewMem()
+	if err := m.MkdirAll(memDir); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// openMem opens the conversation in memDir on fsys, folding every fold
+// events.
+func openMem(t testing.TB, fsys disk.FS, fold int) *Conversation {
+	t.Helper()
+	c, err := OpenOptions(memDir, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.foldEvents = fold
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// firstOp returns the number of the first operation of kind the first
+// Append of crashEvent(1) makes on an empty Mem.
+func firstOp(t *testing.T, kind disk.Kind) int {
+	t.Helper()
+	m := newMem(t)
+	at := 0
+	m.OnOp(func(op disk.Op) {
+		if op.Kind == kind && at == 0 {
+			at = op.N
+		}
+	})
+	if err := openMem(t, m, crashFold).Append(context.Background(), 1, crashEvent(1)); err != nil {
+		t.Fatal(err)
+	}
+	if at == 0 {
+		t.Fatalf("the first append made no %v", kind)
+	}
+	return at
+}
+
+// TestFirstFolderSyncFails fails the folder sync of a conversation's first
+// Append once. The Append fails; retried, it is acknowledged, and then
+// the event must survive a crash: the retry makes the new files' names
+// durable, though it finds the thread frame already written.
+func TestFirstFolderSyncFails(t *testing.T) {
+	at := firstOp(t, disk.OpSyncDir)
+	m := newMem(t)
+	m.Fail(disk.Plan{At: at, Err: syscall.EIO})
+	c := openMem(t, m, crashFold)
+	ctx := context.Background()
+	if err := c.Append(ctx, 1, crashEvent(1)); err == nil {
+		t.Fatal("the folder sync failed, and the append succeeded")
+	}
+	if m.Faults() != 1 {
+		t.Fatalf("%d faults landed, not 1", m.Faults())
+	}
+	if err := c.Append(ctx, 1, crashEvent(1)); err != nil {
+		t.Fatalf("the append again: %v", err)
+	}
+	after := openMem(t, m.Crash(), crashFold)
+	if last, err := after.Last(ctx); err != nil || last != 1 {
+		t.Fatalf("after a crash the conversation ends at %d (%v); seq 1 was acknowledged", last, err)
+	}
+	checkRun(t, after, 1, 1, "after a crash")
+}
