@@ -51,8 +51,12 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return fmt.Errorf("log: append seq %d to %s: %w by the line at offset %d", seq, c.path, store.ErrSeqTaken, off)
 	}
 	// The same bytes: a retry whose answer was lost. The writer that wrote
-	// them may have died before its fdatasync, so make them durable now.
-	return c.sync()
+	// them may have died before its fdatasync, or before the folder sync
+	// that makes a new file's name durable, so make them durable now.
+	if err := c.sync(); err != nil {
+		return err
+	}
+	return c.name()
 }
 
 // write appends event after the last complete line.
@@ -74,9 +78,15 @@ func (c *Conversation) write(e *end, event []byte) error {
 	if err := c.sync(); err != nil {
 		return err
 	}
-	if e.size == 0 {
-		// The file may be new: make its name durable too.
-		return c.syncDir()
+	return c.name()
+}
+
+// name makes the log's name durable, once per Conversation: the file may
+// be new, or made by a writer whose folder sync failed or never ran, and
+// then the events in it would be lost with it in a crash.
+func (c *Conversation) name() error {
+	if c.named {
+		return nil
 	}
-	return nil
+	return c.syncDir()
 }

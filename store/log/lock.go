@@ -30,10 +30,14 @@ func (c *Conversation) sync() error {
 	return nil
 }
 
-// syncDir makes the name of a new file in the folder durable.
+// syncDir makes the names of the files in the folder durable, the log's
+// among them once it exists.
 func (c *Conversation) syncDir() error {
 	if err := c.fs.SyncDir(c.dir); err != nil {
 		return fmt.Errorf("log: %w", err)
+	}
+	if c.f != nil {
+		c.named = true
 	}
 	return nil
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"lnk.dev/linkharness/store/internal/disk"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // The checks every FS passes: the real one and Mem do the same where
@@ -493,5 +495,68 @@ func TestMemFolders(t *testing.T) {
 	}
 	if _, err := m.OpenFile("/d/f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("create with O_EXCL over a file: %v, want fs.ErrExist", err)
+	}
+}
+
+// TestMemModel runs random writes, truncates, syncs, failed syncs and
+// crashes on a Mem and on plain copies of the bytes, which Mem must match:
+// it shares synced bytes between a file, its images and its next writes.
+func TestMemModel(t *testing.T) {
+	seed := storetest.Seed(t)
+	r := rand.New(rand.NewPCG(seed, seed))
+	m, f := memWith(t, "")
+	var data, synced []byte
+	for i := 0; i < 2000; i++ {
+		switch r.IntN(6) {
+		case 0, 1:
+			b := make([]byte, 1+r.IntN(20))
+			for j := range b {
+				b[j] = byte('a' + r.IntN(26))
+			}
+			off := int64(r.IntN(len(data) + 5))
+			if _, err := f.WriteAt(b, off); err != nil {
+				t.Fatal(err)
+			}
+			if end := int(off) + len(b); end > len(data) {
+				data = append(data, make([]byte, end-len(data))...)
+			}
+			copy(data[off:], b)
+		case 2:
+			size := r.IntN(len(data) + 5)
+			if err := f.Truncate(int64(size)); err != nil {
+				t.Fatal(err)
+			}
+			if size > len(data) {
+				data = append(data, make([]byte, size-len(data))...)
+			}
+			data = data[:size]
+		case 3:
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			synced = append([]byte(nil), data...)
+		case 4:
+			m.Fail(disk.Plan{At: m.Ops() + 1, Err: syscall.EIO})
+			if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("sync: %v, want EIO", err)
+			}
+			data = append([]byte(nil), synced...)
+		case 5:
+			// Go on with the image half the time: it must be what was
+			// synced, and its writes must not reach the Mem it came from.
+			if s, _ := crashed(t, m, "/d/f"); s != string(synced) {
+				t.Fatalf("step %d: image %q, want %q", i, s, synced)
+			}
+			if r.IntN(2) == 0 {
+				f.Close()
+				m = m.Crash()
+				f = open(t, m, "/d/f", os.O_RDWR)
+				data = append([]byte(nil), synced...)
+			}
+		}
+		wantBytes(t, f, string(data))
+		if t.Failed() {
+			t.Fatalf("step %d", i)
+		}
 	}
 }

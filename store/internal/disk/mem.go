@@ -58,8 +58,13 @@ type Mem struct {
 
 // memNode is one file.
 type memNode struct {
-	data    []byte // now
-	synced  []byte // as of the last good Sync; never changed in place
+	// data is the bytes now, synced those of the last good Sync. synced
+	// is never changed in place, so a Sync or a Crash shares it rather
+	// than copy it; while data shares its array (cow), data is copied
+	// before a byte synced holds is changed.
+	data    []byte
+	synced  []byte
+	cow     bool
 	mode    fs.FileMode
 	changed int64
 
@@ -205,7 +210,7 @@ func (m *Mem) Crash() *Mem {
 	}
 	for name := range m.durable {
 		n := m.files[name]
-		c.files[name] = &memNode{data: append([]byte(nil), n.synced...), synced: n.synced, mode: n.mode, changed: n.changed}
+		c.files[name] = &memNode{data: n.synced, synced: n.synced, cow: true, mode: n.mode, changed: n.changed}
 		c.durable[name] = true
 	}
 	return c
@@ -284,7 +289,8 @@ func (m *Mem) open(name string, flag int, perm fs.FileMode, errno syscall.Errno)
 	f.append = flag&os.O_APPEND != 0
 	if flag&os.O_TRUNC != 0 && f.write {
 		m.stamp++
-		node.data, node.changed = node.data[:0], m.stamp
+		node.data, node.changed = nil, m.stamp
+		node.cow = false
 	}
 	return f, nil
 }
@@ -422,25 +428,37 @@ func (f *memFile) writeAt(b []byte, off int64, next bool) (int, error) {
 // put writes b at off, growing the file with zeros if off is past its end.
 func (n *memNode) put(b []byte, off int64) {
 	if end := off + int64(len(b)); end > int64(len(n.data)) {
-		n.data = resize(n.data, end)
+		n.resize(end)
 	}
+	n.own(off)
 	copy(n.data[off:], b)
 }
 
-// resize returns data cut or grown with zeros to size.
-func resize(data []byte, size int64) []byte {
-	if size <= int64(len(data)) {
-		return data[:size]
+// resize cuts the file or grows it with zeros to size.
+func (n *memNode) resize(size int64) {
+	data := n.data
+	switch {
+	case size <= int64(len(data)):
+		n.data = data[:size]
+	case size <= int64(cap(data)):
+		n.own(int64(len(data)))
+		old := len(n.data)
+		n.data = n.data[:size]
+		clear(n.data[old:])
+	default:
+		grown := make([]byte, size, max(size, 2*int64(cap(data))))
+		copy(grown, data)
+		n.data, n.cow = grown, false
 	}
-	if size <= int64(cap(data)) {
-		old := len(data)
-		data = data[:size]
-		clear(data[old:])
-		return data
+}
+
+// own copies data to an array of its own if a change from off on would
+// change bytes synced holds.
+func (n *memNode) own(off int64) {
+	if n.cow && off < int64(len(n.synced)) {
+		n.data = append(make([]byte, 0, cap(n.data)), n.data...)
+		n.cow = false
 	}
-	grown := make([]byte, size, max(size, 2*int64(cap(data))))
-	copy(grown, data)
-	return grown
 }
 
 func (f *memFile) Truncate(size int64) error {
@@ -458,7 +476,7 @@ func (f *memFile) Truncate(size int64) error {
 	case size < 0:
 		op.Err = &fs.PathError{Op: "truncate", Path: f.name, Err: syscall.EINVAL}
 	default:
-		f.node.data = resize(f.node.data, size)
+		f.node.resize(size)
 		m.stamp++
 		f.node.changed = m.stamp
 	}
@@ -481,11 +499,13 @@ func (f *memFile) Sync() error {
 		op.Err = &fs.PathError{Op: "sync", Path: f.name, Err: fs.ErrClosed}
 	case errno != 0:
 		op.Err = errno
-		node.data = append(node.data[:0], node.synced...)
+		node.data, node.cow = node.synced, true
 		m.stamp++
 		node.changed = m.stamp
 	default:
-		node.synced = append([]byte(nil), node.data...)
+		// A full slice, so an append to data never shows through it.
+		node.synced = node.data[:len(node.data):len(node.data)]
+		node.cow = true
 	}
 	err := op.Err
 	m.done(op)

@@ -1,0 +1,401 @@
+// Package disktest crashes and fails a store kept in files, on a
+// disk.Mem: a seeded script of appends is stopped at every counted
+// operation of the filesystem, and the conversation that survives is
+// checked against what Append acknowledged.
+//
+// The invariants checked, on every image and after every fault: each
+// event whose Append returned nil is there byte for byte; seqs run from 1
+// with no gap; no event is there that was never appended; the
+// conversation takes the next Append, and the same bytes again at its
+// last seq.
+package disktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/internal/disk"
+	"lnk.dev/linkharness/store/storetest"
+)
+
+// Open opens the conversation kept in the folder dir of fsys. The folder
+// exists. A Conversation it returns is closed before the next is opened.
+type Open func(fsys disk.FS, dir string) (store.Conversation, error)
+
+// Dir is the folder the conversation is kept in on each Mem.
+const Dir = "/home/chats/t"
+
+// Options change a run. The zero value is the default.
+type Options struct {
+	// Events is how many events the script appends; 0 is 100.
+	Events int
+	// SkipSyncDir makes SyncDir do nothing (disk.Mem.SkipSyncDir), so a
+	// test shows that a missing folder sync is caught.
+	SkipSyncDir bool
+}
+
+func (o Options) events() int {
+	if o.Events == 0 {
+		return 100
+	}
+	return o.Events
+}
+
+// reopenEvery is how many appends the script makes on one Conversation
+// before it closes it and opens another, as an agent that goes idle does.
+const reopenEvery = 10
+
+// Script returns n events drawn from seed, seq i+1 at index i, of mixed
+// sizes: most of a few hundred bytes, some of a few KiB, a few of up to
+// 48 KiB, so reads cross the stores' buffers and a crash image stays
+// cheap to read whole. Their text holds bytes a
+// re-encoding would change.
+func Script(seed uint64, n int) [][]byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	const alphabet = "abcdefghijklmnopqrstuvwxyz <>&\"\\\té"
+	out := make([][]byte, n)
+	for i := range out {
+		var size int
+		switch p := r.IntN(100); {
+		case p < 80:
+			size = 10 + r.IntN(300)
+		case p < 96:
+			size = 1<<10 + r.IntN(4<<10)
+		default:
+			size = 8<<10 + r.IntN(40<<10)
+		}
+		var b strings.Builder
+		for b.Len() < size {
+			b.WriteByte(alphabet[r.IntN(len(alphabet))])
+		}
+		e := event.Event{
+			Seq:  int64(i + 1),
+			Time: time.Unix(1767225600+int64(i), 0).UTC(),
+			Type: event.TypeMessage,
+			Text: b.String(),
+		}
+		if i == 0 {
+			e.Thread = "t"
+		}
+		out[i] = event.Append(nil, &e)
+	}
+	return out
+}
+
+// Report is what CrashImages found.
+type Report struct {
+	Images     int               // crash images checked
+	Kinds      map[disk.Kind]int // how many of them after each kind of operation
+	Violations []string          // what was wrong, one per image at most
+}
+
+// Crash runs CrashImages and fails t for each violation.
+func Crash(t *testing.T, open Open) {
+	t.Helper()
+	r := CrashImages(t, open, Options{})
+	for _, v := range r.Violations {
+		t.Error(v)
+	}
+}
+
+// CrashImages runs the script on a Mem and, after every counted operation
+// (every open, write, truncate, sync and folder sync; the image after one
+// is the image before the next) and before the first, takes a crash image
+// and checks it: opens the conversation on it, and checks the invariants
+// against the Appends that had returned nil by then. It logs the counts
+// and returns them with what it found wrong; it fails t only when the
+// script cannot run.
+func CrashImages(t testing.TB, open Open, opts Options) Report {
+	t.Helper()
+	script := Script(storetest.Seed(t), opts.events())
+	ctx := context.Background()
+	m := disk.NewMem()
+	if err := m.MkdirAll(Dir); err != nil {
+		t.Fatal(err)
+	}
+	m.SkipSyncDir(opts.SkipSyncDir)
+	r := Report{Kinds: make(map[disk.Kind]int)}
+	var acked, tried int
+	image := func(after string) {
+		r.Images++
+		if err := verify(ctx, m.Crash(), open, script, acked, tried); err != nil {
+			r.Violations = append(r.Violations, fmt.Sprintf("crash image %s, with %d events acknowledged: %v", after, acked, err))
+		}
+	}
+	image("before the first operation")
+	m.OnOp(func(op disk.Op) {
+		r.Kinds[op.Kind]++
+		image(fmt.Sprintf("after operation %d (%v %s)", op.N, op.Kind, op.Path))
+	})
+	c, err := open(m, Dir)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	for i, ev := range script {
+		seq := int64(i + 1)
+		tried = i + 1
+		if err := c.Append(ctx, seq, ev); err != nil {
+			t.Fatalf("append seq %d: %v", seq, err)
+		}
+		acked = i + 1
+		if acked%reopenEvery == 0 {
+			if c, err = reopen(c, m, open); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m.OnOp(nil)
+	c.Close()
+	t.Logf("%d crash images of %d appends checked (after each operation: %v), %d violations", r.Images, len(script), r.Kinds, len(r.Violations))
+	return r
+}
+
+// reopen closes c and opens the conversation again on fsys.
+func reopen(c store.Conversation, fsys disk.FS, open Open) (store.Conversation, error) {
+	if err := c.Close(); err != nil {
+		return nil, fmt.Errorf("close: %w", err)
+	}
+	c, err := open(fsys, Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open again: %w", err)
+	}
+	return c, nil
+}
+
+// verify opens the conversation on fsys and checks that it holds
+// script[:n] byte for byte for some n from acked to tried, takes the same
+// bytes again at seq n, and takes seq n+1. It closes what it opened.
+func verify(ctx context.Context, fsys disk.FS, open Open, script [][]byte, acked, tried int) error {
+	c, err := open(fsys, Dir)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer c.Close()
+	n, err := holds(ctx, c, script, acked, tried)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		if err := c.Append(ctx, int64(n), script[n-1]); err != nil {
+			return fmt.Errorf("seq %d's bytes again: %w", n, err)
+		}
+	}
+	if n < len(script) {
+		if err := c.Append(ctx, int64(n+1), script[n]); err != nil {
+			return fmt.Errorf("the next append, seq %d: %w", n+1, err)
+		}
+		if last, err := c.Last(ctx); err != nil || last != int64(n+1) {
+			return fmt.Errorf("after appending seq %d the last is %d (%v)", n+1, last, err)
+		}
+	}
+	return nil
+}
+
+// holds checks that c holds script[:n] for some n from acked to tried, and
+// returns n.
+func holds(ctx context.Context, c store.Conversation, script [][]byte, acked, tried int) (int, error) {
+	var n int
+	var bad error
+	err := c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+		switch {
+		case seq != int64(n+1):
+			bad = fmt.Errorf("seq %d after seq %d", seq, n)
+		case seq > int64(tried):
+			bad = fmt.Errorf("seq %d, never appended (%d tried)", seq, tried)
+		case string(ev) != string(script[seq-1]):
+			bad = fmt.Errorf("seq %d holds other bytes than were appended (%d bytes, %d appended)", seq, len(ev), len(script[seq-1]))
+		default:
+			n++
+			return true
+		}
+		return false
+	})
+	if bad != nil {
+		return n, bad
+	}
+	if err != nil && !(n == 0 && errors.Is(err, store.ErrNotFound)) {
+		return n, fmt.Errorf("read after seq %d: %w", n, err)
+	}
+	if n < acked {
+		return n, fmt.Errorf("holds %d events, %d were acknowledged", n, acked)
+	}
+	last, err := c.Last(ctx)
+	if err != nil || last != int64(n) {
+		return n, fmt.Errorf("last is %d (%v), %d events read", last, err, n)
+	}
+	return n, nil
+}
+
+// FaultReport is what FaultLoop found.
+type FaultReport struct {
+	Runs     int               // runs of the script: one per operation, error and mode
+	Faults   map[disk.Kind]int // faults injected, by kind of operation
+	Failed   int               // Appends that returned an error
+	Survived int               // Appends that met a fault and returned nil, each found durable
+	Retried  int               // failed Appends made again once the faults cleared
+	// Violations is what was wrong, one per run at most.
+	Violations []string
+}
+
+// Faults runs FaultLoop and fails t for each violation.
+func Faults(t *testing.T, open Open) {
+	t.Helper()
+	r := FaultLoop(t, open, Options{})
+	for _, v := range r.Violations {
+		t.Error(v)
+	}
+}
+
+// The errors injected: EIO plainly, ENOSPC with a failing write writing
+// half its bytes first.
+var faults = []disk.Plan{{Err: syscall.EIO}, {Err: syscall.ENOSPC, Short: true}}
+
+// FaultLoop runs the script once on a Mem to count its operations, then,
+// for every operation k of that run, for EIO and ENOSPC, runs it again on
+// a new Mem failing operation k once, and again failing every operation
+// from k on. Each run appends until an Append fails, then checks: an
+// Append that met a fault and returned nil had its event durable (on a
+// crash image taken then); the crash image of the run holds every
+// acknowledged event; once the faults are cleared the failed Append made
+// again on the same Conversation returns nil; and a crash image and a
+// fresh Conversation on the Mem hold it all and take the next Append. It
+// logs the counts and returns them with what it found wrong; it fails t
+// only when the script cannot run.
+func FaultLoop(t testing.TB, open Open, opts Options) FaultReport {
+	t.Helper()
+	script := Script(storetest.Seed(t), opts.events())
+	ctx := context.Background()
+
+	// The clean run: how many operations, and of which kinds.
+	m := disk.NewMem()
+	if err := m.MkdirAll(Dir); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []disk.Kind{0}
+	m.OnOp(func(op disk.Op) { kinds = append(kinds, op.Kind) })
+	if _, failed, err := appendAll(ctx, m, open, script, nil); err != nil || failed != 0 {
+		t.Fatalf("the script without faults: seq %d: %v", failed, err)
+	}
+
+	r := FaultReport{Faults: make(map[disk.Kind]int)}
+	for k := 1; k < len(kinds); k++ {
+		for _, p := range faults {
+			for _, every := range []bool{false, true} {
+				p.At, p.Every = k, every
+				r.Runs++
+				if err := faultRun(ctx, open, script, p, kinds, &r); err != nil {
+					mode := "once"
+					if every {
+						mode = "from then on"
+					}
+					r.Violations = append(r.Violations, fmt.Sprintf("operation %d (%v) failing with %v %s: %v", k, kinds[k], p.Err, mode, err))
+				}
+			}
+		}
+	}
+	total := 0
+	for _, n := range r.Faults {
+		total += n
+	}
+	t.Logf("%d runs over %d operations: %d faults injected (%v), %d appends failed and %d retried, %d appends met a fault and were durable; %d violations",
+		r.Runs, len(kinds)-1, total, r.Faults, r.Failed, r.Retried, r.Survived, len(r.Violations))
+	return r
+}
+
+// appendAll appends the script on m until an Append (or an open) fails,
+// and returns the last Conversation, open, and the seq that failed, 0 if
+// none did. survived is called after an Append that met a fault and
+// returned nil.
+func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, survived func(seq int) error) (store.Conversation, int, error) {
+	c, err := open(m, Dir)
+	if err != nil {
+		return nil, 1, err
+	}
+	for i, ev := range script {
+		seq := i + 1
+		before := m.Faults()
+		if err := c.Append(ctx, int64(seq), ev); err != nil {
+			return c, seq, err
+		}
+		if m.Faults() > before && survived != nil {
+			if err := survived(seq); err != nil {
+				return c, 0, err
+			}
+		}
+		if seq%reopenEvery == 0 {
+			if c, err = reopen(c, m, open); err != nil {
+				return nil, seq + 1, err
+			}
+		}
+	}
+	return c, 0, nil
+}
+
+// errSurvived marks a violation found by survived, not an Append's error.
+type errSurvived struct{ error }
+
+func faultRun(ctx context.Context, open Open, script [][]byte, p disk.Plan, kinds []disk.Kind, r *FaultReport) error {
+	m := disk.NewMem()
+	if err := m.MkdirAll(Dir); err != nil {
+		return err
+	}
+	m.Fail(p)
+	m.OnOp(func(op disk.Op) {
+		if op.Fault {
+			r.Faults[op.Kind]++
+		}
+	})
+	c, failed, err := appendAll(ctx, m, open, script, func(seq int) error {
+		r.Survived++
+		if err := verify(ctx, m.Crash(), open, script, seq, seq); err != nil {
+			return errSurvived{fmt.Errorf("seq %d was acknowledged after a fault, and a crash image then: %w", seq, err)}
+		}
+		return nil
+	})
+	if es := (errSurvived{}); errors.As(err, &es) {
+		if c != nil {
+			c.Close()
+		}
+		return es.error
+	}
+	acked := len(script)
+	if failed > 0 {
+		r.Failed++
+		acked = failed - 1
+	}
+	if verr := verify(ctx, m.Crash(), open, script, acked, acked+1); verr != nil {
+		return fmt.Errorf("after seq %d failed (%v), a crash image: %w", failed, err, verr)
+	}
+	m.Fail(disk.Plan{})
+	if failed > 0 {
+		r.Retried++
+		if c == nil {
+			// The open after an Append failed: open again.
+			if c, err = open(m, Dir); err != nil {
+				return fmt.Errorf("open once the faults cleared: %w", err)
+			}
+		}
+		if err := c.Append(ctx, int64(failed), script[failed-1]); err != nil {
+			return fmt.Errorf("seq %d made again once the faults cleared: %w", failed, err)
+		}
+		acked = failed
+	}
+	if c != nil {
+		c.Close()
+	}
+	if err := verify(ctx, m.Crash(), open, script, acked, acked); err != nil {
+		return fmt.Errorf("once the faults cleared, a crash image: %w", err)
+	}
+	if err := verify(ctx, m, open, script, acked, acked); err != nil {
+		return fmt.Errorf("once the faults cleared, opened again: %w", err)
+	}
+	return nil
+}
