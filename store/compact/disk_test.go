@@ -5,8 +5,71 @@ import (
 	"syscall"
 	"testing"
 
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/disk"
+	"lnk.dev/linkharness/store/internal/disk/disktest"
 )
+
+// diskFold is how many events the crash images and the fault loop fold at
+// a time: few, so a 100-event script folds 25 times and every operation
+// of a fold is crashed at and failed.
+const diskFold = 4
+
+// openOn opens the conversation in dir on fsys, folding every diskFold
+// events.
+func openOn(fsys disk.FS, dir string) (store.Conversation, error) {
+	c, err := OpenOptions(dir, Options{FS: fsys})
+	if err != nil {
+		return nil, err
+	}
+	c.foldEvents = diskFold
+	return c, nil
+}
+
+// TestCrashImages crashes the conversation at every open, write, sync,
+// truncate and folder sync of a 100-event script that folds 25 times, in
+// its appends and in its folds.
+func TestCrashImages(t *testing.T) {
+	r := disktest.CrashImages(t, openOn, disktest.Options{})
+	for _, v := range r.Violations {
+		t.Error(v)
+	}
+	if r.Kinds[disk.OpTruncate] < 25 {
+		t.Errorf("%d images after a truncate: the script folded less than it should", r.Kinds[disk.OpTruncate])
+	}
+}
+
+// TestCrashImagesNoSyncDir shows the crash images catch a conversation
+// whose new files' names were never made durable.
+func TestCrashImagesNoSyncDir(t *testing.T) {
+	r := disktest.CrashImages(t, openOn, disktest.Options{SkipSyncDir: true})
+	if len(r.Violations) == 0 {
+		t.Fatal("with SyncDir doing nothing no crash image lost an acknowledged event")
+	}
+	t.Logf("first violation: %s", r.Violations[0])
+}
+
+// TestFaults fails every operation of a 100-event script that folds 25
+// times, once and from then on, with EIO and ENOSPC, fdatasync and the
+// folder sync included. Built with -race, or with -short, the script is
+// 40 events: the loop runs the script once an operation, so its time
+// grows as the square of the script's length, and a race-built fold
+// takes four times as long.
+func TestFaults(t *testing.T) {
+	var opts disktest.Options
+	if raceOn || testing.Short() {
+		opts.Events = 40
+	}
+	r := disktest.FaultLoop(t, openOn, opts)
+	for _, v := range r.Violations {
+		t.Error(v)
+	}
+	for _, k := range []disk.Kind{disk.OpWrite, disk.OpSync, disk.OpTruncate, disk.OpSyncDir} {
+		if r.Faults[k] == 0 {
+			t.Errorf("no fault landed on a %v", k)
+		}
+	}
+}
 
 // memDir is the folder a test keeps a conversation in on a disk.Mem.
 const memDir = "/c"
