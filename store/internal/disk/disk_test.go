@@ -560,3 +560,47 @@ func TestMemModel(t *testing.T) {
 		}
 	}
 }
+
+func TestMemCrashTorn(t *testing.T) {
+	m, f := memWith(t, "abcd")
+	if s, _ := crashed(t, m.CrashTorn(), "/d/f"); s != "abcd" {
+		t.Errorf("nothing appended: the torn image holds %q, want \"abcd\"", s)
+	}
+	f.WriteAt([]byte("efgh"), 4)
+	c := m.CrashTorn()
+	if s, _ := crashed(t, c, "/d/f"); s != "abcdef" {
+		t.Errorf("appended to: the torn image holds %q, want \"abcdef\"", s)
+	}
+	if s, _ := crashed(t, m, "/d/f"); s != "abcd" {
+		t.Errorf("the plain image holds %q, want \"abcd\"", s)
+	}
+	f.WriteAt([]byte("X"), 0)
+	if s, _ := crashed(t, m.CrashTorn(), "/d/f"); s != "abcd" {
+		t.Errorf("changed in place: the torn image holds %q, want \"abcd\"", s)
+	}
+	// The torn image's bytes are its own.
+	wantBytes(t, f, "Xbcdefgh")
+	g := open(t, c, "/d/f", os.O_RDWR)
+	g.WriteAt([]byte("Y"), 5)
+	wantBytes(t, g, "abcdeY")
+	wantBytes(t, f, "Xbcdefgh")
+}
+
+func TestMemTorn(t *testing.T) {
+	m, f := memWith(t, "ab")
+	if m.Torn() {
+		t.Error("Torn with nothing appended")
+	}
+	f.WriteAt([]byte("c"), 2)
+	if m.Torn() {
+		t.Error("Torn with one byte appended: half of it is none")
+	}
+	f.WriteAt([]byte("d"), 3)
+	if !m.Torn() {
+		t.Error("not Torn with two bytes appended")
+	}
+	f.Sync()
+	if m.Torn() {
+		t.Error("Torn after a Sync")
+	}
+}

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ import (
 //
 // What survives a crash: a folder made by MkdirAll; a file whose name was
 // made durable by a SyncDir of its folder after it was created, holding
-// the bytes of its last good Sync (none if it had none). A file whose
+// the bytes of its last good Sync (none if it had none), and, in the
+// images of CrashTorn, half of what was appended to it since. A file whose
 // name is not durable is gone, whatever was synced. A failed Sync drops
 // what was written since the last good one (the file's bytes go back to
 // the synced ones), as Linux may drop dirty pages after a writeback error.
@@ -200,7 +202,35 @@ func (m *Mem) SkipSyncDir(skip bool) {
 // its power now: the folders, and the files whose names are durable with
 // their synced bytes. m is not changed and its Files still work. The new
 // Mem counts from 0, has no plan, no OnOp and no flocks.
-func (m *Mem) Crash() *Mem {
+func (m *Mem) Crash() *Mem { return m.crash(false) }
+
+// CrashTorn is Crash where each durable file whose bytes now are its
+// synced bytes and more (it was appended to since its last Sync) keeps
+// the first half of the more as well: what a crash in the middle of the
+// append's writeback leaves.
+func (m *Mem) CrashTorn() *Mem { return m.crash(true) }
+
+// Torn says whether CrashTorn's image would differ from Crash's.
+func (m *Mem) Torn() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.durable {
+		if n := m.files[name]; len(tornTail(n.data, n.synced)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tornTail returns what a torn crash keeps of now beyond synced.
+func tornTail(now, synced []byte) []byte {
+	if len(now) <= len(synced) || !bytes.Equal(now[:len(synced)], synced) {
+		return nil
+	}
+	return now[len(synced) : len(synced)+(len(now)-len(synced))/2]
+}
+
+func (m *Mem) crash(torn bool) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()
@@ -210,7 +240,11 @@ func (m *Mem) Crash() *Mem {
 	}
 	for name := range m.durable {
 		n := m.files[name]
-		c.files[name] = &memNode{data: n.synced, synced: n.synced, cow: true, mode: n.mode, changed: n.changed}
+		kept := n.synced
+		if tail := tornTail(n.data, kept); torn && len(tail) > 0 {
+			kept = append(kept[:len(kept):len(kept)], tail...)
+		}
+		c.files[name] = &memNode{data: kept, synced: kept, cow: true, mode: n.mode, changed: n.changed}
 		c.durable[name] = true
 	}
 	return c

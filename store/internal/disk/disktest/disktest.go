@@ -92,8 +92,10 @@ func Script(seed uint64, n int) [][]byte {
 
 // Report is what CrashImages found.
 type Report struct {
-	Images     int               // crash images checked
-	Kinds      map[disk.Kind]int // how many of them after each kind of operation
+	Images     int               // crash images checked, torn ones among them
+	Torn       int               // of them, images of CrashTorn that differ from Crash's
+	Kinds      map[disk.Kind]int // the operations after which images were taken, by kind
+	Restarts   int               // crashes the script went on from
 	Violations []string          // what was wrong, one per image at most
 }
 
@@ -106,13 +108,20 @@ func Crash(t *testing.T, open Open) {
 	}
 }
 
-// CrashImages runs the script on a Mem and, after every counted operation
-// (every open, write, truncate, sync and folder sync; the image after one
-// is the image before the next) and before the first, takes a crash image
-// and checks it: opens the conversation on it, and checks the invariants
-// against the Appends that had returned nil by then. It logs the counts
-// and returns them with what it found wrong; it fails t only when the
-// script cannot run.
+// restarts is how many times the script crashes in the middle of an
+// Append and goes on from the torn image, as a restarted program would.
+const restarts = 3
+
+// CrashImages runs the script on a Mem and, before the first counted
+// operation and after every one (every open, write, truncate, sync and
+// folder sync; the image after one is the image before the next), takes
+// the crash images of Crash and CrashTorn and checks each: opens the
+// conversation on it and checks the invariants against the Appends that
+// had returned nil by then. Three times, after the first write of an
+// Append, the script goes on from that torn image instead, retrying the
+// Append there, so images are taken of a store cutting a torn tail too.
+// It logs the counts and returns them with what it found wrong; it fails
+// t only when the script cannot run.
 func CrashImages(t testing.TB, open Open, opts Options) Report {
 	t.Helper()
 	script := Script(storetest.Seed(t), opts.events())
@@ -124,26 +133,58 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 	m.SkipSyncDir(opts.SkipSyncDir)
 	r := Report{Kinds: make(map[disk.Kind]int)}
 	var acked, tried int
-	image := func(after string) {
+	check := func(img *disk.Mem, after string) {
 		r.Images++
-		if err := verify(ctx, m.Crash(), open, script, acked, tried); err != nil {
+		if err := verify(ctx, img, open, script, acked, tried); err != nil {
 			r.Violations = append(r.Violations, fmt.Sprintf("crash image %s, with %d events acknowledged: %v", after, acked, err))
 		}
 	}
-	image("before the first operation")
-	m.OnOp(func(op disk.Op) {
+	// restartAt are the seqs whose Append crashes after its first write;
+	// torn is that image, once taken.
+	restartAt := make(map[int]bool)
+	for i := 1; i <= restarts; i++ {
+		restartAt[i*len(script)/(restarts+1)+1] = true
+	}
+	var torn *disk.Mem
+	onOp := func(op disk.Op) {
 		r.Kinds[op.Kind]++
-		image(fmt.Sprintf("after operation %d (%v %s)", op.N, op.Kind, op.Path))
-	})
+		after := fmt.Sprintf("after operation %d (%v %s)", op.N, op.Kind, op.Path)
+		check(m.Crash(), after)
+		if m.Torn() {
+			r.Torn++
+			check(m.CrashTorn(), "torn "+after)
+			if op.Kind == disk.OpWrite && restartAt[tried] && torn == nil {
+				torn = m.CrashTorn() // check changed the one it had
+			}
+		}
+	}
+	check(m.Crash(), "before the first operation")
+	m.OnOp(onOp)
 	c, err := open(m, Dir)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	for i, ev := range script {
+	for i := 0; i < len(script); i++ {
 		seq := int64(i + 1)
 		tried = i + 1
-		if err := c.Append(ctx, seq, ev); err != nil {
+		if err := c.Append(ctx, seq, script[i]); err != nil {
 			t.Fatalf("append seq %d: %v", seq, err)
+		}
+		if torn != nil {
+			// The program died in that Append: go on from what it left,
+			// and make the Append again.
+			delete(restartAt, tried)
+			c.Close()
+			m.OnOp(nil)
+			m, torn = torn, nil
+			m.SkipSyncDir(opts.SkipSyncDir)
+			m.OnOp(onOp)
+			r.Restarts++
+			if c, err = open(m, Dir); err != nil {
+				t.Fatalf("open after a crash: %v", err)
+			}
+			i--
+			continue
 		}
 		acked = i + 1
 		if acked%reopenEvery == 0 {
@@ -154,7 +195,8 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 	}
 	m.OnOp(nil)
 	c.Close()
-	t.Logf("%d crash images of %d appends checked (after each operation: %v), %d violations", r.Images, len(script), r.Kinds, len(r.Violations))
+	t.Logf("%d crash images of %d appends checked, %d of them torn, after operations %v, with %d restarts; %d violations",
+		r.Images, len(script), r.Torn, r.Kinds, r.Restarts, len(r.Violations))
 	return r
 }
 
