@@ -52,13 +52,13 @@ func TestCrashImagesNoSyncDir(t *testing.T) {
 // TestFaults fails every operation of a 100-event script that folds 25
 // times, once and from then on, with EIO and ENOSPC, fdatasync and the
 // folder sync included. Built with -race, or with -short, the script is
-// 40 events: the loop runs the script once an operation, so its time
+// 30 events: the loop runs the script once an operation, so its time
 // grows as the square of the script's length, and a race-built fold
 // takes four times as long.
 func TestFaults(t *testing.T) {
 	var opts disktest.Options
 	if raceOn || testing.Short() {
-		opts.Events = 40
+		opts.Events = 30
 	}
 	r := disktest.FaultLoop(t, openOn, opts)
 	for _, v := range r.Violations {
