@@ -137,7 +137,7 @@ func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 		c.tf.Truncate(s.tend)
 		return fmt.Errorf("compact: append to %s at offset %d: %w", c.tail, s.tend, err)
 	}
-	if err := c.sync(c.tf); err != nil {
+	if err := c.syncOrCut(c.tf, s.tend); err != nil {
 		return err
 	}
 	s.tail = append(s.tail[:s.tend:s.tend], line...) // a copy: tbuf may be shorter
@@ -170,7 +170,7 @@ func (c *Conversation) writeThread(s *snap, ev []byte) error {
 		c.zf.Truncate(0)
 		return fmt.Errorf("compact: write the thread frame of %s: %w", c.frames, err)
 	}
-	if err := c.sync(c.zf); err != nil {
+	if err := c.syncOrCut(c.zf, 0); err != nil {
 		return err
 	}
 	s.zsize, s.threadEnd, s.end = int64(len(b)), int64(len(b)), int64(len(b))
@@ -210,7 +210,7 @@ func (c *Conversation) fold(s *snap) (err error) {
 		c.zf.Truncate(s.end)
 		return fmt.Errorf("compact: fold into %s at offset %d: %w", c.frames, s.end, err)
 	}
-	if err := c.sync(c.zf); err != nil {
+	if err := c.syncOrCut(c.zf, s.end); err != nil {
 		return err
 	}
 	s.lastUnit = unit{off: s.end, n: int64(n), count: s.count, last: s.tlast}

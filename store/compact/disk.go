@@ -28,6 +28,21 @@ func (c *Conversation) sync(f disk.File) error {
 	return nil
 }
 
+// syncOrCut makes f durable after bytes were written to it from off on,
+// or cuts them off if it fails. A failed fdatasync may leave them to be
+// read though they are not on the disk, and a later one that succeeds
+// does not put them there (Linux marks them written): a retried Append
+// would find its line and acknowledge it, a fold its unit and empty the
+// tail. Cut off, they are written again. If the cut fails too, the next
+// call may still find them; nothing more can be done from here.
+func (c *Conversation) syncOrCut(f disk.File, off int64) error {
+	err := c.sync(f)
+	if err != nil {
+		f.Truncate(off)
+	}
+	return err
+}
+
 // syncDir makes new names in the conversation's folder durable.
 func (c *Conversation) syncDir() error {
 	if err := c.fs.SyncDir(c.dir); err != nil {

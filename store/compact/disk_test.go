@@ -2,6 +2,10 @@ package compact
 
 import (
 	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -141,4 +145,153 @@ func TestFirstFolderSyncFails(t *testing.T) {
 		t.Fatalf("after a crash the conversation ends at %d (%v); seq 1 was acknowledged", last, err)
 	}
 	checkRun(t, after, 1, 1, "after a crash")
+}
+
+// pageCache is a disk.Mem as Linux's page cache makes a failed fdatasync
+// look: the bytes written since the last good one stay readable, but they
+// are not on the disk, and no later fdatasync puts them there unless they
+// are written again. (disk.Mem alone drops them, as Linux may too.) The
+// next Sync of a file of failSync's name fails with EIO.
+type pageCache struct {
+	*disk.Mem
+	failSync string
+	// seen holds, for a file whose failed Sync left what is read apart
+	// from what the Mem holds, what is read.
+	seen map[string][]byte
+}
+
+func (p *pageCache) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
+	f, err := p.Mem.OpenFile(name, flag, perm)
+	if err != nil || flag&os.O_APPEND != 0 {
+		return f, err
+	}
+	return &cachedFile{File: f, p: p}, nil
+}
+
+type cachedFile struct {
+	disk.File
+	p *pageCache
+}
+
+func (f *cachedFile) ReadAt(b []byte, off int64) (int, error) {
+	v, ok := f.p.seen[f.Name()]
+	if !ok {
+		return f.File.ReadAt(b, off)
+	}
+	if off >= int64(len(v)) {
+		return 0, io.EOF
+	}
+	n := copy(b, v[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *cachedFile) Stat() (disk.Info, error) {
+	st, err := f.File.Stat()
+	if v, ok := f.p.seen[f.Name()]; ok && err == nil {
+		st.Size = int64(len(v))
+	}
+	return st, err
+}
+
+func (f *cachedFile) WriteAt(b []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(b, off)
+	if v, ok := f.p.seen[f.Name()]; ok && n > 0 {
+		if end := off + int64(n); end > int64(len(v)) {
+			v = append(v, make([]byte, end-int64(len(v)))...)
+		}
+		copy(v[off:], b[:n])
+		f.p.seen[f.Name()] = v
+	}
+	return n, err
+}
+
+func (f *cachedFile) Truncate(size int64) error {
+	err := f.File.Truncate(size)
+	if v, ok := f.p.seen[f.Name()]; ok && err == nil {
+		if size > int64(len(v)) {
+			v = append(v, make([]byte, size-int64(len(v)))...)
+		}
+		f.p.seen[f.Name()] = v[:size]
+	}
+	return err
+}
+
+func (f *cachedFile) Sync() error {
+	if filepath.Base(f.Name()) != f.p.failSync {
+		return f.File.Sync()
+	}
+	f.p.failSync = ""
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	now := make([]byte, st.Size)
+	if _, err := f.ReadAt(now, 0); err != nil && err != io.EOF {
+		return err
+	}
+	f.p.Fail(disk.Plan{At: f.p.Ops() + 1, Err: syscall.EIO})
+	err = f.File.Sync()
+	f.p.Fail(disk.Plan{})
+	f.p.seen[f.Name()] = now
+	return err
+}
+
+// TestFailedSyncCut: after an fdatasync fails, what it was to make durable
+// may still be read though it is not on the disk, and a later fdatasync
+// does not put it there. So an Append or a fold whose fdatasync failed
+// cuts off what it wrote: a retried Append then writes its line again
+// rather than find it there and acknowledge it, and the next fold frames
+// the tail's events again rather than find the unit there and empty the
+// tail. After a crash every acknowledged event is there.
+func TestFailedSyncCut(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		before int64  // events appended first
+		file   string // whose next fdatasync fails
+		fails  bool   // the next Append fails
+	}{
+		{"the thread frame", 0, FramesName, true},
+		{"a line", 5, TailName, true},
+		{"a fold", 3, FramesName, false}, // seq 4's fold fails, after its line is durable
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &pageCache{Mem: newMem(t), seen: make(map[string][]byte)}
+			c := openMem(t, p, diskFold)
+			for seq := int64(1); seq <= tc.before; seq++ {
+				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+					t.Fatalf("%s: append %d: %v", tc.name, seq, err)
+				}
+			}
+			p.failSync = tc.file
+			seq := tc.before + 1
+			err := c.Append(ctx, seq, crashEvent(seq))
+			if p.failSync != "" {
+				t.Fatalf("%s: no fdatasync of %s failed", tc.name, tc.file)
+			}
+			if (err != nil) != tc.fails {
+				t.Fatalf("%s: append %d after the failed fdatasync: %v", tc.name, seq, err)
+			}
+			if err != nil {
+				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+					t.Fatalf("%s: append %d again: %v", tc.name, seq, err)
+				}
+			}
+			seq++
+			if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+				t.Fatalf("%s: append %d: %v", tc.name, seq, err)
+			}
+			after := openMem(t, p.Crash(), diskFold)
+			if last, err := after.Last(ctx); err != nil || last != seq {
+				t.Fatalf("%s: after a crash the conversation ends at %d (%v); seq %d was acknowledged", tc.name, last, err, seq)
+			}
+			checkRun(t, after, 1, seq, tc.name+", after a crash")
+			if err := after.Append(ctx, seq+1, crashEvent(seq+1)); err != nil {
+				t.Fatalf("%s: after a crash, append %d: %v", tc.name, seq+1, err)
+			}
+		})
+	}
 }
