@@ -76,7 +76,12 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		}
 	}
 	if s.skip > 0 && s.count == 0 {
-		// A fold stopped after its frame was on the disk: empty the tail.
+		// A fold stopped after writing its unit, maybe before its
+		// fdatasync (its writer died): make the unit durable, then empty
+		// the tail.
+		if err := c.syncUnit(&s); err != nil {
+			return err
+		}
 		if err := c.emptyTail(&s); err != nil {
 			return err
 		}
@@ -91,6 +96,12 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 			return &CorruptError{Path: c.frames, Offset: 0, Problem: fmt.Sprintf("no thread frame, and the tail holds seq %d", last)}
 		}
 		if err := c.writeThread(&s, event); err != nil {
+			return err
+		}
+	} else if seq == 1 {
+		// The thread frame is another writer's, who may have died before
+		// its fdatasync: seq 1 is not acknowledged without it.
+		if err := c.syncOrCut(c.zf, 0); err != nil {
 			return err
 		}
 	}
@@ -218,6 +229,21 @@ func (c *Conversation) fold(s *snap) (err error) {
 	s.zsize, s.framed = s.end, s.tlast
 	st.Framed = len(u)
 	return c.emptyTail(s)
+}
+
+// syncUnit makes events.zst durable when the tail holds the events of
+// its last unit, before the tail is emptied of them. If the fdatasync
+// fails, the unit is cut off, the tail holding its events from its first
+// on, so the next fold frames them again.
+func (c *Conversation) syncUnit(s *snap) error {
+	err := c.sync(c.zf)
+	if err == nil {
+		return nil
+	}
+	if first, serr := event.SeqOf(s.tail[:bytes.IndexByte(s.tail, '\n')]); serr == nil && first <= s.lastUnit.first() {
+		c.zf.Truncate(s.lastUnit.off)
+	}
+	return err
 }
 
 // emptyTail empties the tail once every event in it is framed.

@@ -295,3 +295,95 @@ func TestFailedSyncCut(t *testing.T) {
 		})
 	}
 }
+
+// killed is what dyingFS panics with where its writer dies.
+type killed struct{}
+
+// dyingFS is a Mem whose writer dies at the nth fdatasync of a file of
+// its name, before it: what it wrote stays in the Mem, readable by the
+// next writer, and is not durable.
+type dyingFS struct {
+	*disk.Mem
+	file string
+	n    int
+}
+
+func (d *dyingFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
+	f, err := d.Mem.OpenFile(name, flag, perm)
+	if err != nil || filepath.Base(name) != d.file {
+		return f, err
+	}
+	return &dyingFile{File: f, d: d}, nil
+}
+
+type dyingFile struct {
+	disk.File
+	d *dyingFS
+}
+
+func (f *dyingFile) Sync() error {
+	if f.d.n--; f.d.n == 0 {
+		panic(killed{})
+	}
+	return f.File.Sync()
+}
+
+// TestDeadWriterUnsynced: a writer dies before the fdatasync of the
+// thread frame, or of a fold's unit, that it wrote; the next writer finds
+// the frame or the unit and goes on from it: it makes them durable before
+// it acknowledges an event that needs them, or empties the tail of the
+// events the unit holds. After a crash every acknowledged event is there,
+// and the conversation takes the next.
+func TestDeadWriterUnsynced(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		before int64 // events appended first; the next Append dies
+		nth    int   // the fdatasync of events.zst it dies at
+	}{
+		{"the thread frame", 0, 1},
+		{"a unit", 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMem(t)
+			dying := openMem(t, &dyingFS{Mem: m, file: FramesName, n: tc.nth}, diskFold)
+			seq := int64(1)
+			func() {
+				defer func() {
+					if _, ok := recover().(killed); !ok {
+						t.Fatalf("the writer did not die at seq %d", seq)
+					}
+				}()
+				for ; ; seq++ {
+					if err := dying.Append(ctx, seq, crashEvent(seq)); err != nil {
+						t.Fatalf("append %d: %v", seq, err)
+					}
+				}
+			}()
+			if seq != tc.before+1 {
+				t.Fatalf("the writer died at seq %d, not %d", seq, tc.before+1)
+			}
+			// seq's line is there or not, as the writer died before or
+			// after it: the next writer goes on from what it finds.
+			next := openMem(t, m, diskFold)
+			found, err := next.Last(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seq = found + 1; seq <= found+2; seq++ {
+				if err := next.Append(ctx, seq, crashEvent(seq)); err != nil {
+					t.Fatalf("the next writer: append %d: %v", seq, err)
+				}
+			}
+			last := seq - 1
+			after := openMem(t, m.Crash(), diskFold)
+			if got, err := after.Last(ctx); err != nil || got != last {
+				t.Fatalf("after a crash the conversation ends at %d (%v); seq %d was acknowledged", got, err, last)
+			}
+			checkRun(t, after, 1, last, "after a crash")
+			if err := after.Append(ctx, last+1, crashEvent(last+1)); err != nil {
+				t.Fatalf("after a crash, append %d: %v", last+1, err)
+			}
+		})
+	}
+}

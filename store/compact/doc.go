@@ -64,7 +64,16 @@ headers it runs past the end, or its seal is missing), its events are still
 in the tail, and the next fold cuts it off at (1), keeping its bytes in
 events.zst.torn for a person to look at. A writer that stops between (3)
 and (5) leaves the tail holding the frame's events again: they are read
-once, and the next Append empties the tail before it writes.
+once, and the next Append empties the tail before it writes. A writer
+killed after (2), before its fdatasync, leaves a whole unit that a crash
+may still take: the next Append makes events.zst durable before it
+empties the tail, as it does the thread frame before it writes seq 1.
+
+An fdatasync that fails may leave what it was to make durable readable
+though not on the disk, and a later one that succeeds does not put it
+there. So an Append or a fold whose fdatasync fails cuts off what it
+wrote (the line, the unit, the thread frame) before it returns: the retry
+writes it again rather than find it and acknowledge it.
 
 # Three kinds of end
 
