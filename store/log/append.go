@@ -14,9 +14,11 @@ import (
 // (store.ErrGap) or a taken seq holding other bytes (store.ErrSeqTaken),
 // and accepts the same bytes again; cuts a torn final line off, keeping it
 // in events.jsonl.torn; writes the line and its '\n' in one write; and
-// returns after fdatasync. An event that is not one line of one JSON object
-// whose seq is seq, or is over event.MaxBytes, is store.ErrBadEvent.
-// An Append that fails leaves the complete lines as they were.
+// returns after fdatasync. Into an empty log it writes only once the
+// folder is synced, so a log holding a line has a durable name. An event
+// that is not one line of one JSON object whose seq is seq, or is over
+// event.MaxBytes, is store.ErrBadEvent. An Append that fails leaves the
+// complete lines as they were.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
 	if err := rules.Event(seq, event); err != nil {
 		return fmt.Errorf("log: append seq %d to %s: %w", seq, c.path, err)
@@ -51,16 +53,23 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return fmt.Errorf("log: append seq %d to %s: %w by the line at offset %d", seq, c.path, store.ErrSeqTaken, off)
 	}
 	// The same bytes: a retry whose answer was lost. The writer that wrote
-	// them may have died before its fdatasync, or before the folder sync
-	// that makes a new file's name durable, so make them durable now.
-	if err := c.sync(); err != nil {
-		return err
-	}
-	return c.name()
+	// them may have died before its fdatasync, so make them durable now.
+	return c.sync()
 }
 
 // write appends event after the last complete line.
 func (c *Conversation) write(e *end, event []byte) error {
+	if e.end == 0 {
+		// No line yet: the file may be new. Make its name durable before
+		// a line is written in it. A writer that dies, or whose folder
+		// sync fails, before that leaves no line, and the next Append
+		// syncs the folder again; so a log holding a line has a durable
+		// name, whoever wrote it, and a retry that finds its line there
+		// need only sync the file.
+		if err := c.syncDir(); err != nil {
+			return err
+		}
+	}
 	if e.end < e.size {
 		if err := c.repair(e.end, e.size); err != nil {
 			return err
@@ -75,18 +84,5 @@ func (c *Conversation) write(e *end, event []byte) error {
 		c.f.Truncate(e.end)
 		return fmt.Errorf("log: append to %s at offset %d: %w", c.path, e.end, err)
 	}
-	if err := c.sync(); err != nil {
-		return err
-	}
-	return c.name()
-}
-
-// name makes the log's name durable, once per Conversation: the file may
-// be new, or made by a writer whose folder sync failed or never ran, and
-// then the events in it would be lost with it in a crash.
-func (c *Conversation) name() error {
-	if c.named {
-		return nil
-	}
-	return c.syncDir()
+	return c.sync()
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/disk"
 	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/storetest"
 )
@@ -11,5 +12,25 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, dir string) store.Driver {
 		return storetest.Folders(dir, func(dir string) (store.Conversation, error) { return eventlog.Open(dir) })
+	})
+}
+
+// TestConformanceMem runs the suite with the log kept on a disk.Mem, one
+// per store, so the crash and fault tests' filesystem is known to keep a
+// log as the disk does.
+func TestConformanceMem(t *testing.T) {
+	mems := make(map[string]*disk.Mem)
+	storetest.Run(t, func(t *testing.T, root string) store.Driver {
+		m := mems[root]
+		if m == nil {
+			m = disk.NewMem()
+			mems[root] = m
+		}
+		return storetest.Folders(root, func(dir string) (store.Conversation, error) {
+			if err := m.MkdirAll(dir); err != nil {
+				return nil, err
+			}
+			return eventlog.OpenOptions(dir, eventlog.Options{FS: m})
+		})
 	})
 }

@@ -66,6 +66,21 @@ A torn final line alone goes to events.jsonl.torn, as an Append would cut
 it. The lines moved may hold acknowledged events: they are for a person to
 look at, and nothing reads them again.
 
+# Crashes
+
+An Append returns once its line is durable, after fdatasync of the log.
+The log's name is made durable by an fsync of the folder before the first
+line is written into it, by whichever writer finds it holding no line: a
+writer that dies, or whose folder sync fails, before that leaves no line
+for a crash to lose. A crash then leaves every acknowledged line, and at
+most one line more whose Append had not returned, whole or torn; the next
+Append cuts a torn one as above.
+Every file operation goes through a disk.FS, and the tests stand a
+disk.Mem in the disk's place: they crash a 100-event script after each of
+its operations, keeping only what was synced and, again, half of an
+unsynced append, and fail each operation in turn with EIO and ENOSPC,
+checking these words at every point.
+
 # The lock
 
 Writers serialize with flock(2), exclusive, on events.jsonl itself: the

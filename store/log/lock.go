@@ -30,14 +30,10 @@ func (c *Conversation) sync() error {
 	return nil
 }
 
-// syncDir makes the names of the files in the folder durable, the log's
-// among them once it exists.
+// syncDir makes the names of the files in the folder durable.
 func (c *Conversation) syncDir() error {
 	if err := c.fs.SyncDir(c.dir); err != nil {
 		return fmt.Errorf("log: %w", err)
-	}
-	if c.f != nil {
-		c.named = true
 	}
 	return nil
 }

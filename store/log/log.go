@@ -59,9 +59,6 @@ type Conversation struct {
 	// f is the open log, or nil. writable says f was opened for writing.
 	f        disk.File
 	writable bool
-	// named says a folder sync returned nil while the log existed: its
-	// name is durable, as nothing renames or removes it.
-	named bool
 
 	// buf is reused by every read; what a call hands out points into it.
 	buf []byte

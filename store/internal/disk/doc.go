@@ -7,7 +7,8 @@
 // was synced when it crashes (Mem.Crash), can fail any operation (Plan)
 // and calls a test after each (Mem.OnOp), so crash and fault tests stop a
 // store at every write, sync and truncate exactly, with no process killed
-// and no clock.
+// and no clock. Package disktest runs those tests on any such store: crash
+// images at every operation, and every operation failed in turn.
 //
 // The stores rename nothing: a new file is made by opening it with
 // os.O_CREATE and made durable by SyncDir on its folder.

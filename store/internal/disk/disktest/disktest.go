@@ -308,63 +308,105 @@ var faults = []disk.Plan{{Err: syscall.EIO}, {Err: syscall.ENOSPC, Short: true}}
 // crash image taken then); the crash image of the run holds every
 // acknowledged event; once the faults are cleared the failed Append made
 // again on the same Conversation returns nil; and a crash image and a
-// fresh Conversation on the Mem hold it all and take the next Append. It
-// logs the counts and returns them with what it found wrong; it fails t
-// only when the script cannot run.
+// fresh Conversation on the Mem hold it all and take the next Append.
+//
+// It does that twice: from an empty folder, and from the torn image of a
+// crash in the first write of the middle event, going on with that event,
+// so faults land in the cut of a torn tail too. It logs the counts and
+// returns them with what it found wrong; it fails t only when the script
+// cannot run.
 func FaultLoop(t testing.TB, open Open, opts Options) FaultReport {
 	t.Helper()
 	script := Script(storetest.Seed(t), opts.events())
 	ctx := context.Background()
-
-	// The clean run: how many operations, and of which kinds.
-	m := disk.NewMem()
-	if err := m.MkdirAll(Dir); err != nil {
+	r := FaultReport{Faults: make(map[disk.Kind]int)}
+	empty := disk.NewMem()
+	if err := empty.MkdirAll(Dir); err != nil {
 		t.Fatal(err)
 	}
-	kinds := []disk.Kind{0}
-	m.OnOp(func(op disk.Op) { kinds = append(kinds, op.Kind) })
-	if _, failed, err := appendAll(ctx, m, open, script, nil); err != nil || failed != 0 {
-		t.Fatalf("the script without faults: seq %d: %v", failed, err)
-	}
-
-	r := FaultReport{Faults: make(map[disk.Kind]int)}
-	for k := 1; k < len(kinds); k++ {
-		for _, p := range faults {
-			for _, every := range []bool{false, true} {
-				p.At, p.Every = k, every
-				r.Runs++
-				if err := faultRun(ctx, open, script, p, kinds, &r); err != nil {
-					mode := "once"
-					if every {
-						mode = "from then on"
-					}
-					r.Violations = append(r.Violations, fmt.Sprintf("operation %d (%v) failing with %v %s: %v", k, kinds[k], p.Err, mode, err))
-				}
-			}
-		}
-	}
+	ops := r.loop(t, ctx, open, script, empty, 0, "from an empty folder")
+	mid := len(script) / 2
+	torn := tornAt(t, ctx, open, script, mid+1)
+	ops += r.loop(t, ctx, open, script, torn, mid, fmt.Sprintf("from a crash in seq %d's first write", mid+1))
 	total := 0
 	for _, n := range r.Faults {
 		total += n
 	}
 	t.Logf("%d runs over %d operations: %d faults injected (%v), %d appends failed and %d retried, %d appends met a fault and were durable; %d violations",
-		r.Runs, len(kinds)-1, total, r.Faults, r.Failed, r.Retried, r.Survived, len(r.Violations))
+		r.Runs, ops, total, r.Faults, r.Failed, r.Retried, r.Survived, len(r.Violations))
 	return r
 }
 
-// appendAll appends the script on m until an Append (or an open) fails,
-// and returns the last Conversation, open, and the seq that failed, 0 if
-// none did. survived is called after an Append that met a fault and
-// returned nil.
-func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, survived func(seq int) error) (store.Conversation, int, error) {
+// tornAt returns the torn crash image taken after the first write of the
+// Append of seq.
+func tornAt(t testing.TB, ctx context.Context, open Open, script [][]byte, seq int) *disk.Mem {
+	t.Helper()
+	m := disk.NewMem()
+	if err := m.MkdirAll(Dir); err != nil {
+		t.Fatal(err)
+	}
+	var torn *disk.Mem
+	armed := false
+	m.OnOp(func(op disk.Op) {
+		if armed && torn == nil && op.Kind == disk.OpWrite && m.Torn() {
+			torn = m.CrashTorn()
+		}
+	})
+	if _, failed, err := appendAll(ctx, m, open, script[:seq-1], 0, nil); err != nil || failed != 0 {
+		t.Fatalf("the script up to seq %d: seq %d: %v", seq-1, failed, err)
+	}
+	armed = true
+	if _, failed, err := appendAll(ctx, m, open, script[:seq], seq-1, nil); err != nil || failed != 0 {
+		t.Fatalf("seq %d: %v", seq, err)
+	}
+	if torn == nil {
+		t.Fatalf("no write of seq %d left a torn crash image", seq)
+	}
+	return torn
+}
+
+// loop runs the script from seq from+1 on copies of start, which holds
+// seqs 1 to from: once to count its operations, then failing each, and
+// returns how many there were.
+func (r *FaultReport) loop(t testing.TB, ctx context.Context, open Open, script [][]byte, start *disk.Mem, from int, where string) int {
+	t.Helper()
+	m := start.Crash()
+	kinds := []disk.Kind{0}
+	m.OnOp(func(op disk.Op) { kinds = append(kinds, op.Kind) })
+	if _, failed, err := appendAll(ctx, m, open, script, from, nil); err != nil || failed != 0 {
+		t.Fatalf("the script without faults, %s: seq %d: %v", where, failed, err)
+	}
+	for k := 1; k < len(kinds); k++ {
+		for _, p := range faults {
+			for _, every := range []bool{false, true} {
+				p.At, p.Every = k, every
+				r.Runs++
+				if err := r.run(ctx, open, script, start.Crash(), from, p); err != nil {
+					mode := "once"
+					if every {
+						mode = "from then on"
+					}
+					r.Violations = append(r.Violations, fmt.Sprintf("%s, operation %d (%v) failing with %v %s: %v", where, k, kinds[k], p.Err, mode, err))
+				}
+			}
+		}
+	}
+	return len(kinds) - 1
+}
+
+// appendAll appends script[from:] on m until an Append (or an open)
+// fails, and returns the last Conversation, open, and the seq that
+// failed, 0 if none did. survived is called after an Append that met a
+// fault and returned nil.
+func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, from int, survived func(seq int) error) (store.Conversation, int, error) {
 	c, err := open(m, Dir)
 	if err != nil {
-		return nil, 1, err
+		return nil, from + 1, err
 	}
-	for i, ev := range script {
+	for i := from; i < len(script); i++ {
 		seq := i + 1
 		before := m.Faults()
-		if err := c.Append(ctx, int64(seq), ev); err != nil {
+		if err := c.Append(ctx, int64(seq), script[i]); err != nil {
 			return c, seq, err
 		}
 		if m.Faults() > before && survived != nil {
@@ -384,22 +426,20 @@ func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, sur
 // errSurvived marks a violation found by survived, not an Append's error.
 type errSurvived struct{ error }
 
-func faultRun(ctx context.Context, open Open, script [][]byte, p disk.Plan, kinds []disk.Kind, r *FaultReport) error {
-	m := disk.NewMem()
-	if err := m.MkdirAll(Dir); err != nil {
-		return err
-	}
+// run runs the script from seq from+1 on m, which holds seqs 1 to from,
+// failing operations as p says, and checks what it left.
+func (r *FaultReport) run(ctx context.Context, open Open, script [][]byte, m *disk.Mem, from int, p disk.Plan) error {
 	m.Fail(p)
 	m.OnOp(func(op disk.Op) {
 		if op.Fault {
 			r.Faults[op.Kind]++
 		}
 	})
-	c, failed, err := appendAll(ctx, m, open, script, func(seq int) error {
-		r.Survived++
+	c, failed, err := appendAll(ctx, m, open, script, from, func(seq int) error {
 		if err := verify(ctx, m.Crash(), open, script, seq, seq); err != nil {
 			return errSurvived{fmt.Errorf("seq %d was acknowledged after a fault, and a crash image then: %w", seq, err)}
 		}
+		r.Survived++
 		return nil
 	})
 	if es := (errSurvived{}); errors.As(err, &es) {
@@ -426,6 +466,7 @@ func faultRun(ctx context.Context, open Open, script [][]byte, p disk.Plan, kind
 			}
 		}
 		if err := c.Append(ctx, int64(failed), script[failed-1]); err != nil {
+			c.Close()
 			return fmt.Errorf("seq %d made again once the faults cleared: %w", failed, err)
 		}
 		acked = failed
