@@ -2,6 +2,7 @@ package compact
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -151,10 +152,13 @@ func TestFirstFolderSyncFails(t *testing.T) {
 // look: the bytes written since the last good one stay readable, but they
 // are not on the disk, and no later fdatasync puts them there unless they
 // are written again. (disk.Mem alone drops them, as Linux may too.) The
-// next Sync of a file of failSync's name fails with EIO.
+// next Sync of a file of failSync's name fails with EIO, and so does the
+// failAt-th Sync of the files it opened not to append.
 type pageCache struct {
 	*disk.Mem
 	failSync string
+	failAt   int
+	syncs    int // Syncs so far
 	// seen holds, for a file whose failed Sync left what is read apart
 	// from what the Mem holds, what is read.
 	seen map[string][]byte
@@ -220,7 +224,8 @@ func (f *cachedFile) Truncate(size int64) error {
 }
 
 func (f *cachedFile) Sync() error {
-	if filepath.Base(f.Name()) != f.p.failSync {
+	f.p.syncs++
+	if filepath.Base(f.Name()) != f.p.failSync && f.p.syncs != f.p.failAt {
 		return f.File.Sync()
 	}
 	f.p.failSync = ""
@@ -386,4 +391,66 @@ func TestDeadWriterUnsynced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailedSyncEvery fails each fdatasync of a 40-event script folding
+// ten times, once, leaving what it was to make durable readable as
+// pageCache does; the Append that meets it is made again. After the
+// script, and after a crash, every event is there once and the
+// conversation takes the next.
+func TestFailedSyncEvery(t *testing.T) {
+	const events = 40
+	ctx := context.Background()
+	run := func(failAt int) (*pageCache, error) {
+		p := &pageCache{Mem: newMem(t), failAt: failAt, seen: make(map[string][]byte)}
+		c, err := OpenOptions(memDir, Options{FS: p})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		c.foldEvents = diskFold
+		for seq := int64(1); seq <= events; seq++ {
+			if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+				if failAt == 0 || p.syncs < failAt {
+					return nil, fmt.Errorf("append %d: %w", seq, err)
+				}
+				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+					return nil, fmt.Errorf("append %d again: %w", seq, err)
+				}
+			}
+		}
+		return p, nil
+	}
+	clean, err := run(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for k := 1; k <= clean.syncs; k++ {
+		p, err := run(k)
+		if err != nil {
+			t.Fatalf("fdatasync %d failing: %v", k, err)
+		}
+		if len(p.seen) > 0 {
+			failed++
+		}
+		for _, fsys := range []disk.FS{p, p.Crash()} {
+			c := openMem(t, fsys, diskFold)
+			where := fmt.Sprintf("fdatasync %d failing", k)
+			if fsys != disk.FS(p) {
+				where += ", after a crash"
+			}
+			if last, err := c.Last(ctx); err != nil || last != events {
+				t.Fatalf("%s: the conversation ends at %d (%v), not %d", where, last, err, events)
+			}
+			checkRun(t, c, 1, events, where)
+			if err := c.Append(ctx, events+1, crashEvent(events+1)); err != nil {
+				t.Fatalf("%s: append %d: %v", where, events+1, err)
+			}
+		}
+	}
+	if failed != clean.syncs {
+		t.Fatalf("%d of %d fdatasyncs failed", failed, clean.syncs)
+	}
+	t.Logf("each of %d fdatasyncs failed in turn; every event kept", clean.syncs)
 }
