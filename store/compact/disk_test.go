@@ -1,7 +1,9 @@
 package compact
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -453,4 +455,119 @@ func TestFailedSyncEvery(t *testing.T) {
 		t.Fatalf("%d of %d fdatasyncs failed", failed, clean.syncs)
 	}
 	t.Logf("each of %d fdatasyncs failed in turn; every event kept", clean.syncs)
+}
+
+// memRead returns the bytes of name on m, nil if it is missing.
+func memRead(t *testing.T, m *disk.Mem, name string) []byte {
+	t.Helper()
+	f, err := m.OpenFile(name, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, st.Size)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRepairCrashImages repairs a conversation of 30 events in 7 units
+// and a tail whose third unit has a flipped byte, crashing it at every
+// operation of the Repair. On each image the events before the damage
+// read whole; each file holds what it held, or what comes before the cut
+// while the bytes after it are in the damaged file beside it; and Repair
+// run again keeps 8 events and leaves a conversation that takes seq 9.
+func TestRepairCrashImages(t *testing.T) {
+	ctx := context.Background()
+	m := newMem(t)
+	c := openMem(t, m, diskFold)
+	for seq := int64(1); seq <= 30; seq++ {
+		if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s snap
+	if _, err := c.snapshot(ctx, &s, false); err != nil {
+		t.Fatal(err)
+	}
+	third := s.lastUnit
+	for third.first() != 9 {
+		var err error
+		if third, err = c.unitBefore(&c.fsrc, &s, third); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	f, err := m.OpenFile(filepath.Join(memDir, FramesName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	f.ReadAt(b, third.off+third.n/2)
+	b[0] ^= 0x10
+	if _, err := f.WriteAt(b, third.off+third.n/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	files := map[string]string{FramesName: DamagedFramesName, TailName: DamagedTailName}
+	orig := make(map[string][]byte)
+	for name := range files {
+		orig[name] = memRead(t, m, filepath.Join(memDir, name))
+	}
+	const kept = 8
+	images := 0
+	check := func(img *disk.Mem, where string) {
+		images++
+		for name, damaged := range files {
+			now := memRead(t, img, filepath.Join(memDir, name))
+			if bytes.Equal(now, orig[name]) {
+				continue
+			}
+			moved := memRead(t, img, filepath.Join(memDir, damaged))
+			if !bytes.HasPrefix(orig[name], now) || !bytes.Contains(moved, orig[name][len(now):]) {
+				t.Fatalf("%s: %s holds %d bytes, not its %d, and %s does not hold the rest", where, name, len(now), len(orig[name]), damaged)
+			}
+		}
+		c := openMem(t, img, diskFold)
+		n := int64(0)
+		c.Read(ctx, 1, false, func(seq int64, ev []byte) bool {
+			if seq != n+1 || !bytes.Equal(ev, crashEvent(seq)) {
+				t.Fatalf("%s: seq %d after %d, or not its bytes", where, seq, n)
+			}
+			n++
+			return true
+		})
+		if n < kept {
+			t.Fatalf("%s: %d events read, %d were whole", where, n, kept)
+		}
+		if r, err := c.Repair(ctx); err != nil || r.Kept != kept {
+			t.Fatalf("%s: Repair again kept %d (%v), not %d", where, r.Kept, err, kept)
+		}
+		if err := c.Append(ctx, kept+1, crashEvent(kept+1)); err != nil {
+			t.Fatalf("%s: append %d after Repair: %v", where, kept+1, err)
+		}
+	}
+	check(m.Crash(), "before Repair")
+	m.OnOp(func(op disk.Op) {
+		check(m.Crash(), fmt.Sprintf("after operation %d (%v %s)", op.N, op.Kind, op.Path))
+	})
+	r, err := openMem(t, m, diskFold).Repair(ctx)
+	m.OnOp(nil)
+	if err != nil || r.Kept != kept || len(r.Cuts) != 2 {
+		t.Fatalf("Repair kept %d with cuts %+v (%v), not %d with two cuts", r.Kept, r.Cuts, err, kept)
+	}
+	check(m.Crash(), "after Repair")
+	t.Logf("%d crash images of a Repair that cut %+v", images, r.Cuts)
 }
