@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/flock"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -38,11 +35,11 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		return err
 	}
 	defer c.trim()
-	if err := flock.Lock(ctx, c.tfd, unix.LOCK_EX); err != nil {
+	if err := c.tf.Lock(ctx, true); err != nil {
 		return c.lockError(err)
 	}
 	defer func() {
-		flock.Unlock(c.tfd)
+		c.tf.Unlock()
 		if c.stale {
 			c.drop()
 			c.stale = false
@@ -79,7 +76,12 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		}
 	}
 	if s.skip > 0 && s.count == 0 {
-		// A fold stopped after its frame was on the disk: empty the tail.
+		// A fold stopped after writing its unit, maybe before its
+		// fdatasync (its writer died): make the unit durable, then empty
+		// the tail.
+		if err := c.syncUnit(&s); err != nil {
+			return err
+		}
 		if err := c.emptyTail(&s); err != nil {
 			return err
 		}
@@ -94,6 +96,20 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 			return &CorruptError{Path: c.frames, Offset: 0, Problem: fmt.Sprintf("no thread frame, and the tail holds seq %d", last)}
 		}
 		if err := c.writeThread(&s, event); err != nil {
+			return err
+		}
+	} else if seq == 1 {
+		// The thread frame is another writer's, who may have died before
+		// its fdatasync: seq 1 is not acknowledged without it.
+		if err := c.syncOrCut(c.zf, 0); err != nil {
+			return err
+		}
+	}
+	if seq == 1 && !c.opts.Unsynced {
+		// The files are new: their names are durable once the folder is
+		// synced. An Append that failed after writing the thread frame
+		// may not have synced it, so every Append of seq 1 does.
+		if err := c.syncDir(); err != nil {
 			return err
 		}
 	}
@@ -127,12 +143,12 @@ func (c *Conversation) due(s *snap) bool {
 func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 	line := make([]byte, 0, len(event)+1)
 	line = append(append(line, event...), '\n')
-	if _, err := c.disk.writeAt(c.tf, line, s.tend); err != nil {
+	if _, err := c.tf.WriteAt(line, s.tend); err != nil {
 		// Part of it may be there: cut it, or the next Append will.
-		c.disk.truncate(c.tf, s.tend)
+		c.tf.Truncate(s.tend)
 		return fmt.Errorf("compact: append to %s at offset %d: %w", c.tail, s.tend, err)
 	}
-	if err := c.sync(c.tf); err != nil {
+	if err := c.syncOrCut(c.tf, s.tend); err != nil {
 		return err
 	}
 	s.tail = append(s.tail[:s.tend:s.tend], line...) // a copy: tbuf may be shorter
@@ -144,7 +160,8 @@ func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 }
 
 // writeThread starts events.zst with the thread frame, naming the thread
-// event 1 names, cutting off a thread frame cut short first.
+// event 1 names, cutting off a thread frame cut short first. The caller
+// syncs the folder, which may hold events.zst new.
 func (c *Conversation) writeThread(s *snap, ev []byte) error {
 	var e event.Event
 	var dec event.Decoder
@@ -160,17 +177,12 @@ func (c *Conversation) writeThread(s *snap, ev []byte) error {
 	if len(b)-8 > MaxThreadFrame {
 		return fmt.Errorf("compact: append seq 1 to %s: %w: a thread name of %d bytes", c.dir, store.ErrBadEvent, len(e.Thread))
 	}
-	if _, err := c.disk.writeAt(c.zf, b, 0); err != nil {
-		c.disk.truncate(c.zf, 0)
+	if _, err := c.zf.WriteAt(b, 0); err != nil {
+		c.zf.Truncate(0)
 		return fmt.Errorf("compact: write the thread frame of %s: %w", c.frames, err)
 	}
-	if err := c.sync(c.zf); err != nil {
+	if err := c.syncOrCut(c.zf, 0); err != nil {
 		return err
-	}
-	if !c.opts.Unsynced {
-		if err := syncDir(c.dir); err != nil {
-			return err
-		}
 	}
 	s.zsize, s.threadEnd, s.end = int64(len(b)), int64(len(b)), int64(len(b))
 	return nil
@@ -205,11 +217,11 @@ func (c *Conversation) fold(s *snap) (err error) {
 	n := len(u)
 	u = appendSeal(u, n, int(s.count), s.tlast)
 	c.cbuf = u[:0]
-	if _, err := c.disk.writeAt(c.zf, u, s.end); err != nil {
-		c.disk.truncate(c.zf, s.end)
+	if _, err := c.zf.WriteAt(u, s.end); err != nil {
+		c.zf.Truncate(s.end)
 		return fmt.Errorf("compact: fold into %s at offset %d: %w", c.frames, s.end, err)
 	}
-	if err := c.sync(c.zf); err != nil {
+	if err := c.syncOrCut(c.zf, s.end); err != nil {
 		return err
 	}
 	s.lastUnit = unit{off: s.end, n: int64(n), count: s.count, last: s.tlast}
@@ -219,9 +231,24 @@ func (c *Conversation) fold(s *snap) (err error) {
 	return c.emptyTail(s)
 }
 
+// syncUnit makes events.zst durable when the tail holds the events of
+// its last unit, before the tail is emptied of them. If the fdatasync
+// fails, the unit is cut off, the tail holding its events from its first
+// on, so the next fold frames them again.
+func (c *Conversation) syncUnit(s *snap) error {
+	err := c.sync(c.zf)
+	if err == nil {
+		return nil
+	}
+	if first, serr := event.SeqOf(s.tail[:bytes.IndexByte(s.tail, '\n')]); serr == nil && first <= s.lastUnit.first() {
+		c.zf.Truncate(s.lastUnit.off)
+	}
+	return err
+}
+
 // emptyTail empties the tail once every event in it is framed.
 func (c *Conversation) emptyTail(s *snap) error {
-	if err := c.disk.truncate(c.tf, 0); err != nil {
+	if err := c.tf.Truncate(0); err != nil {
 		return fmt.Errorf("compact: empty %s: %w", c.tail, err)
 	}
 	if err := c.sync(c.tf); err != nil {
@@ -241,7 +268,7 @@ func (c *Conversation) cutTail(s *snap) error {
 	if err := c.keepTorn(TornTailName, TailName, s.tend, torn); err != nil {
 		return err
 	}
-	if err := c.disk.truncate(c.tf, s.tend); err != nil {
+	if err := c.tf.Truncate(s.tend); err != nil {
 		return fmt.Errorf("compact: cut the torn tail of %s at offset %d: %w", c.tail, s.tend, err)
 	}
 	s.tsize = s.tend
@@ -262,7 +289,7 @@ func (c *Conversation) cutFrames(s *snap, end int64) error {
 	if err := c.keepTorn(TornFramesName, FramesName, end, cut); err != nil {
 		return err
 	}
-	if err := c.disk.truncate(c.zf, end); err != nil {
+	if err := c.zf.Truncate(end); err != nil {
 		return fmt.Errorf("compact: cut %s at offset %d: %w", c.frames, end, err)
 	}
 	s.zsize = end

@@ -11,9 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/internal/disk"
 )
 
 var _ store.Conversation = (*Conversation)(nil)
@@ -40,6 +39,10 @@ type Options struct {
 	// in a folder nobody reads yet (lnk agent chat convert), never for a
 	// live one.
 	Unsynced bool
+
+	// FS is the filesystem the conversation's files are on; nil is the
+	// real one, disk.OS. A test stands a crashable or failing one here.
+	FS disk.FS
 }
 
 // Conversation is one conversation kept compact: events.zst and the tail
@@ -59,12 +62,11 @@ type Conversation struct {
 	tail   string // the folder's events.jsonl
 	frames string // the folder's events.zst
 	opts   Options
-	disk   disk // what writes and syncs go through; a test may make it fail
+	fs     disk.FS // opts.FS, or disk.OS
 
 	// tf is the open tail, zf the open frames, or nil; each writable says
 	// it was opened for writing.
-	tf, zf       *os.File
-	tfd          int
+	tf, zf       disk.File
 	tw, zw       bool
 	dirty        bool // Unsynced: written since the last Sync
 	stale        bool // an fdatasync failed: drop the files after the lock
@@ -93,12 +95,16 @@ func OpenOptions(dir string, opts Options) (*Conversation, error) {
 	if dir == "" {
 		return nil, errors.New("compact: open: no folder given")
 	}
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = disk.OS
+	}
 	return &Conversation{
 		dir:        dir,
 		tail:       filepath.Join(dir, TailName),
 		frames:     filepath.Join(dir, FramesName),
 		opts:       opts,
-		disk:       osDisk{},
+		fs:         fsys,
 		foldEvents: FoldEvents,
 	}, nil
 }
@@ -115,7 +121,7 @@ func (c *Conversation) Close() error {
 		err = c.Sync()
 	}
 	c.tbuf, c.zbuf, c.cbuf, c.dbuf = nil, nil, nil, nil
-	for _, f := range []*os.File{c.tf, c.zf} {
+	for _, f := range [...]disk.File{c.tf, c.zf} {
 		if f != nil {
 			if cerr := f.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("compact: close %s: %w", f.Name(), cerr)
@@ -132,14 +138,14 @@ func (c *Conversation) Sync() error {
 	if !c.dirty {
 		return nil
 	}
-	for _, f := range []*os.File{c.tf, c.zf} {
+	for _, f := range [...]disk.File{c.tf, c.zf} {
 		if f != nil {
-			if err := c.disk.sync(f); err != nil {
+			if err := f.Sync(); err != nil {
 				return fmt.Errorf("compact: fdatasync %s: %w", f.Name(), err)
 			}
 		}
 	}
-	if err := syncDir(c.dir); err != nil {
+	if err := c.syncDir(); err != nil {
 		return err
 	}
 	c.dirty = false
@@ -153,14 +159,14 @@ func (c *Conversation) openTail(write bool) (bool, error) {
 	if c.tf != nil && (c.tw || !write) {
 		return true, nil
 	}
-	f, err := openFile(c.tail, write)
+	f, err := c.openFile(c.tail, write)
 	if f == nil {
 		return false, err
 	}
 	if c.tf != nil {
 		c.tf.Close()
 	}
-	c.tf, c.tfd, c.tw = f, int(f.Fd()), write
+	c.tf, c.tw = f, write
 	return true, nil
 }
 
@@ -169,7 +175,7 @@ func (c *Conversation) openFrames(write bool) (bool, error) {
 	if c.zf != nil && (c.zw || !write) {
 		return true, nil
 	}
-	f, err := openFile(c.frames, write)
+	f, err := c.openFile(c.frames, write)
 	if f == nil {
 		return false, err
 	}
@@ -180,12 +186,12 @@ func (c *Conversation) openFrames(write bool) (bool, error) {
 	return true, nil
 }
 
-func openFile(path string, write bool) (*os.File, error) {
+func (c *Conversation) openFile(path string, write bool) (disk.File, error) {
 	flag := os.O_RDONLY
 	if write {
 		flag = os.O_RDWR | os.O_CREATE
 	}
-	f, err := os.OpenFile(path, flag, FileMode)
+	f, err := c.fs.OpenFile(path, flag, FileMode)
 	if err != nil {
 		if !write && errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -198,7 +204,7 @@ func openFile(path string, write bool) (*os.File, error) {
 // drop closes both files after an error that leaves their state unknown
 // (a failed fdatasync), so the next call starts from fresh descriptors.
 func (c *Conversation) drop() {
-	for _, f := range []*os.File{c.tf, c.zf} {
+	for _, f := range [...]disk.File{c.tf, c.zf} {
 		if f != nil {
 			f.Close()
 		}
@@ -223,21 +229,16 @@ func grow(b *[]byte, n int) []byte {
 }
 
 // size returns f's size.
-func size(f *os.File) (int64, error) {
-	var st unix.Stat_t
-	for {
-		err := unix.Fstat(int(f.Fd()), &st)
-		if err == nil {
-			return st.Size, nil
-		}
-		if err != unix.EINTR {
-			return 0, fmt.Errorf("compact: stat %s: %w", f.Name(), err)
-		}
+func size(f disk.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("compact: %w", err)
 	}
+	return st.Size, nil
 }
 
 // readAt fills b from f at off; io.ErrUnexpectedEOF if f ends first.
-func readAt(f *os.File, b []byte, off int64) error {
+func readAt(f disk.File, b []byte, off int64) error {
 	n, err := f.ReadAt(b, off)
 	if n == len(b) {
 		return nil

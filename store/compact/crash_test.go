@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/internal/disk"
 	"lnk.dev/linkharness/store/storetest"
 )
 
@@ -269,76 +271,92 @@ func tornCount(t *testing.T, dir string) int {
 	return bytes.Count(b, []byte("# "+FramesName+" offset "))
 }
 
-// killDisk is TestCrashChild's disk: at its kill point it does what the
+// killFS is TestCrashChild's filesystem: the real one, where at its kill
+// point a write, sync or truncate of events.zst or the tail does what the
 // point says of the operation there, reports it and waits to be killed.
-type killDisk struct {
-	osDisk
+type killFS struct {
+	disk.FS
 	at   killPoint
 	seen int // operations that matched at's op and file
 }
 
+func (d *killFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
+	f, err := d.FS.OpenFile(name, flag, perm)
+	if err != nil || (filepath.Base(name) != FramesName && filepath.Base(name) != TailName) {
+		return f, err
+	}
+	return &killFile{File: f, d: d}, nil
+}
+
+// killFile is a file of killFS's: events.zst or the tail.
+type killFile struct {
+	disk.File
+	d *killFS
+}
+
 // stops says whether op on f is the kill point.
-func (d *killDisk) stops(op string, f *os.File) bool {
-	if (d.at.op != "*" && d.at.op != op) || (d.at.file != "*" && d.at.file != filepath.Base(f.Name())) {
+func (f *killFile) stops(op string) bool {
+	at := f.d.at
+	if (at.op != "*" && at.op != op) || (at.file != "*" && at.file != filepath.Base(f.Name())) {
 		return false
 	}
-	d.seen++
-	return d.seen == d.at.n
+	f.d.seen++
+	return f.d.seen == at.n
 }
 
 // stop reports where the writer is and waits for its SIGKILL. Should the
 // test end first, its standard input ends, and so does the writer.
-func (d *killDisk) stop(what string, f *os.File, off int64) {
+func (f *killFile) stop(what string, off int64) {
 	fmt.Printf("stopped %s %s at offset %d\n", what, filepath.Base(f.Name()), off)
 	io.Copy(io.Discard, os.Stdin)
 	os.Exit(3)
 }
 
-func (d *killDisk) writeAt(f *os.File, b []byte, off int64) (int, error) {
-	if !d.stops("write", f) {
-		return f.WriteAt(b, off)
+func (f *killFile) WriteAt(b []byte, off int64) (int, error) {
+	if !f.stops("write") {
+		return f.File.WriteAt(b, off)
 	}
 	switch {
-	case d.at.how == "before":
-		d.stop("before a write", f, off)
-	case d.at.how == "part" && len(b) > 1:
+	case f.d.at.how == "before":
+		f.stop("before a write", off)
+	case f.d.at.how == "part" && len(b) > 1:
 		cut := 1 + int(uint64(off)*0x9e3779b97f4a7c15%uint64(len(b)-1))
-		if _, err := f.WriteAt(b[:cut], off); err != nil {
+		if _, err := f.File.WriteAt(b[:cut], off); err != nil {
 			return 0, err
 		}
-		d.stop(fmt.Sprintf("%d bytes into a write of %d", cut, len(b)), f, off)
+		f.stop(fmt.Sprintf("%d bytes into a write of %d", cut, len(b)), off)
 	}
-	n, err := f.WriteAt(b, off)
+	n, err := f.File.WriteAt(b, off)
 	if err == nil {
-		d.stop("after a write", f, off)
+		f.stop("after a write", off)
 	}
 	return n, err
 }
 
-func (d *killDisk) sync(f *os.File) error {
-	if !d.stops("sync", f) {
-		return d.osDisk.sync(f)
+func (f *killFile) Sync() error {
+	if !f.stops("sync") {
+		return f.File.Sync()
 	}
-	if d.at.how == "before" {
-		d.stop("before a sync", f, 0)
+	if f.d.at.how == "before" {
+		f.stop("before a sync", 0)
 	}
-	err := d.osDisk.sync(f)
+	err := f.File.Sync()
 	if err == nil {
-		d.stop("after a sync", f, 0)
+		f.stop("after a sync", 0)
 	}
 	return err
 }
 
-func (d *killDisk) truncate(f *os.File, size int64) error {
-	if !d.stops("truncate", f) {
-		return f.Truncate(size)
+func (f *killFile) Truncate(size int64) error {
+	if !f.stops("truncate") {
+		return f.File.Truncate(size)
 	}
-	if d.at.how == "before" {
-		d.stop("before a truncate", f, size)
+	if f.d.at.how == "before" {
+		f.stop("before a truncate", size)
 	}
-	err := f.Truncate(size)
+	err := f.File.Truncate(size)
 	if err == nil {
-		d.stop("after a truncate", f, size)
+		f.stop("after a truncate", size)
 	}
 	return err
 }
@@ -356,12 +374,11 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Open(os.Getenv("LNK_DIR"))
+	c, err := OpenOptions(os.Getenv("LNK_DIR"), Options{FS: &killFS{FS: disk.OS, at: at}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.foldEvents = crashFold
-	c.disk = &killDisk{at: at}
 	ctx := context.Background()
 	seq, err := c.Last(ctx)
 	if err != nil {

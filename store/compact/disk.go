@@ -5,42 +5,19 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/store/internal/disk"
 )
-
-// disk is every change the package makes to a file: a test stands a
-// failing disk in its place (see fault_test.go).
-type disk interface {
-	writeAt(f *os.File, b []byte, off int64) (int, error)
-	sync(f *os.File) error // fdatasync
-	truncate(f *os.File, size int64) error
-}
-
-// osDisk is the real one.
-type osDisk struct{}
-
-func (osDisk) writeAt(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
-
-func (osDisk) sync(f *os.File) error {
-	for {
-		if err := unix.Fdatasync(int(f.Fd())); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-func (osDisk) truncate(f *os.File, size int64) error { return f.Truncate(size) }
 
 // sync makes f durable, timing it. After a failure nothing written since
 // the last good one can be trusted to the descriptor again, so both files
 // are closed, once the lock is let go, and opened afresh by the next call.
-func (c *Conversation) sync(f *os.File) error {
+func (c *Conversation) sync(f disk.File) error {
 	if c.opts.Unsynced {
 		c.dirty = true
 		return nil
 	}
 	start := time.Now()
-	err := c.disk.sync(f)
+	err := f.Sync()
 	if c.opts.Synced != nil {
 		c.opts.Synced(time.Since(start))
 	}
@@ -51,15 +28,25 @@ func (c *Conversation) sync(f *os.File) error {
 	return nil
 }
 
-// syncDir makes new names in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// syncOrCut makes f durable after bytes were written to it from off on,
+// or cuts them off if it fails. A failed fdatasync may leave them to be
+// read though they are not on the disk, and a later one that succeeds
+// does not put them there (Linux marks them written): a retried Append
+// would find its line and acknowledge it, a fold its unit and empty the
+// tail. Cut off, they are written again. If the cut fails too, the next
+// call may still find them; nothing more can be done from here.
+func (c *Conversation) syncOrCut(f disk.File, off int64) error {
+	err := c.sync(f)
 	if err != nil {
-		return fmt.Errorf("compact: %w", err)
+		f.Truncate(off)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("compact: fsync %s: %w", dir, err)
+	return err
+}
+
+// syncDir makes new names in the conversation's folder durable.
+func (c *Conversation) syncDir() error {
+	if err := c.fs.SyncDir(c.dir); err != nil {
+		return fmt.Errorf("compact: %w", err)
 	}
 	return nil
 }
@@ -71,7 +58,7 @@ func (c *Conversation) keepTorn(name, from string, off int64, b []byte) error {
 	head := fmt.Appendf(nil, "# %s offset %d, %d bytes, cut %s\n", from, off, len(b), time.Now().UTC().Format(time.RFC3339Nano))
 	rec := append(append(head, b...), '\n')
 	path := c.dir + string(os.PathSeparator) + name
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
+	f, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
 		return fmt.Errorf("compact: keep what is cut off %s: %w", from, err)
 	}
@@ -85,5 +72,5 @@ func (c *Conversation) keepTorn(name, from string, off int64, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("compact: keep what is cut off %s in %s: %w", from, path, err)
 	}
-	return syncDir(c.dir)
+	return c.syncDir()
 }

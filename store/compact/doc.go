@@ -49,6 +49,10 @@ events still in the tail as two copies, nor the tail emptied and its frame
 not yet seen. Frames before that end never change, so a reader reads them
 after letting go.
 
+Every open, read, write, fdatasync, truncate, flock and folder sync goes
+through Options.FS (store/internal/disk), the real filesystem unless a
+test stands a crashable or failing one in its place.
+
 # A fold, and what a stop in the middle of it leaves
 
 A fold, under the writers' lock: (1) cut off what follows the last whole
@@ -60,7 +64,16 @@ headers it runs past the end, or its seal is missing), its events are still
 in the tail, and the next fold cuts it off at (1), keeping its bytes in
 events.zst.torn for a person to look at. A writer that stops between (3)
 and (5) leaves the tail holding the frame's events again: they are read
-once, and the next Append empties the tail before it writes.
+once, and the next Append empties the tail before it writes. A writer
+killed after (2), before its fdatasync, leaves a whole unit that a crash
+may still take: the next Append makes events.zst durable before it
+empties the tail, as it does the thread frame before it writes seq 1.
+
+An fdatasync that fails may leave what it was to make durable readable
+though not on the disk, and a later one that succeeds does not put it
+there. So an Append or a fold whose fdatasync fails cuts off what it
+wrote (the line, the unit, the thread frame) before it returns: the retry
+writes it again rather than find it and acknowledge it.
 
 # Three kinds of end
 

@@ -3,55 +3,73 @@ package compact
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"lnk.dev/linkharness/store/internal/disk"
 )
 
 var errInjected = errors.New("injected: the disk failed")
 
-// faultyDisk fails one kind of change to one file, the nth time it is
-// made; a failing write writes half its bytes first.
-type faultyDisk struct {
-	osDisk
+// faultyFS is the real filesystem failing one kind of change to one file,
+// the nth time it is made: a write, a sync or a truncate; a failing write
+// writes half its bytes first.
+type faultyFS struct {
+	disk.FS
 	file, op string
 	nth      int
 	seen     int
 	landed   int
 }
 
-func (d *faultyDisk) fail(f *os.File, op string) bool {
-	if filepath.Base(f.Name()) != d.file || op != d.op {
+func (d *faultyFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
+	f, err := d.FS.OpenFile(name, flag, perm)
+	if err != nil || filepath.Base(name) != d.file {
+		return f, err
+	}
+	return &faultyFile{File: f, d: d}, nil
+}
+
+// faultyFile is a file of faultyFS's file name.
+type faultyFile struct {
+	disk.File
+	d *faultyFS
+}
+
+func (f *faultyFile) fail(op string) bool {
+	if op != f.d.op {
 		return false
 	}
-	d.seen++
-	if d.seen == d.nth {
-		d.landed++
+	f.d.seen++
+	if f.d.seen == f.d.nth {
+		f.d.landed++
 		return true
 	}
 	return false
 }
 
-func (d *faultyDisk) writeAt(f *os.File, b []byte, off int64) (int, error) {
-	if d.fail(f, "write") {
-		n, _ := f.WriteAt(b[:len(b)/2], off)
+func (f *faultyFile) WriteAt(b []byte, off int64) (int, error) {
+	if f.fail("write") {
+		n, _ := f.File.WriteAt(b[:len(b)/2], off)
 		return n, errInjected
 	}
-	return f.WriteAt(b, off)
+	return f.File.WriteAt(b, off)
 }
 
-func (d *faultyDisk) sync(f *os.File) error {
-	if d.fail(f, "sync") {
+func (f *faultyFile) Sync() error {
+	if f.fail("sync") {
 		return errInjected
 	}
-	return d.osDisk.sync(f)
+	return f.File.Sync()
 }
 
-func (d *faultyDisk) truncate(f *os.File, size int64) error {
-	if d.fail(f, "truncate") {
+func (f *faultyFile) Truncate(size int64) error {
+	if f.fail("truncate") {
 		return errInjected
 	}
-	return d.osDisk.truncate(f, size)
+	return f.File.Truncate(size)
 }
 
 // TestDiskFails makes each change to each file fail once, in a fold or in
@@ -69,24 +87,28 @@ func TestDiskFails(t *testing.T) {
 	} {
 		for _, nth := range []int{1, 2, 3, 5} {
 			name := tc.file + "/" + tc.op
-			d := &faultyDisk{file: tc.file, op: tc.op, nth: nth}
 			dir := t.TempDir()
-			c := open(t, dir)
-			c.foldEvents = 4
-			var foldFailed int
-			c.opts.Folded = func(st FoldStats) {
-				if st.Err != nil {
-					foldFailed++
-				}
-			}
-			fill(t, c, 1, 6)
+			first := open(t, dir)
+			first.foldEvents = 4
+			fill(t, first, 1, 6)
 			if tc.op == "truncate" && tc.file == FramesName {
 				// Only a unit cut short is cut off events.zst: leave one.
 				f, _ := os.OpenFile(filepath.Join(dir, FramesName), os.O_WRONLY|os.O_APPEND, 0)
 				f.Write([]byte{0x28, 0xB5, 0x2F, 0xFD, 0x20})
 				f.Close()
 			}
-			c.disk = d
+			d := &faultyFS{FS: disk.OS, file: tc.file, op: tc.op, nth: nth}
+			var foldFailed int
+			c, err := OpenOptions(dir, Options{FS: d, Folded: func(st FoldStats) {
+				if st.Err != nil {
+					foldFailed++
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.foldEvents = 4
 			ctx := context.Background()
 			failed := 0
 			for seq := int64(7); seq <= 30; seq++ {

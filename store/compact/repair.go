@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
-	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/flock"
+	"lnk.dev/linkharness/store/internal/disk"
 )
 
 // Repaired is what Repair did.
@@ -52,8 +51,8 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 	if err := ctx.Err(); err != nil {
 		return Repaired{}, err
 	}
-	_, terr := os.Stat(c.tail)
-	_, ferr := os.Stat(c.frames)
+	_, terr := c.fs.Stat(c.tail)
+	_, ferr := c.fs.Stat(c.frames)
 	if errors.Is(terr, fs.ErrNotExist) && errors.Is(ferr, fs.ErrNotExist) {
 		return Repaired{}, nil // nothing to repair, and nothing to create
 	}
@@ -61,11 +60,11 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 		return Repaired{}, err
 	}
 	defer c.trim()
-	if err := flock.Lock(ctx, c.tfd, unix.LOCK_EX); err != nil {
+	if err := c.tf.Lock(ctx, true); err != nil {
 		return Repaired{}, c.lockError(err)
 	}
 	defer func() {
-		flock.Unlock(c.tfd)
+		c.tf.Unlock()
 		if c.stale {
 			c.drop()
 			c.stale = false
@@ -108,7 +107,7 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 		if err := c.keepRange(cut, f); err != nil {
 			return r, err
 		}
-		if err := c.disk.truncate(f, cut.Offset); err != nil {
+		if err := f.Truncate(cut.Offset); err != nil {
 			return r, fmt.Errorf("compact: cut %s at offset %d: %w", path, cut.Offset, err)
 		}
 		if err := c.sync(f); err != nil {
@@ -125,6 +124,9 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 		s.zsize = 0
 		first := s.tail[:bytes.IndexByte(s.tail, '\n')]
 		if err := c.writeThread(&s, first); err != nil {
+			return r, err
+		}
+		if err := c.syncDir(); err != nil {
 			return r, err
 		}
 	}
@@ -242,10 +244,10 @@ func (c *Conversation) wholeTail(s *snap) (Cut, error) {
 // keepRange appends f's bytes cut.Offset to cut.Offset+cut.Bytes to the
 // file cut.To beside it, durably, as one record: the line keepTorn writes,
 // saying why, the bytes, and a '\n'.
-func (c *Conversation) keepRange(cut Cut, f *os.File) error {
+func (c *Conversation) keepRange(cut Cut, f disk.File) error {
 	head := fmt.Appendf(nil, "# %s offset %d, %d bytes, cut %s: %s\n", cut.From, cut.Offset, cut.Bytes, time.Now().UTC().Format(time.RFC3339Nano), cut.Why)
 	path := c.dir + string(os.PathSeparator) + cut.To
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
+	out, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
 		return fmt.Errorf("compact: keep what is cut off %s: %w", cut.From, err)
 	}
@@ -269,5 +271,5 @@ func (c *Conversation) keepRange(cut Cut, f *os.File) error {
 	if err != nil {
 		return fmt.Errorf("compact: keep what is cut off %s in %s: %w", cut.From, path, err)
 	}
-	return syncDir(c.dir)
+	return c.syncDir()
 }

@@ -6,10 +6,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fastjson"
-	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/flock"
 )
 
 // fileSource is a source over the open events.zst, up to its size when
@@ -81,10 +79,10 @@ func (c *Conversation) snapshot(ctx context.Context, s *snap, locked bool) (bool
 		return false, err
 	}
 	if hasTail && !locked {
-		if err := flock.Lock(ctx, c.tfd, unix.LOCK_SH); err != nil {
+		if err := c.tf.Lock(ctx, false); err != nil {
 			return false, c.lockError(err)
 		}
-		defer flock.Unlock(c.tfd)
+		defer c.tf.Unlock()
 	}
 	hasFrames, err := c.openFrames(locked)
 	if err != nil {

@@ -475,7 +475,12 @@ func (n *memNode) resize(size int64) {
 	case size <= int64(len(data)):
 		n.data = data[:size]
 	case size <= int64(cap(data)):
-		n.own(int64(len(data)))
+		// The bytes past len(data) may be another slice's still: a synced
+		// one from before a Truncate, kept by this Mem or by an image.
+		if n.cow {
+			n.data = append(make([]byte, 0, cap(data)), data...)
+			n.cow = false
+		}
 		old := len(n.data)
 		n.data = n.data[:size]
 		clear(n.data[old:])
