@@ -478,3 +478,23 @@ ping_ms = 50 # a proxy's keep-alives: bytes, never an answer
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	h.cmd.Wait()
 }
+
+// TestStopOnceListening stops the harness the moment it says where it
+// listens, as a supervisor may: it stops gracefully, exit status 0, each
+// time. Before the signals were caught ahead of that line, a SIGTERM in
+// the gap ended the process at once ("signal: terminated").
+func TestStopOnceListening(t *testing.T) {
+	h := startHarness(t, "", false)
+	for i := range 5 {
+		if i > 0 {
+			h.restart(t)
+		}
+		h.cmd.Process.Signal(syscall.SIGTERM)
+		if err := h.cmd.Wait(); err != nil {
+			t.Fatalf("stop %d: exit: %v\n%s", i, err, h.log)
+		}
+		if !strings.Contains(h.log.String(), `"msg":"stopped"`) {
+			t.Fatalf("stop %d: no stopped line:\n%s", i, h.log)
+		}
+	}
+}

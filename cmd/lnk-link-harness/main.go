@@ -169,6 +169,12 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	}
 	// Each agent on its own port, as itself; a request naming another agent
 	// needs that agent's key.
+	// The signals are caught before the first "listening on" line: a
+	// supervisor may stop the process as soon as it reads one, and a SIGTERM
+	// before Notify would end it at once, with nothing stopped gracefully.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(stop)
 	var servers []*http.Server
 	errc := make(chan error, len(units))
 	for i, u := range units {
@@ -194,8 +200,6 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		servers = append(servers, hs)
 		go func() { errc <- hs.Serve(ln) }()
 	}
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	var serveErr error
 	select {
 	case serveErr = <-errc:
@@ -222,7 +226,6 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		case <-ending.Done():
 		}
 	}()
-	defer signal.Stop(stop)
 	// A connection that is no turn's (a slow body) is closed a little after
 	// the grace, so the process exits within it and that margin.
 	closing, stopClosing := context.WithTimeout(context.Background(), *grace+stopMargin)
