@@ -71,6 +71,13 @@ type Message struct {
 	Owner      bool
 	Connection string
 	Tools      []string // Link-Tools: narrows the conversation's tools, never widens them; nil leaves them
+
+	// Answered, when not nil, is told the answer as soon as it is given,
+	// before the turn that gave it summarizes the conversation (see
+	// summary.go), which Message waits for: a server replies from here. It
+	// is called at most once, only with an answer the turn gave; Message
+	// returns that answer again.
+	Answered func(Answer)
 }
 
 // Answer is a turn's answer.
@@ -177,17 +184,24 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in}
 	defer t.close()
-	a, err := t.run(ctx, m, onText)
+	a, after, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
 	}
-	t.in.finish(thread)
+	t.in.finish(thread) // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
 	if err != nil {
 		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
+		return a, err
 	}
-	return a, err
+	if m.Answered != nil {
+		m.Answered(a)
+	}
+	if after != nil {
+		t.summarize(ctx, after)
+	}
+	return a, nil
 }
 
 // logger is the runner's logger, or one that logs nothing.
@@ -227,6 +241,7 @@ type turn struct {
 	window    *[]event.Event    // the slice the window is decoded into, given back when the turn ends
 	ids       *idIndex          // the conversation's id index; nil once it could not be written
 	resumed   int64             // the seq of the message when a turn that ended first took it: this one goes on from it
+	after     *compaction       // the summary to ask for once the answer is given; nil when none is due
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -253,8 +268,15 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-// run is a turn's steps, in order.
-func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer, error) {
+// run is a turn's steps, in order, to the answer; it returns the summary
+// to ask for after the answer is given, if one is due.
+func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer, *compaction, error) {
+	a, err := t.answer(ctx, m, onText)
+	return a, t.after, err
+}
+
+// answer is a turn's steps to its answer.
+func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answer, error) {
 	s, err := t.settings()
 	if err != nil {
 		return Answer{}, err
@@ -317,6 +339,7 @@ func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer,
 	if err := t.addToCopy(ctx, all, len(events)); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
+	t.after = dueSummary(&s, req, all, cp, share)
 	return answerOf(t.thread, reply), nil
 }
 

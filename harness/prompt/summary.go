@@ -1,0 +1,46 @@
+package prompt
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The words of summaries. They are Link Harness's, not the spec's: they are
+// the mechanism's, as a tool's description is, and what a summary keeps is
+// the model's to choose. They are constants, so a summary asked today and
+// one asked in a year continue their prompt's bytes alike.
+
+// SummaryHead opens a summary where it stands in the window, in the user's
+// role, before the messages after it: the model reads what it wrote as
+// what it is, not as something its owner said.
+const SummaryHead = "[Link Harness: the conversation before this point has left your window. This is the summary you wrote of it, which stands in its place:]"
+
+// summaryAsk asks for a summary, after the answer: %s is the start of the
+// first message that stays, quoted, so the model knows where what it
+// summarizes ends without seqs it never sees.
+const summaryAsk = "[Link Harness: this conversation has grown long, so its oldest part now leaves your window: everything before the message that begins \u201c%s\u201d. That message and those after it stay as they are. Write a summary of what leaves, to stand in its place from your next turn on; where it begins with an earlier summary, fold that in. Keep what you will need to go on: who asked what, what was decided and done, what the tools found, names, numbers, dates, and what is promised or still open. Leave out what the messages that stay already say. Write in the conversation's language, a few hundred words at most. Nobody else reads it; it is not shown in the chat. Write only the summary, and call no tool.]"
+
+// SummaryAsk is the user message that asks for a summary of what leaves the
+// window before the message whose text begins first.
+func SummaryAsk(first string) string {
+	return strings.Replace(summaryAsk, "%s", Quote(first, 160), 1)
+}
+
+// Quote is the start of text, at most most bytes, cut at a space where it
+// can be and marked with an ellipsis when cut; white space runs become one
+// space, so a quote is one line.
+func Quote(text string, most int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= most {
+		return text
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	if sp := strings.LastIndexFunc(text[:cut], unicode.IsSpace); sp > most/2 {
+		cut = sp
+	}
+	return strings.TrimRightFunc(text[:cut], unicode.IsSpace) + "\u2026"
+}

@@ -1,0 +1,212 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store/event"
+)
+
+// askWords are words of prompt.SummaryAsk a script matches the summary's
+// request by.
+const askWords = "Write a summary of what leaves"
+
+// summaryRunner is a runner whose agent has a small window ([window] max,
+// compact_at as given), answering summaries with summary.
+func summaryRunner(t *testing.T, max int, compactAt float64, summary scripted.Rule) (*Runner, *scripted.Server) {
+	t.Helper()
+	summary.Match = askWords
+	r, m := newRunner(t, &scripted.Script{Rules: []scripted.Rule{summary}})
+	s := settings.Defaults()
+	s.Window.Max, s.Window.MaxSet, s.Window.CompactAt = max, true, compactAt
+	if err := settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	return r, m
+}
+
+// talk sends n messages of about 70 tokens each, from message first on,
+// and returns, for each, how many requests the model was sent for it.
+func talk(t *testing.T, r *Runner, m *scripted.Server, thread string, first, n int, answered func(Answer)) []int {
+	t.Helper()
+	var asked []int
+	for i := first; i < first+n; i++ {
+		before := len(m.Requests())
+		msg := Message{ID: fmt.Sprint(i), Text: fmt.Sprintf("message %d: %s", i, strings.Repeat("words ", 40)), Answered: answered}
+		if _, err := r.Message(context.Background(), thread, msg, nil); err != nil {
+			t.Fatal(err)
+		}
+		asked = append(asked, len(m.Requests())-before)
+	}
+	return asked
+}
+
+// Once the window fills compact_at of its share, the turn answers first,
+// then asks for the summary as a continuation of the answer's request; the
+// summary is one event, the window's next turns start with it, and a later
+// summary covers the earlier one with what left after it.
+func TestSummaryAfterTheAnswer(t *testing.T) {
+	// The scripted model's default answer: a digest of the ask, which
+	// quotes where each summary ends, so each summary's text is its own.
+	r, m := summaryRunner(t, 2048, 0.75, scripted.Rule{})
+	var logged []int64 // the log's length when each answer was given
+	answered := func(a Answer) {
+		ev := readEvents(t, r, "t")
+		if ev[len(ev)-1].Seq != a.Seq {
+			t.Errorf("answer %d given after the log went on to %d", a.Seq, ev[len(ev)-1].Seq)
+		}
+		logged = append(logged, a.Seq)
+	}
+	asked := talk(t, r, m, "t", 1, 60, answered)
+	ev := readEvents(t, r, "t")
+	sums := ofType(ev, event.TypeSummary)
+	t.Logf("requests per turn %v; %d summaries", asked, len(sums))
+	if len(sums) < 2 {
+		t.Fatalf("%d summaries in 60 turns of a small window: %v", len(sums), asked)
+	}
+	if len(logged) != 60 {
+		t.Errorf("the caller was told %d answers of 60 before they returned", len(logged))
+	}
+	made := 0
+	for _, n := range asked {
+		if n == 2 {
+			made++
+		} else if n != 1 {
+			t.Fatalf("requests per turn: %v", asked)
+		}
+	}
+	if made != len(sums) || r.Metrics.Summaries(metrics.OK) != uint64(made) {
+		t.Errorf("%d summaries asked, %d written, %d counted", made, len(sums), r.Metrics.Summaries(metrics.OK))
+	}
+	var prevThrough int64
+	for _, s := range sums {
+		before := ev[s.Seq-2]
+		if before.Type != event.TypeAnswer || s.Window == nil || s.Window.Start != s.Through+1 || s.Through >= s.Seq {
+			t.Fatalf("summary %+v after %+v", s, before)
+		}
+		if first := ev[s.Through]; first.Type != event.TypeMessage || !s.Window.StartTime.Equal(first.Time) {
+			t.Errorf("summary %d: the window starts at %+v", s.Seq, first)
+		}
+		if s.Through <= prevThrough || s.Usage.Input == 0 || s.Model == "" || s.Provider == "" {
+			t.Errorf("summary %+v after one through %d", s, prevThrough)
+		}
+		prevThrough = s.Through
+	}
+	// Every answer after a summary was made with the window it opens.
+	reqs := m.Requests()
+	last := sums[len(sums)-1]
+	for i := len(reqs) - 1; i >= 0; i-- {
+		body := string(reqs[i])
+		if strings.Contains(body, askWords) {
+			// The summary's request: the answer's request, continued.
+			answer := string(reqs[i-1])
+			if head := answer[:len(answer)-len("]}")]; !strings.HasPrefix(body, head) {
+				t.Errorf("the summary's request does not continue its answer's:\n%s\n%s", answer, body)
+			}
+			if strings.Count(body, "cache_control") != strings.Count(answer, "cache_control") {
+				t.Errorf("a breakpoint moved")
+			}
+			break
+		}
+		if !strings.Contains(body, jsonString(prompt.SummaryHead+"\n"+last.Text)) {
+			t.Fatalf("a request after the last summary does not open with it:\n%s", body)
+		}
+		for j := last.Through - 1; j >= 0; j-- {
+			if ev[j].Type == event.TypeMessage {
+				if strings.Contains(body, jsonString(ev[j].Text)) {
+					t.Errorf("a request after the last summary holds message %d, which it covers", ev[j].Seq)
+				}
+				break
+			}
+		}
+	}
+	// An earlier summary is folded into the next one: the next's request
+	// opens with it.
+	prev := sums[len(sums)-2]
+	found := false
+	for _, b := range reqs {
+		if strings.Contains(string(b), askWords) && strings.Contains(string(b), jsonString(prompt.SummaryHead+"\n"+prev.Text)) {
+			found = true
+		}
+	}
+	if !found && len(reqs) < 100 {
+		t.Errorf("no summary's request opens with the summary before it")
+	}
+	// Never in the copy for people.
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	b, err := os.ReadFile(filepath.Join(dir, "chat.md"))
+	if err != nil || strings.Contains(string(b), last.Text) || !strings.Contains(string(b), "message 1:") {
+		t.Errorf("the copy for people: %v\n%s", err, b)
+	}
+}
+
+// A summary that fails writes nothing and leaves the window as it was; the
+// turns after ask again, ever more rarely: the 1st, 2nd and 4th turn past
+// the fill ask, the 3rd and the 5th to 7th do not.
+func TestSummaryFailsAndBacksOff(t *testing.T) {
+	r, m := summaryRunner(t, 4096, 0.5, scripted.Rule{Refuse: true})
+	asked := talk(t, r, m, "t", 1, 34, nil)
+	ev := readEvents(t, r, "t")
+	if n := len(ofType(ev, event.TypeSummary)); n != 0 {
+		t.Fatalf("%d summaries written by a model that refuses them", n)
+	}
+	first := -1
+	for i, n := range asked {
+		if n == 2 {
+			first = i
+			break
+		}
+	}
+	t.Logf("requests per turn %v", asked)
+	if first < 0 || first+7 > len(asked) {
+		t.Fatalf("requests per turn: %v", asked)
+	}
+	want := []int{2, 2, 1, 2, 1, 1, 1}
+	for i, w := range want {
+		if asked[first+i] != w {
+			t.Fatalf("requests per turn past the fill: %v, want %v", asked[first:], want)
+		}
+	}
+	tries := 0
+	for _, n := range asked {
+		tries += n - 1
+	}
+	if got := r.Metrics.Summaries(metrics.Failed); got != uint64(tries) || r.Metrics.Summaries(metrics.OK) != 0 {
+		t.Errorf("%d failed summaries counted, %d asked", got, tries)
+	}
+	// Every answer's window started where the first did until the window
+	// outgrew its share: nothing moved it for a summary.
+	for _, e := range ofType(ev, event.TypeAnswer) {
+		if e.Window.Start != 1 && e.Seq < int64(2*(first+7)) {
+			t.Errorf("answer %d's window starts at %d", e.Seq, e.Window.Start)
+		}
+	}
+}
+
+// compact_at = "never": the oldest turns leave unsummarized, as the
+// window drops them.
+func TestSummaryNever(t *testing.T) {
+	r, m := summaryRunner(t, 2048, 0, scripted.Rule{})
+	asked := talk(t, r, m, "t", 1, 40, nil)
+	for _, n := range asked {
+		if n != 1 {
+			t.Fatalf("requests per turn: %v", asked)
+		}
+	}
+	ev := readEvents(t, r, "t")
+	if len(ofType(ev, event.TypeSummary)) != 0 {
+		t.Fatal("a summary with compact_at never")
+	}
+	if last := ev[len(ev)-1]; last.Window.Start == 1 {
+		t.Errorf("the window never dropped: %+v", last.Window)
+	}
+}
