@@ -1,12 +1,14 @@
 package turn
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
@@ -208,5 +210,77 @@ func TestSummaryNever(t *testing.T) {
 	}
 	if last := ev[len(ev)-1]; last.Window.Start == 1 {
 		t.Errorf("the window never dropped: %+v", last.Window)
+	}
+}
+
+// The exact bytes of an answer's request and of the summary's request after
+// it, for each format, side by side in one golden file: the summary's
+// request is the answer's, its messages continued by the answer and the
+// words asking for the summary, every other byte (the breakpoints, the
+// cache key, the tools after the messages) where the answer's had it.
+func TestSummaryRequestGolden(t *testing.T) {
+	for _, modelName := range []string{"anthropic/claude-opus-5-5", "openai/gpt-6-luna"} {
+		provider, _, _ := strings.Cut(modelName, "/")
+		t.Run(provider, func(t *testing.T) {
+			r, m := newRunner(t, &scripted.Script{Rules: []scripted.Rule{
+				{Match: askWords, Text: "Ada asked what is on today; nothing is."},
+				{Match: "any", Text: "Nothing is on today."},
+			}})
+			at := time.Date(2026, 12, 2, 10, 45, 0, 0, time.UTC)
+			r.Now = func() time.Time { return at }
+			populate(t, r.Agent.Dir, modelName)
+			s, err := settings.Read(filepath.Join(r.Agent.Dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A first turn fills the window past compact_at, with nothing
+			// to leave; the second leaves the first.
+			s.Window.Max, s.Window.MaxSet, s.Window.CompactAt = 16384, true, 0.001
+			if err := settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i, text := range []string{"What is on today?", "And tomorrow?"} {
+				msg := Message{ID: fmt.Sprint(i), Text: text, From: fromAda, Owner: true, Connection: "telegram"}
+				if _, err := r.Message(ctx, "telegram:42", msg, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reqs := m.Requests()
+			if len(reqs) != 3 || !strings.Contains(string(reqs[2]), askWords) {
+				t.Fatalf("%d requests; the last:\n%s", len(reqs), reqs[len(reqs)-1])
+			}
+			answer, summary := reqs[1], reqs[2]
+			// Where the answer's messages end: the tools (OpenAI) and the
+			// closing come after them, in both requests alike.
+			cut := len(answer) - len("]}")
+			if i := bytes.Index(answer, []byte(`],"tools":`)); i >= 0 {
+				cut = i
+			}
+			tail := answer[cut:]
+			if !bytes.HasPrefix(summary, answer[:cut]) || !bytes.HasSuffix(summary, tail) {
+				t.Errorf("the summary's request is not the answer's continued:\n%s\n%s", answer, summary)
+			}
+			more := string(summary[cut : len(summary)-len(tail)])
+			if strings.Contains(more, "cache_control") || !strings.Contains(more, "Nothing is on today.") || !strings.Contains(more, jsonString("\u201cAnd tomorrow?\u201d")) {
+				t.Errorf("what the summary's request adds: %s", more)
+			}
+			var b bytes.Buffer
+			b.WriteString("the answer's request:\n")
+			b.Write(answer)
+			b.WriteString("\n\nthe summary's request:\n")
+			b.Write(summary)
+			b.WriteString("\n")
+			body := bytes.ReplaceAll(b.Bytes(), []byte(r.Agent.Dir), []byte("/home/ada"))
+			const layout = "Mon 2006-01-02 15:04 MST"
+			body = bytes.ReplaceAll(body, []byte(at.Local().Format(layout)), []byte(at.Format(layout)))
+			golden(t, "summary_request_"+provider+".golden", body)
+			// The summary is kept, and the next request opens with it.
+			ev := readEvents(t, r, "telegram:42")
+			sums := ofType(ev, event.TypeSummary)
+			if len(sums) != 1 || sums[0].Through != 2 || sums[0].Text != "Ada asked what is on today; nothing is." {
+				t.Fatalf("summaries: %+v", sums)
+			}
+		})
 	}
 }
