@@ -80,4 +80,15 @@ func TestAnswerBeforeSummary(t *testing.T) {
 	if runner.Metrics.Summaries(metrics.Failed) != 1 || runner.Metrics.Summaries(metrics.OK) != 0 {
 		t.Errorf("summaries counted: %d failed, %d made", runner.Metrics.Summaries(metrics.Failed), runner.Metrics.Summaries(metrics.OK))
 	}
+	resp, err := http.Get(f.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`lnk_summaries_total{agent="ada",outcome="error"} 1`, `lnk_summaries_total{agent="ada",outcome="ok"} 0`, `lnk_summary_tokens_total{agent="ada",kind="output"} 0`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 }

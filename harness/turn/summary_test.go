@@ -60,7 +60,7 @@ func TestSummaryAfterTheAnswer(t *testing.T) {
 	// The scripted model's default answer: a digest of the ask, which
 	// quotes where each summary ends, so each summary's text is its own.
 	r, m := summaryRunner(t, 2048, 0.75, scripted.Rule{})
-	var logged []int64 // the log's length when each answer was given
+	var logged []int64 // the answers told before their turn summarized
 	answered := func(a Answer) {
 		ev := readEvents(t, r, "t")
 		if ev[len(ev)-1].Seq != a.Seq {
@@ -75,8 +75,8 @@ func TestSummaryAfterTheAnswer(t *testing.T) {
 	if len(sums) < 2 {
 		t.Fatalf("%d summaries in 60 turns of a small window: %v", len(sums), asked)
 	}
-	if len(logged) != 60 {
-		t.Errorf("the caller was told %d answers of 60 before they returned", len(logged))
+	if len(logged) != len(sums) {
+		t.Errorf("the caller was told %d answers before the turn summarized, in %d turns that summarized", len(logged), len(sums))
 	}
 	made := 0
 	for _, n := range asked {
@@ -148,6 +148,32 @@ func TestSummaryAfterTheAnswer(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "chat.md"))
 	if err != nil || strings.Contains(string(b), last.Text) || !strings.Contains(string(b), "message 1:") {
 		t.Errorf("the copy for people: %v\n%s", err, b)
+	}
+	// Shown to a person who asks for them (lnk agent chat show
+	// --summaries), each where it was written, marked as one.
+	conv, err := r.Conversation("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	var plain, shown strings.Builder
+	if _, err := WriteCopy(context.Background(), &plain, "ada", conv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteCopyWithSummaries(context.Background(), &shown, "ada", conv); err != nil {
+		t.Fatal(err)
+	}
+	if plain.String() != string(b) {
+		t.Errorf("the copy made from the events differs from chat.md")
+	}
+	if n := strings.Count(shown.String(), "> **summary of events 1 to "); n != len(sums) {
+		t.Errorf("%d summaries shown of %d", n, len(sums))
+	}
+	for _, s := range sums {
+		mark := fmt.Sprintf("<!-- lnk:answer %d -->\n> **summary of events 1 to %d**", s.Seq-1, s.Through)
+		if !strings.Contains(shown.String(), mark) || !strings.Contains(shown.String(), "> "+s.Text+"\n") {
+			t.Errorf("summary %d not shown after its answer:\n%s", s.Seq, shown.String())
+		}
 	}
 }
 

@@ -72,11 +72,11 @@ type Message struct {
 	Connection string
 	Tools      []string // Link-Tools: narrows the conversation's tools, never widens them; nil leaves them
 
-	// Answered, when not nil, is told the answer as soon as it is given,
-	// before the turn that gave it summarizes the conversation (see
-	// summary.go), which Message waits for: a server replies from here. It
-	// is called at most once, only with an answer the turn gave; Message
-	// returns that answer again.
+	// Answered, when not nil, is told the answer before the turn that gave
+	// it summarizes the conversation (see summary.go), which Message waits
+	// for: a server replies from here. It is called only when a summary
+	// follows, at most once; Message returns that answer again. Without a
+	// summary, Message returns once the turn has let the conversation go.
 	Answered func(Answer)
 }
 
@@ -195,10 +195,10 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
 		return a, err
 	}
-	if m.Answered != nil {
-		m.Answered(a)
-	}
 	if after != nil {
+		if m.Answered != nil {
+			m.Answered(a)
+		}
 		t.summarize(ctx, after)
 	}
 	return a, nil
