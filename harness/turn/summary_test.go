@@ -103,6 +103,13 @@ func TestSummaryAfterTheAnswer(t *testing.T) {
 		}
 		prevThrough = s.Through
 	}
+	// The answers after a summary record the window it opens, with the
+	// time of its first message.
+	for _, e := range ofType(ev, event.TypeAnswer) {
+		if e.Seq > sums[0].Seq && (e.Window.Start < sums[0].Window.Start || !e.Window.StartTime.Equal(ev[e.Window.Start-1].Time)) {
+			t.Errorf("answer %d records the window %+v", e.Seq, e.Window)
+		}
+	}
 	// Every answer after a summary was made with the window it opens.
 	reqs := m.Requests()
 	last := sums[len(sums)-1]

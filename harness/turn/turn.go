@@ -394,8 +394,11 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
-	if len(events) > 0 && events[0].Seq == cp.Start {
-		e.Window.StartTime = events[0].Time
+	for i := range min(len(events), 2) { // the first, or the first after the summary opening the window
+		if events[i].Seq == cp.Start {
+			e.Window.StartTime = events[i].Time
+			break
+		}
 	}
 	if err := t.appendEvent(ctx, &e); err != nil {
 		return nil, err

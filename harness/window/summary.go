@@ -12,9 +12,11 @@ package window
 // window fills at (compact_at) of share. at of 0 is "never". A summary
 // that failed writes nothing, so the window stays full and every turn
 // after would be due; they back off instead: the turns that ended since the
-// window filled (this one among them) are counted from the log, and a turn
-// asks when that count is 1, 2, 4, 8 … So a model that always fails is
-// asked ever more rarely, and the count needs no state but the
+// window filled with something that could leave (a message after the
+// window's first) are counted from the log, this one among them, and a turn
+// asks when that count is 1, 2, 4, 8 … So the turn after one failure (or a
+// crash before the summary was written) asks again, a model that always
+// fails is asked ever more rarely, and the count needs no state but the
 // conversation's: a new process backs off as the old one would have.
 func Due(items []Item, share int, at float64) bool {
 	if at <= 0 || share <= 0 {
@@ -22,9 +24,15 @@ func Due(items []Item, share int, at float64) bool {
 	}
 	fill := int(at * float64(share))
 	tokens, ended := 0, 0
-	for _, it := range items {
+	first := 0 // the window's first event of the conversation's own
+	if len(items) > 0 && items[0].Through != 0 {
+		first = 1
+	}
+	leaves := false // a message after the first: something could leave
+	for i, it := range items {
 		tokens += it.Tokens
-		if it.Ends && tokens >= fill {
+		leaves = leaves || i > first && it.CanStart
+		if it.Ends && tokens >= fill && leaves {
 			ended++
 		}
 	}

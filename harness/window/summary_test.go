@@ -25,17 +25,22 @@ func TestDue(t *testing.T) {
 		{"below", turns(1, 10, 10, 10, 10), 100, 0.75, false},
 		{"fills it exactly", turns(1, 25, 25, 15, 10), 100, 0.75, true},
 		{"past it", turns(1, 30, 30, 30, 5), 100, 0.75, true},
+		{"filled before, only this turn counts", turns(1, 80, 10, 5, 5), 100, 0.75, true},
 		{"never", turns(1, 30, 30, 30, 5), 100, 0, false},
 		{"no share", turns(1, 30, 30), 0, 0.75, false},
 		{"a turn not ended yet", turns(1, 30, 30, 30), 100, 0.75, false},
 		{"a summary counts", append([]Item{summary}, turns(5, 30, 30, 4, 1)...), 100, 0.75, true},
 		{"without it, below", turns(5, 30, 30, 4, 1), 100, 0.75, false},
-		// Back-off: the turns that ended past the fill, this one among them.
-		{"1st turn past it", turns(1, 40, 40), 100, 0.75, true},
-		{"2nd: tries again", turns(1, 40, 40, 1, 1), 100, 0.75, true},
-		{"3rd: backs off", turns(1, 40, 40, 1, 1, 1, 1), 100, 0.75, false},
-		{"4th: tries", turns(1, 40, 40, 1, 1, 1, 1, 1, 1), 100, 0.75, true},
-		{"5th: backs off", turns(1, 40, 40, 1, 1, 1, 1, 1, 1, 1, 1), 100, 0.75, false},
+		// Back-off: the turns that ended past the fill with something that
+		// could leave, this one among them.
+		{"1st turn past it", turns(1, 40, 40, 1, 1), 100, 0.75, true},
+		{"2nd: tries again", turns(1, 40, 40, 1, 1, 1, 1), 100, 0.75, true},
+		{"3rd: backs off", turns(1, 40, 40, 1, 1, 1, 1, 1, 1), 100, 0.75, false},
+		{"4th: tries", turns(1, 40, 40, 1, 1, 1, 1, 1, 1, 1, 1), 100, 0.75, true},
+		{"5th: backs off", turns(1, 40, 40, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 100, 0.75, false},
+		{"one turn alone, nothing could leave: not counted", turns(1, 40, 40), 100, 0.75, false},
+		{"after a summary, its turn alone: not counted", append([]Item{summary}, turns(5, 70, 10)...), 100, 0.75, false},
+		{"after a summary, the next turn: the 1st", append([]Item{summary}, turns(5, 70, 10, 1, 1)...), 100, 0.75, true},
 		{"turns before the fill do not count", turns(1, 10, 10, 10, 10, 10, 10, 20, 10), 100, 0.75, true},
 	} {
 		if got := Due(tc.items, tc.share, tc.at); got != tc.want {
@@ -48,7 +53,7 @@ func TestDue(t *testing.T) {
 // the 1st, 2nd, 4th, 8th … past the fill: a model that always fails is
 // asked ever more rarely.
 func TestDueBacksOff(t *testing.T) {
-	its := turns(1, 40, 40)
+	its := turns(1, 40, 40, 1, 1)
 	var asked []int
 	for n := 1; n <= 40; n++ {
 		if Due(its, 1000, 0.075) {
