@@ -65,7 +65,9 @@ func AppendCopy(dst []byte, agent string, events []event.Event) []byte {
 
 // addToCopy adds this turn's part to the copy: the events since the answer
 // before this turn's, which the turn already holds. events are the window
-// as read (its first n) and then everything the turn appended.
+// as read (its first n) and then everything the turn appended; n < 0 says
+// the turn's own events are not all there (what left the window mid-turn),
+// and the copy is made again from the store.
 func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error {
 	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
 	if err != nil {
@@ -78,6 +80,9 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 			return err
 		}
 		return nil
+	}
+	if n < 0 {
+		return t.remakeCopy(ctx, path)
 	}
 	// The answer before this turn's, and what came after it.
 	prev, from := int64(0), 0

@@ -105,7 +105,7 @@ func (t *turn) summarize(ctx context.Context, c *compaction) {
 		u = resp.Usage
 	}
 	if err == nil {
-		err = t.appendSummary(ctx, &s, c, resp)
+		_, err = t.appendSummary(ctx, &s, c, resp)
 	}
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	if err != nil {
@@ -137,8 +137,8 @@ func cutShort(reason string) bool {
 }
 
 // appendSummary appends the summary with what the provider reported and
-// where the window starts from now on.
-func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compaction, resp *model.Response) error {
+// where the window starts from now on, and returns its event.
+func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compaction, resp *model.Response) (*event.Event, error) {
 	w := c.window
 	e := event.Event{
 		Time: t.r.now(), Type: event.TypeSummary, Text: strings.TrimSpace(resp.Text), Through: c.through,
@@ -149,5 +149,8 @@ func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compa
 	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
-	return t.appendEvent(ctx, &e)
+	if err := t.appendEvent(ctx, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }

@@ -242,6 +242,8 @@ type turn struct {
 	ids       *idIndex          // the conversation's id index; nil once it could not be written
 	resumed   int64             // the seq of the message when a turn that ended first took it: this one goes on from it
 	after     *compaction       // the summary to ask for once the answer is given; nil when none is due
+	share     int               // the conversation's share of the window, in rough tokens
+	madeRoom  bool              // the window outgrew its room between rounds, and what left was summarized or dropped
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -307,7 +309,12 @@ func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answ
 	if err != nil {
 		return Answer{}, err
 	}
-	share := window.Share(size, room, window.Tokens(system), s.Window.Margin)
+	var offered []model.Tool
+	if t.offer != nil {
+		offered = t.offer.Tools()
+	}
+	share := window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)
+	t.share = share
 	events, cp, err := t.readWindow(ctx, share)
 	if err != nil {
 		return Answer{}, err
@@ -328,7 +335,7 @@ func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answ
 		}
 		t.in.text(frag)
 	}
-	reply, all, err := t.rounds(ctx, &s, req, cp, events, text)
+	reply, all, err := t.rounds(ctx, &s, req, &cp, events, text)
 	t.keepWindow(all)
 	if err != nil {
 		return Answer{}, err
@@ -336,7 +343,11 @@ func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answ
 	// The answer is durable: a copy for people that cannot be written (a
 	// full disk, a chat.md that is not a file) does not fail the turn. It
 	// is derived, and the next turn that can write it makes it again whole.
-	if err := t.addToCopy(ctx, all, len(events)); err != nil {
+	n := len(events)
+	if t.madeRoom {
+		n = -1 // the turn's message may have left its window: made from the events
+	}
+	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
 	t.after = dueSummary(&s, req, all, cp, share)
