@@ -16,15 +16,28 @@ import (
 // what it is, not as something its owner said.
 const SummaryHead = "[Link Harness: the conversation before this point has left your window. This is the summary you wrote of it, which stands in its place:]"
 
-// summaryAsk asks for a summary, after the answer: %s is the start of the
-// first message that stays, quoted, so the model knows where what it
-// summarizes ends without seqs it never sees.
-const summaryAsk = "[Link Harness: this conversation has grown long, so its oldest part now leaves your window: everything before the message that begins \u201c%s\u201d. That message and those after it stay as they are. Write a summary of what leaves, to stand in its place from your next turn on; where it begins with an earlier summary, fold that in. Keep what you will need to go on: who asked what, what was decided and done, what the tools found, names, numbers, dates, and what is promised or still open. Leave out what the messages that stay already say. Write in the conversation's language, a few hundred words at most. Nobody else reads it; it is not shown in the chat. Write only the summary, and call no tool.]"
+// The ask for a summary after the answer, in three parts: %s in the head
+// is the start of the first message that stays, quoted, so the model knows
+// where what it summarizes ends without seqs it never sees; notesFirst
+// comes between head and tail where the agent saves notes first.
+const (
+	summaryAskHead = "[Link Harness: this conversation has grown long, so its oldest part now leaves your window: everything before the message that begins \u201c%s\u201d. That message and those after it stay as they are. "
+	notesFirst     = "First, if anything in what leaves matters beyond this conversation (what your owner told you of themselves, their people, their plans and preferences), save it to your notes with memory__remember, a call a note, and call nothing else; with nothing to save, call nothing. Then, with no call, write the summary. "
+	summaryAskTail = "Write a summary of what leaves, to stand in its place from your next turn on; where it begins with an earlier summary, fold that in. Keep what you will need to go on: who asked what, what was decided and done, what the tools found, names, numbers, dates, and what is promised or still open. Leave out what the messages that stay already say. Write in the conversation's language, a few hundred words at most. Nobody else reads it; it is not shown in the chat. Write only the summary, and call no tool.]"
+)
+
+// NotesTool is the call a summary may make first, to save notes.
+const NotesTool = "memory__remember"
 
 // SummaryAsk is the user message that asks for a summary of what leaves the
-// window before the message whose text begins first.
-func SummaryAsk(first string) string {
-	return strings.Replace(summaryAsk, "%s", Quote(first, 160), 1)
+// window before the message whose text begins first; with notes, it asks
+// first to save what matters beyond the conversation with NotesTool.
+func SummaryAsk(first string, notes bool) string {
+	head := strings.Replace(summaryAskHead, "%s", Quote(first, 160), 1)
+	if notes {
+		return head + notesFirst + summaryAskTail
+	}
+	return head + summaryAskTail
 }
 
 // Quote is the start of text, at most most bytes, cut at a space where it

@@ -48,8 +48,12 @@ func TestQuote(t *testing.T) {
 
 // The ask quotes where what stays begins, and says it in one line.
 func TestSummaryAsk(t *testing.T) {
-	ask := SummaryAsk("What is on\ntoday? " + strings.Repeat("and more ", 40))
-	if !strings.Contains(ask, "\u201cWhat is on today? and more") || strings.Contains(ask, "\n") || strings.Contains(ask, "%s") {
+	ask := SummaryAsk("What is on\ntoday? "+strings.Repeat("and more ", 40), false)
+	if !strings.Contains(ask, "\u201cWhat is on today? and more") || strings.Contains(ask, "\n") || strings.Contains(ask, "%s") || strings.Contains(ask, NotesTool) {
 		t.Errorf("ask: %s", ask)
+	}
+	notes := SummaryAsk("What is on today?", true)
+	if !strings.Contains(notes, NotesTool) || !strings.HasSuffix(notes, SummaryAsk("What is on today?", false)[len(SummaryAsk("What is on today?", false))-200:]) {
+		t.Errorf("ask with notes: %s", notes)
 	}
 }

@@ -176,6 +176,9 @@ func WriteCopyWithSummaries(ctx context.Context, w io.Writer, agent string, conv
 func AppendSummary(dst []byte, e *event.Event) []byte {
 	dst = fmt.Appendf(dst, "> **summary of events 1 to %d**, in the model's window in their place from event %d on · %s · %s, %d tokens in (%d from the cache), %d out\n>\n",
 		e.Through, e.Seq, e.Time.Local().Format("2006-01-02 15:04"), e.Model, e.Usage.Input+e.Usage.CacheRead+e.Usage.CacheWrite, e.Usage.CacheRead, e.Usage.Output)
+	for _, c := range e.Calls {
+		dst = fmt.Appendf(dst, "> (called %s %s before it)\n>\n", c.Name, c.Args)
+	}
 	for line := range strings.SplitSeq(e.Text, "\n") {
 		if line == "" {
 			dst = append(dst, ">\n"...)

@@ -109,7 +109,7 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 		return nil, err
 	}
 	c := &compaction{through: stay.Seq - 1, window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
-	e, err := t.appendSummary(ctx, &ss, c, resp)
+	e, err := t.appendSummary(ctx, &ss, c, resp, nil)
 	u := resp.Usage
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	return e, err

@@ -9,6 +9,7 @@ import (
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store/event"
 )
@@ -41,13 +42,15 @@ type compaction struct {
 	through int64         // the last seq the summary covers
 	quote   string        // the text of the first message that stays
 	window  event.Window  // where the window starts once the summary is written
+	notes   bool          // the model may save notes first ([window] save_notes)
 }
 
 // dueSummary says whether the turn summarizes after its answer, and what
 // it asks: events are the window after the answer (its summary first, as
 // sent, then all the turn appended), req the request the answer was made
-// with, cp where the window started.
-func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, cp window.Checkpoint, share int) *compaction {
+// with, cp where the window started; canNote says the agent can write
+// notes (its tools offer prompt.NotesTool).
+func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, cp window.Checkpoint, share int, canNote bool) *compaction {
 	n := len(events)
 	if n == 0 || s.Window.CompactAt <= 0 {
 		return nil
@@ -70,7 +73,8 @@ func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, 
 			w.TokensBefore += int64(it.Tokens)
 		}
 	}
-	c := &compaction{s: *s, req: *req, answer: *last, through: items[stay].Seq - 1, quote: events[stay].Text, window: w}
+	c := &compaction{s: *s, req: *req, answer: *last, through: items[stay].Seq - 1, quote: events[stay].Text, window: w,
+		notes: s.Window.SaveNotes && canNote && ownerSpoke(events)}
 	c.req.Messages = append([]model.Message(nil), req.Messages...)
 	return c
 }
@@ -85,32 +89,101 @@ func summaryRequest(c *compaction) *model.Request {
 	copy(req.Messages, c.req.Messages)
 	req.Messages = append(req.Messages,
 		model.Message{Role: "assistant", Text: c.answer.Text, Thinking: c.answer.Thinking},
-		model.Message{Role: "user", Text: prompt.SummaryAsk(c.quote)})
+		model.Message{Role: "user", Text: prompt.SummaryAsk(c.quote, c.notes)})
 	req.CacheThrough = n
 	return &req
 }
 
-// summarize asks for the summary and appends it. A summary that fails
-// writes nothing: the window stays where it was, and a later turn asks
-// again. It runs after the answer was given, so it returns no error: it
-// logs and counts one.
+// maxNoteRounds is the most rounds of notes a summary saves first.
+const maxNoteRounds = 2
+
+// NotesOnly is the answer to a call other than prompt.NotesTool made while
+// a summary saves notes first: it is not run.
+const NotesOnly = "Only " + prompt.NotesTool + " may be called before the summary; this call was not run."
+
+// summarize asks for the summary and appends it. Where the agent saves
+// notes first, the model's calls of prompt.NotesTool are run, a round at a
+// time, within the same continuation, and kept with the summary (its
+// calls); any other call is answered without being run. A summary that
+// fails writes nothing: the window stays where it was, and a later turn
+// asks again. It runs after the answer was given, so it returns no error:
+// it logs and counts one.
 func (t *turn) summarize(ctx context.Context, c *compaction) {
 	s := c.s
-	resp, err := t.callModel(ctx, &s, summaryRequest(c), nil)
+	req := summaryRequest(c)
+	var (
+		resp  *model.Response
+		err   error
+		u     event.Usage
+		calls []event.Call
+	)
+	for round := 0; ; round++ {
+		resp, err = t.callModel(ctx, &s, req, nil)
+		if resp != nil {
+			u.Input, u.Output = u.Input+resp.Usage.Input, u.Output+resp.Usage.Output
+			u.CacheRead, u.CacheWrite = u.CacheRead+resp.Usage.CacheRead, u.CacheWrite+resp.Usage.CacheWrite
+		}
+		if err != nil || !c.notes || len(resp.Calls) == 0 || round >= maxNoteRounds {
+			break
+		}
+		calls = append(calls, resp.Calls...)
+		req.Messages = append(req.Messages,
+			model.Message{Role: "assistant", Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls},
+			model.Message{Role: "user", Results: t.saveNotes(ctx, resp.Calls)})
+	}
 	if err == nil {
 		err = summaryOf(resp)
 	}
-	var u event.Usage
-	if resp != nil {
-		u = resp.Usage
-	}
 	if err == nil {
-		_, err = t.appendSummary(ctx, &s, c, resp)
+		r := *resp
+		r.Usage = u
+		_, err = t.appendSummary(ctx, &s, c, &r, calls)
 	}
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	if err != nil {
 		t.log().Warn("summary not written; a later turn asks again", "through", c.through, "error", err)
 	}
+}
+
+// saveNotes runs a summary's calls of prompt.NotesTool at once and answers
+// every other call with NotesOnly, unrun.
+func (t *turn) saveNotes(ctx context.Context, calls []event.Call) []model.Result {
+	out := make([]model.Result, len(calls))
+	done := make(chan struct{}, len(calls))
+	for i, c := range calls {
+		out[i] = model.Result{CallID: c.ID, Name: c.Name, Text: NotesOnly, IsError: true}
+		if c.Name != prompt.NotesTool {
+			done <- struct{}{}
+			continue
+		}
+		go func() {
+			start := t.r.now()
+			r := t.call(ctx, c)
+			t.r.Metrics.Tool(t.r.now().Sub(start), r.Error != "")
+			text, _ := tools.Cut(r.Text)
+			if r.Error != "" {
+				text, _ = tools.Cut(r.Error)
+			}
+			out[i] = model.Result{CallID: c.ID, Name: c.Name, Text: text, IsError: r.Error != ""}
+			done <- struct{}{}
+		}()
+	}
+	for range calls {
+		<-done
+	}
+	return out
+}
+
+// ownerSpoke says whether the owner wrote any of the messages in events:
+// notes are about the owner, so a conversation of others' messages alone
+// (a teammate's, a schedule's) saves none.
+func ownerSpoke(events []event.Event) bool {
+	for i := range events {
+		if events[i].Type == event.TypeMessage && events[i].Owner {
+			return true
+		}
+	}
+	return false
 }
 
 // summaryOf says why resp is no summary to keep, or nil.
@@ -138,10 +211,10 @@ func cutShort(reason string) bool {
 
 // appendSummary appends the summary with what the provider reported and
 // where the window starts from now on, and returns its event.
-func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compaction, resp *model.Response) (*event.Event, error) {
+func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compaction, resp *model.Response, calls []event.Call) (*event.Event, error) {
 	w := c.window
 	e := event.Event{
-		Time: t.r.now(), Type: event.TypeSummary, Text: strings.TrimSpace(resp.Text), Through: c.through,
+		Time: t.r.now(), Type: event.TypeSummary, Text: strings.TrimSpace(resp.Text), Through: c.through, Calls: calls,
 		Model: s.Model.Name, Provider: s.Provider(), ResponseID: resp.ResponseID, Usage: resp.Usage,
 		LatencyMS: resp.Latency.Milliseconds(),
 		Cost:      t.answerCost(s, resp.Usage),

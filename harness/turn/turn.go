@@ -350,7 +350,7 @@ func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answ
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.after = dueSummary(&s, req, all, cp, share)
+	t.after = dueSummary(&s, req, all, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }
 
