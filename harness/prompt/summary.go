@@ -58,13 +58,21 @@ func Quote(text string, most int) string {
 	return strings.TrimRightFunc(text[:cut], unicode.IsSpace) + "\u2026"
 }
 
-// summaryAskFirst asks for a summary before an answer, when a turn's tool
-// calls have filled the window: what leaves is all the request holds, and
-// %s names the call that stays, the first of what comes after it.
-const summaryAskFirst = "[Link Harness: this turn's tool calls have filled your window, so all of the above leaves it before you go on; your call of %s and what came after it stay. Write a summary of what leaves, to stand in its place; where it begins with an earlier summary, fold that in. Keep what you need to finish this turn and to go on after it: what was asked in this turn, in its own words where they matter, what the tools found, names, numbers, dates, and what is promised or still open. Write in the conversation's language, a few hundred words at most. Nobody else reads it; it is not shown in the chat. Write only the summary, and call no tool.]"
+// The ask for a summary before an answer, when a turn's tool calls have
+// filled the window: what leaves is all the request holds, and %s in the
+// head names the call that stays, the first of what comes after it.
+const (
+	summaryAskFirstHead = "[Link Harness: this turn's tool calls have filled your window, so all of the above leaves it before you go on; your call of %s and what came after it stay. "
+	summaryAskFirstTail = "Write a summary of what leaves, to stand in its place; where it begins with an earlier summary, fold that in. Keep what you need to finish this turn and to go on after it: what was asked in this turn, in its own words where they matter, what the tools found, names, numbers, dates, and what is promised or still open. Write in the conversation's language, a few hundred words at most. Nobody else reads it; it is not shown in the chat. Write only the summary, and call no tool.]"
+)
 
 // SummaryAskFirst is the user message that asks for a summary of all the
-// request holds before a turn goes on from its call of tool.
-func SummaryAskFirst(tool string) string {
-	return strings.Replace(summaryAskFirst, "%s", tool, 1)
+// request holds before a turn goes on from its call of tool; with notes,
+// it asks first to save what matters beyond the conversation.
+func SummaryAskFirst(tool string, notes bool) string {
+	head := strings.Replace(summaryAskFirstHead, "%s", tool, 1)
+	if notes {
+		return head + notesFirst + summaryAskFirstTail
+	}
+	return head + summaryAskFirstTail
 }

@@ -155,3 +155,63 @@ func TestSummaryNoNotes(t *testing.T) {
 		})
 	}
 }
+
+// A turn whose calls fill its window saves notes first too, in the
+// summary it asks before going on, and composes its instructions again
+// before its next request: that request's instructions hold the note.
+func TestSummaryFirstSavesNotes(t *testing.T) {
+	web, _ := webServer(t)
+	r, _ := newRunner(t, nil)
+	mem := httptest.NewServer(server.NewStreamableHTTPServer(memory.New(r.Agent.Dir)))
+	t.Cleanup(mem.Close)
+	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "memory", URL: mem.URL}, {Name: "web", URL: web}}, tools.Options{})
+	t.Cleanup(r.Tools.Close)
+	s := settings.Defaults()
+	s.Window.Max, s.Window.MaxSet = 24000, true
+	if err := settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	rec := recordRequests(t, r, parseScript(t, `
+[[rule]]
+match = "filled your window"
+results = "no"
+[[rule.call]]
+name = "memory__remember"
+args = '{"note":"Ada reads the big pages on Mondays."}'
+
+[[rule]]
+match = "filled your window"
+results = "yes"
+text = "Summary: Ada asked for the large pages read, and the digging goes on."
+
+[[rule]]
+match = "dig"
+text = "digging"
+[[rule.call]]
+name = "web__big"
+`))
+	if _, err := r.Message(context.Background(), "t", Message{Text: "dig through the big pages", Owner: true, From: fromAda}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sums := ofType(readEvents(t, r, "t"), event.TypeSummary)
+	if len(sums) == 0 || len(sums[0].Calls) != 1 || sums[0].Calls[0].Name != prompt.NotesTool {
+		t.Fatalf("summaries: %+v", sums)
+	}
+	reqs := rec.take()
+	saved := -1
+	for i, b := range reqs {
+		if strings.Contains(string(b), "filled your window") && strings.Contains(string(b), "save it to your notes") {
+			saved = i
+			break
+		}
+	}
+	if saved < 0 || saved+2 >= len(reqs) {
+		t.Fatalf("no notes asked for before the answer (%d requests)", len(reqs))
+	}
+	if strings.Contains(string(reqs[saved]), "Ada reads the big pages on Mondays.") {
+		t.Errorf("the note was in the instructions before it was saved")
+	}
+	if after := string(reqs[saved+2]); !strings.Contains(after, "Ada reads the big pages on Mondays.") || strings.Contains(after, "filled your window") {
+		t.Errorf("the request after the summary does not hold the note in its instructions:\n%.1500s", after)
+	}
+}

@@ -81,7 +81,8 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	if len(stay.Calls) > 0 {
 		name = stay.Calls[0].Name
 	}
-	ask := prompt.SummaryAskFirst(name)
+	notes := s.Window.SaveNotes && t.offer != nil && t.offer.Offered(prompt.NotesTool) && ownerSpoke(leaving)
+	ask := prompt.SummaryAskFirst(name, notes)
 	budget := t.share - window.Tokens(ask) - 8
 	k, used := len(leaving), 0
 	for k > 0 && used+eventTokens(&leaving[k-1]) <= budget {
@@ -96,23 +97,31 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	sreq.Messages = withNote(msgs, ask)
 	sreq.CacheThrough = 0
 	ss := *s
-	resp, err := t.callModel(ctx, &ss, &sreq, nil)
+	resp, u, calls, err := t.askSummary(ctx, &ss, &sreq, notes)
+	if len(calls) > 0 {
+		t.recompose(req)
+	}
+	var e *event.Event
 	if err == nil {
-		err = summaryOf(resp)
+		c := &compaction{through: stay.Seq - 1, window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
+		r := *resp
+		r.Usage = u
+		e, err = t.appendSummary(ctx, &ss, c, &r, calls)
 	}
-	if err != nil {
-		var u event.Usage
-		if resp != nil {
-			u = resp.Usage
-		}
-		t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
-		return nil, err
-	}
-	c := &compaction{through: stay.Seq - 1, window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
-	e, err := t.appendSummary(ctx, &ss, c, resp, nil)
-	u := resp.Usage
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	return e, err
+}
+
+// recompose composes the turn's instructions again, once notes were saved
+// before its answer: the notes change them from there on. The share is
+// counted again with them.
+func (t *turn) recompose(req *model.Request) {
+	if t.msg == nil || t.set == nil {
+		return
+	}
+	t.composed = t.sections(t.set, t.msg)
+	req.System, req.SystemStable = t.compose(t.composed)
+	t.share = window.Share(req.Window, req.MaxTokens, window.Tokens(req.System)+toolsTokens(req.Tools), t.set.Window.Margin)
 }
 
 // toolsTokens is the rough share of the prompt the tools offered take:

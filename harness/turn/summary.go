@@ -110,30 +110,7 @@ const NotesOnly = "Only " + prompt.NotesTool + " may be called before the summar
 // it logs and counts one.
 func (t *turn) summarize(ctx context.Context, c *compaction) {
 	s := c.s
-	req := summaryRequest(c)
-	var (
-		resp  *model.Response
-		err   error
-		u     event.Usage
-		calls []event.Call
-	)
-	for round := 0; ; round++ {
-		resp, err = t.callModel(ctx, &s, req, nil)
-		if resp != nil {
-			u.Input, u.Output = u.Input+resp.Usage.Input, u.Output+resp.Usage.Output
-			u.CacheRead, u.CacheWrite = u.CacheRead+resp.Usage.CacheRead, u.CacheWrite+resp.Usage.CacheWrite
-		}
-		if err != nil || !c.notes || len(resp.Calls) == 0 || round >= maxNoteRounds {
-			break
-		}
-		calls = append(calls, resp.Calls...)
-		req.Messages = append(req.Messages,
-			model.Message{Role: "assistant", Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls},
-			model.Message{Role: "user", Results: t.saveNotes(ctx, resp.Calls)})
-	}
-	if err == nil {
-		err = summaryOf(resp)
-	}
+	resp, u, calls, err := t.askSummary(ctx, &s, summaryRequest(c), c.notes)
 	if err == nil {
 		r := *resp
 		r.Usage = u
@@ -142,6 +119,35 @@ func (t *turn) summarize(ctx context.Context, c *compaction) {
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	if err != nil {
 		t.log().Warn("summary not written; a later turn asks again", "through", c.through, "error", err)
+	}
+}
+
+// askSummary asks req for a summary. With notes, the model's calls of
+// prompt.NotesTool are run first, a round at a time, each request
+// continuing the one before. It returns the answer holding the summary,
+// the usage of every call, and the calls made; an answer that holds no
+// summary to keep is an error (ErrNoSummary).
+func (t *turn) askSummary(ctx context.Context, s *settings.Settings, req *model.Request, notes bool) (*model.Response, event.Usage, []event.Call, error) {
+	var (
+		u     event.Usage
+		calls []event.Call
+	)
+	for round := 0; ; round++ {
+		resp, err := t.callModel(ctx, s, req, nil)
+		if resp != nil {
+			u.Input, u.Output = u.Input+resp.Usage.Input, u.Output+resp.Usage.Output
+			u.CacheRead, u.CacheWrite = u.CacheRead+resp.Usage.CacheRead, u.CacheWrite+resp.Usage.CacheWrite
+		}
+		if err != nil {
+			return nil, u, calls, err
+		}
+		if !notes || len(resp.Calls) == 0 || round >= maxNoteRounds {
+			return resp, u, calls, summaryOf(resp)
+		}
+		calls = append(calls, resp.Calls...)
+		req.Messages = append(req.Messages,
+			model.Message{Role: "assistant", Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls},
+			model.Message{Role: "user", Results: t.saveNotes(ctx, resp.Calls)})
 	}
 }
 
