@@ -108,7 +108,7 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 		r.Usage = u
 		e, err = t.appendSummary(ctx, &ss, c, &r, calls)
 	}
-	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	t.countSummary(&ss, err, u)
 	return e, err
 }
 

@@ -116,9 +116,19 @@ func (t *turn) summarize(ctx context.Context, c *compaction) {
 		r.Usage = u
 		_, err = t.appendSummary(ctx, &s, c, &r, calls)
 	}
-	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	t.countSummary(&s, err, u)
 	if err != nil {
 		t.log().Warn("summary not written; a later turn asks again", "through", c.through, "error", err)
+	}
+}
+
+// countSummary counts a summary that ended with err and used u; the
+// tokens of one that was not written are counted with the provider's
+// too, as a written one's are when it is appended.
+func (t *turn) countSummary(s *settings.Settings, err error, u event.Usage) {
+	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	if err != nil && u != (event.Usage{}) {
+		t.r.Metrics.Provider(s.Provider()).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, t.answerCost(s, u))
 	}
 }
 
@@ -226,10 +236,10 @@ func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compa
 		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &w,
 	}
+	if err := t.appendEvent(ctx, &e); err != nil {
+		return nil, err // its tokens counted by countSummary
+	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
-	if err := t.appendEvent(ctx, &e); err != nil {
-		return nil, err
-	}
 	return &e, nil
 }
