@@ -3,6 +3,7 @@ package turn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -315,5 +317,29 @@ func TestSummaryRequestGolden(t *testing.T) {
 				t.Fatalf("summaries: %+v", sums)
 			}
 		})
+	}
+}
+
+// What is no summary to keep: an answer cut at its limit, refused or
+// filtered, with no text, or calling a tool.
+func TestSummaryOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		resp model.Response
+		keep bool
+	}{
+		{"whole", model.Response{Text: "Ada asked…", StopReason: "end_turn"}, true},
+		{"whole, OpenAI", model.Response{Text: "Ada asked…", StopReason: "stop"}, true},
+		{"cut at its limit", model.Response{Text: "Ada ask", StopReason: "max_tokens"}, false},
+		{"cut at its limit, OpenAI", model.Response{Text: "Ada ask", StopReason: "length"}, false},
+		{"refused", model.Response{Text: "I can't", StopReason: "refusal"}, false},
+		{"filtered", model.Response{Text: "", StopReason: "content_filter"}, false},
+		{"blank", model.Response{Text: " \n ", StopReason: "end_turn"}, false},
+		{"a call", model.Response{Text: "Saving.", Calls: []event.Call{{ID: "c", Name: "memory__remember"}}}, false},
+	} {
+		err := summaryOf(&tc.resp)
+		if (err == nil) != tc.keep || err != nil && !errors.Is(err, ErrNoSummary) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
 	}
 }
