@@ -20,7 +20,7 @@ import (
 const agentUsage = `usage:
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
   lnk agent chat list [--home DIR | --agent NAME]
-  lnk agent chat show THREAD [--home DIR | --agent NAME]
+  lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk agent chat repair THREAD [--home DIR | --agent NAME]
 
@@ -30,7 +30,7 @@ lnk agent COMMAND --help says more of each.`
 
 const chatUsage = `usage:
   lnk agent chat list [--home DIR | --agent NAME]      the agent's conversations
-  lnk agent chat show THREAD [--home DIR | --agent NAME]   a conversation's copy for people
+  lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]   a conversation's copy for people
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk agent chat repair THREAD [--home DIR | --agent NAME]    a damaged conversation, made usable`
 
@@ -159,8 +159,9 @@ func cmdConfigure(args []string, getenv func(string) string) error {
 
 func cmdChatShow(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("lnk agent chat show", flag.ContinueOnError)
-	usageOf(fs, "lnk agent chat show THREAD [--home DIR | --agent NAME]",
-		"Prints the conversation's copy for people, made from its events.")
+	usageOf(fs, "lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]",
+		"Prints the conversation's copy for people, made from its events. With --summaries, each summary\nthe model wrote of what left its window is shown too, where it was written, marked as one.")
+	withSummaries := fs.Bool("summaries", false, "show the summaries the model reads in place of what left its window")
 	a, pos, opener, err := chatCommand(fs, args, getenv, 1, "lnk agent chat show takes one THREAD")
 	if err != nil {
 		return err
@@ -176,7 +177,11 @@ func cmdChatShow(args []string, getenv func(string) string) error {
 	}
 	defer conv.Close()
 	w := bufio.NewWriter(os.Stdout)
-	if _, err := turn.WriteCopy(context.Background(), w, a.Name, conv); err != nil {
+	write := turn.WriteCopy
+	if *withSummaries {
+		write = turn.WriteCopyWithSummaries
+	}
+	if _, err := write(context.Background(), w, a.Name, conv); err != nil {
 		w.Flush() // what was whole before the damage
 		if errors.Is(err, store.ErrCorrupt) {
 			return fmt.Errorf("%w (lnk agent chat repair %s keeps what is whole)", err, pos[0])

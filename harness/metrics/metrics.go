@@ -108,6 +108,8 @@ type Agent struct {
 	fsync        Histogram
 	bytesRead    atomic.Int64
 	bytesWritten atomic.Int64
+	summaries    [nOutcomes]atomic.Uint64
+	summaryToks  [nKinds]atomic.Int64
 
 	mu sync.Mutex
 	// providers is guarded by mu for writes; read without it through
@@ -145,6 +147,24 @@ func (a *Agent) Synced(d time.Duration) {
 		a.fsync.Observe(d)
 	}
 }
+
+// Summary counts a summary asked after an answer that ended with err (a
+// refused or cut one is an error too), and the tokens it used; one that
+// failed may have used some.
+func (a *Agent) Summary(err error, input, output, cacheRead, cacheWrite int64) {
+	if a == nil {
+		return
+	}
+	a.summaries[OutcomeOf(err)].Add(1)
+	for k, n := range [nKinds]int64{input, output, cacheRead, cacheWrite} {
+		if n > 0 {
+			a.summaryToks[k].Add(n)
+		}
+	}
+}
+
+// Summaries returns how many summaries ended with outcome o.
+func (a *Agent) Summaries(o Outcome) uint64 { return a.summaries[o].Load() }
 
 // Turns returns how many turns ended with outcome o.
 func (a *Agent) Turns(o Outcome) uint64 { return a.turns[o].Count() }
@@ -249,6 +269,18 @@ func Write(w io.Writer, agents []*Agent) {
 		fmt.Fprintf(w, "lnk_cost_usd_total{%s} %s\n", labels("agent", a.Name, "provider", name),
 			strconv.FormatFloat(math.Float64frombits(p.cost.Load()), 'g', -1, 64))
 	})
+	family(w, "lnk_summaries_total", "counter", "Summaries asked after an answer, by outcome: a refused or cut one is an error, and writes nothing.")
+	for _, a := range agents {
+		for o := range nOutcomes {
+			fmt.Fprintf(w, "lnk_summaries_total{%s} %d\n", labels("agent", a.Name, "outcome", outcomeNames[o]), a.summaries[o].Load())
+		}
+	}
+	family(w, "lnk_summary_tokens_total", "counter", "Tokens the provider reported for summaries, by kind; also in lnk_tokens_total.")
+	for _, a := range agents {
+		for k := range nKinds {
+			fmt.Fprintf(w, "lnk_summary_tokens_total{%s} %d\n", labels("agent", a.Name, "kind", kindNames[k]), a.summaryToks[k].Load())
+		}
+	}
 	family(w, "lnk_tool_call_seconds", "histogram", "Time of a tool call, by outcome.")
 	for _, a := range agents {
 		for o := range nOutcomes {

@@ -37,6 +37,8 @@ func TestWriteParses(t *testing.T) {
 	a.Provider("anthropic").Used(1, 0, 0, 0, 0.5)
 	a.Tool(time.Millisecond, true)
 	a.Synced(300 * time.Microsecond)
+	a.Summary(nil, 5, 6, 700, 0)
+	a.Summary(errors.New("cut"), 1, 2, 0, 0)
 	var r Refusals
 	r.Add("ada", 401)
 	r.Add("", 403)
@@ -98,6 +100,10 @@ func TestWriteParses(t *testing.T) {
 		{"lnk_refusals_total", []string{"agent", "ada", "status", "401"}, 2},
 		{"lnk_refusals_total", []string{"status", "403"}, 1},
 		{"lnk_recover_waiting", []string{"agent", "ada"}, 2},
+		{"lnk_summaries_total", []string{"agent", "ada", "outcome", "ok"}, 1},
+		{"lnk_summaries_total", []string{"agent", "ada", "outcome", "error"}, 1},
+		{"lnk_summary_tokens_total", []string{"agent", "ada", "kind", "cache_read"}, 700},
+		{"lnk_summary_tokens_total", []string{"agent", "ada", "kind", "output"}, 8},
 	} {
 		if got := value(c.name, c.labels...); got != c.want {
 			t.Errorf("%s %v = %v, want %v", c.name, c.labels, got, c.want)
@@ -127,6 +133,7 @@ func TestAllocs(t *testing.T) {
 		p := a.Provider("anthropic")
 		p.Call(time.Second, nil)
 		p.Used(1, 2, 3, 4, 0.01)
+		a.Summary(err, 1, 2, 3, 4)
 	})
 	if n != 0 {
 		t.Errorf("%v allocations a turn's counting, want 0", n)
@@ -134,4 +141,5 @@ func TestAllocs(t *testing.T) {
 	var none *Agent // a runner without metrics
 	none.Turn(time.Second, nil, 1, 2)
 	none.Provider("x").Used(1, 2, 3, 4, 1)
+	none.Summary(nil, 1, 2, 3, 4)
 }

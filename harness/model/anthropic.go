@@ -63,7 +63,8 @@ const cacheControl = `,"cache_control":{"type":"ephemeral"}`
 // the system prompt's stable part (SystemStable), which come first in the
 // prompt, after the whole system prompt (or the tools, without one), and on
 // the last user message's last block, so the next turn reads all of this
-// one from the cache. That is three of the four Anthropic allows.
+// one from the cache (or on the one CacheThrough names). That is three of
+// the four Anthropic allows.
 func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
@@ -114,16 +115,19 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `,"messages":[`...)
+	mark := len(req.Messages) - 1 // the message whose last block holds the breakpoint
+	if k := req.CacheThrough; k > 0 && k < len(req.Messages) {
+		mark = k - 1
+	}
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		last := i == len(req.Messages)-1
 		var err error
 		switch m.Role {
 		case "user":
-			dst = appendAnthropicUser(dst, m, last)
+			dst = appendAnthropicUser(dst, m, i == mark)
 		case "assistant":
 			dst, err = appendAnthropicAssistant(dst, m)
 		default:

@@ -61,3 +61,34 @@ func TestPromptCacheKey(t *testing.T) {
 		t.Errorf("a key sent without one: %s", b)
 	}
 }
+
+// A continuation keeps its request's breakpoint where it was: the summary
+// asked after an answer is that request's bytes, less its closing, and
+// more, with no breakpoint moved and none added.
+func TestAnthropicContinuationKeepsBreakpoints(t *testing.T) {
+	req := &Request{Model: "m", System: "S", Messages: []Message{{Role: "user", Text: "hi"}, {Role: "assistant", Text: "hello"}, {Role: "user", Text: "and?"}}}
+	answer, err := appendAnthropicRequest(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := *req
+	more.Messages = append(append([]Message(nil), req.Messages...), Message{Role: "assistant", Text: "that"}, Message{Role: "user", Text: "now sum up"})
+	more.CacheThrough = len(req.Messages)
+	cont, err := appendAnthropicRequest(nil, &more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := answer[:len(answer)-len("]}")]
+	if !strings.HasPrefix(string(cont), string(head)) {
+		t.Errorf("the continuation\n%s\ndoes not start with its request\n%s", cont, head)
+	}
+	if a, c := strings.Count(string(answer), "cache_control"), strings.Count(string(cont), "cache_control"); a != c {
+		t.Errorf("%d breakpoints in the answer's request, %d in its continuation", a, c)
+	}
+	// Out of range, the last message holds it, as without.
+	more.CacheThrough = 99
+	b, _ := appendAnthropicRequest(nil, &more)
+	if !strings.HasSuffix(string(b), `"now sum up","cache_control":{"type":"ephemeral"}}]}]}`) {
+		t.Errorf("out of range: %s", b)
+	}
+}

@@ -125,6 +125,13 @@ type Request struct {
 	// sends System as one block.
 	SystemStable int
 
+	// CacheThrough, when not 0, is how many of Messages the prompt's last
+	// cache breakpoint follows, in place of all of them: a continuation of
+	// an earlier request (a summary asked after the answer) keeps that
+	// request's breakpoints where they were, so all of it is read from the
+	// cache and nothing more is written there. Only Anthropic marks them.
+	CacheThrough int
+
 	// CacheKey, when not empty, is sent to OpenAI and OpenRouter as
 	// prompt_cache_key: the same for every request of a conversation, so its
 	// requests reach the machines that hold its prefix.

@@ -79,7 +79,8 @@ func linkSpeaker(id string) string {
 }
 
 // Messages turns a window's events, oldest first, into the model's
-// messages: a message is the user's, its head then its text; an answer is
+// messages: a message is the user's, its head then its text; a summary
+// (the one opening the window) is the user's too, after SummaryHead; an answer is
 // the assistant's, with its thinking and its calls; a tool's result answers
 // its call in the user's next message. Consecutive user messages become one,
 // since providers want the two roles in turn. A call left without a result
@@ -125,6 +126,15 @@ func Messages(events []event.Event) []model.Message {
 			} else {
 				m.Text = text
 			}
+		case event.TypeSummary:
+			// The summary opening the window: the user's role, joined with
+			// the message after it, since a window starts with the user.
+			closeCalls()
+			m := user()
+			if m.Text != "" {
+				m.Text += "\n\n"
+			}
+			m.Text += SummaryHead + "\n" + e.Text
 		case event.TypeAnswer:
 			closeCalls()
 			out = append(out, model.Message{Role: "assistant", Text: e.Text, Thinking: e.Thinking, Calls: e.Calls})

@@ -359,15 +359,24 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 				mu.Unlock()
 			}
 		}
-		ans, err := a.Runner.Message(r.Context(), thread, m, onText)
-		mu.Lock()
-		finished = true
-		callerLeft := left
-		mu.Unlock()
-		if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
-			s.keepPending(a.Runner.Agent, thread, ans)
+		// The caller is told once: as soon as the answer is given, before
+		// the turn summarizes, or when Message returns without one.
+		var once sync.Once
+		tell := func(ans turn.Answer, err error) {
+			once.Do(func() {
+				mu.Lock()
+				finished = true
+				callerLeft := left
+				mu.Unlock()
+				if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
+					s.keepPending(a.Runner.Agent, thread, ans)
+				}
+				done <- result{ans, err}
+			})
 		}
-		done <- result{ans, err}
+		m.Answered = func(ans turn.Answer) { tell(ans, nil) }
+		ans, err := a.Runner.Message(r.Context(), thread, m, onText)
+		tell(ans, err)
 	}()
 	select {
 	case res := <-done:

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
@@ -64,7 +65,9 @@ func AppendCopy(dst []byte, agent string, events []event.Event) []byte {
 
 // addToCopy adds this turn's part to the copy: the events since the answer
 // before this turn's, which the turn already holds. events are the window
-// as read (its first n) and then everything the turn appended.
+// as read (its first n) and then everything the turn appended; n < 0 says
+// the turn's own events are not all there (what left the window mid-turn),
+// and the copy is made again from the store.
 func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error {
 	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
 	if err != nil {
@@ -77,6 +80,9 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 			return err
 		}
 		return nil
+	}
+	if n < 0 {
+		return t.remakeCopy(ctx, path)
 	}
 	// The answer before this turn's, and what came after it.
 	prev, from := int64(0), 0
@@ -153,6 +159,39 @@ func (t *turn) remakeCopy(ctx context.Context, path string) error {
 // events, to w, and returns how many bytes it wrote. It holds at most the
 // messages since the last answer.
 func WriteCopy(ctx context.Context, w io.Writer, agent string, conv store.Conversation) (int64, error) {
+	return writeCopy(ctx, w, agent, conv, false)
+}
+
+// WriteCopyWithSummaries is WriteCopy with each summary shown where it was
+// written, after the answer before it, marked as what it is: what the
+// model reads in place of the events it covers, never part of the chat
+// (lnk agent chat show --summaries).
+func WriteCopyWithSummaries(ctx context.Context, w io.Writer, agent string, conv store.Conversation) (int64, error) {
+	return writeCopy(ctx, w, agent, conv, true)
+}
+
+// AppendSummary appends to dst how a summary event e is shown to a person
+// looking at a conversation: a quote, headed by what it covers and what it
+// cost.
+func AppendSummary(dst []byte, e *event.Event) []byte {
+	dst = fmt.Appendf(dst, "> **summary of events 1 to %d**, in the model's window in their place from event %d on · %s · %s, %d tokens in (%d from the cache), %d out\n>\n",
+		e.Through, e.Seq, e.Time.Local().Format("2006-01-02 15:04"), e.Model, e.Usage.Input+e.Usage.CacheRead+e.Usage.CacheWrite, e.Usage.CacheRead, e.Usage.Output)
+	for _, c := range e.Calls {
+		dst = fmt.Appendf(dst, "> (called %s %s before it)\n>\n", c.Name, c.Args)
+	}
+	for line := range strings.SplitSeq(e.Text, "\n") {
+		if line == "" {
+			dst = append(dst, ">\n"...)
+			continue
+		}
+		dst = append(dst, "> "...)
+		dst = append(dst, line...)
+		dst = append(dst, '\n')
+	}
+	return append(dst, '\n')
+}
+
+func writeCopy(ctx context.Context, w io.Writer, agent string, conv store.Conversation, summaries bool) (int64, error) {
 	var (
 		dec     event.Decoder
 		buf     []byte
@@ -174,6 +213,14 @@ func WriteCopy(ctx context.Context, w io.Writer, agent string, conv store.Conver
 			pending = pending[:0]
 			var m int
 			m, derr = w.Write(buf)
+			n += int64(m)
+			return derr == nil
+		case event.TypeSummary:
+			if !summaries {
+				return true
+			}
+			var m int
+			m, derr = w.Write(AppendSummary(buf[:0], &e))
 			n += int64(m)
 			return derr == nil
 		}

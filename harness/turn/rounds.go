@@ -37,7 +37,7 @@ const LastRoundNote = "[You have used every round of tool calls this turn may ma
 // no message waits; past the last round it asks once more for those that
 // came meanwhile. It returns the answer the turn's own message is told (the
 // first that calls nothing) and events with everything the turn appended.
-func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp window.Checkpoint, events []event.Event, onText func(string)) (*event.Event, []event.Event, error) {
+func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event, onText func(string)) (*event.Event, []event.Event, error) {
 	if t.offer != nil {
 		req.Tools = t.offer.Tools()
 	}
@@ -70,6 +70,9 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if events, err = t.takeSteers(ctx, events); err != nil {
 			return nil, nil, err
 		}
+		if events, err = t.makeRoom(ctx, s, req, cp, events); err != nil {
+			return nil, nil, err
+		}
 		req.Messages = prompt.Messages(events)
 		if len(req.Tools) == 0 {
 			req.Messages = prompt.CallsAsText(req.Messages)
@@ -85,14 +88,14 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		})
 		if err != nil {
 			if pastTime(ctx) && said.Len() > 0 {
-				t.keepSaid(ctx, s, cp, events, said.String())
+				t.keepSaid(ctx, s, *cp, events, said.String())
 			}
 			return nil, nil, err
 		}
 		if last {
 			resp.Calls = nil // told to call nothing: a call made anyway is not run, nor kept
 		}
-		answer, err := t.appendAnswer(ctx, s, resp, cp, events)
+		answer, err := t.appendAnswer(ctx, s, resp, *cp, events)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -87,6 +87,13 @@ type Message struct {
 	Owner      bool
 	Connection string
 	Tools      []string // Link-Tools: narrows the conversation's tools, never widens them; nil leaves them
+
+	// Answered, when not nil, is told the answer before the turn that gave
+	// it summarizes the conversation (see summary.go), which Message waits
+	// for: a server replies from here. It is called only when a summary
+	// follows, at most once; Message returns that answer again. Without a
+	// summary, Message returns once the turn has let the conversation go.
+	Answered func(Answer)
 }
 
 // Answer is a turn's answer.
@@ -195,17 +202,24 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller}
 	defer t.close()
-	a, err := t.run(ctx, m, onText)
+	a, after, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
 	}
-	t.in.finish(thread)
+	t.in.finish(thread) // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
 	if err != nil {
 		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
+		return a, err
 	}
-	return a, err
+	if after != nil {
+		if m.Answered != nil {
+			m.Answered(a)
+		}
+		t.summarize(ctx, after)
+	}
+	return a, nil
 }
 
 // logger is the runner's logger, or one that logs nothing.
@@ -237,16 +251,21 @@ type turn struct {
 	dec    event.Decoder
 	buf    []byte
 
-	startConn string            // the connection of the conversation's first message, as open read it
-	tools     []prompt.ToolText // what the tools the turn offers say of themselves, set before the prompt is composed
-	offer     *tools.Turn       // the tools the turn offers, and the sessions it opened
-	composed  []prompt.Section  // the prompt's sections as this turn read them, for a fallback model
-	paths     homePaths         // the paths the prompt reads, set when it is composed
-	release   func()            // lets the conversation's lease go, for a store that keeps leases
-	window    *[]event.Event    // the slice the window is decoded into, given back when the turn ends
-	ids       *idIndex          // the conversation's id index; nil once it could not be written
-	resumed   int64             // the seq of the message when a turn that ended first took it: this one goes on from it
-	timeout   time.Duration     // the turn's whole time, [turn] timeout
+	startConn string             // the connection of the conversation's first message, as open read it
+	tools     []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
+	offer     *tools.Turn        // the tools the turn offers, and the sessions it opened
+	composed  []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
+	paths     homePaths          // the paths the prompt reads, set when it is composed
+	release   func()             // lets the conversation's lease go, for a store that keeps leases
+	window    *[]event.Event     // the slice the window is decoded into, given back when the turn ends
+	ids       *idIndex           // the conversation's id index; nil once it could not be written
+	resumed   int64              // the seq of the message when a turn that ended first took it: this one goes on from it
+	timeout   time.Duration      // the turn's whole time, [turn] timeout
+	after     *compaction        // the summary to ask for once the answer is given; nil when none is due
+	share     int                // the conversation's share of the window, in rough tokens
+	madeRoom  bool               // the window outgrew its room between rounds, and what left was summarized or dropped
+	msg       *Message           // the turn's message, and
+	set       *settings.Settings // its settings, for composing the instructions again
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -273,8 +292,15 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-// run is a turn's steps, in order.
-func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer, error) {
+// run is a turn's steps, in order, to the answer; it returns the summary
+// to ask for after the answer is given, if one is due.
+func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer, *compaction, error) {
+	a, err := t.answer(ctx, m, onText)
+	return a, t.after, err
+}
+
+// answer is a turn's steps to its answer.
+func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answer, error) {
 	s, err := t.settings()
 	if err != nil {
 		return Answer{}, err
@@ -323,13 +349,19 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.beginTools(ctx, &m); err != nil {
 		return Answer{}, err
 	}
+	t.msg, t.set = &m, &s
 	t.composed = t.sections(&s, &m)
 	system, stable := t.compose(t.composed)
 	size, room, err := t.windowSize(ctx, &s)
 	if err != nil {
 		return Answer{}, err
 	}
-	share := window.Share(size, room, window.Tokens(system), s.Window.Margin)
+	var offered []model.Tool
+	if t.offer != nil {
+		offered = t.offer.Tools()
+	}
+	share := window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)
+	t.share = share
 	events, cp, err := t.readWindow(ctx, share)
 	if err != nil {
 		return Answer{}, err
@@ -350,7 +382,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		}
 		t.in.text(frag)
 	}
-	reply, all, err := t.rounds(ctx, &s, req, cp, events, text)
+	reply, all, err := t.rounds(ctx, &s, req, &cp, events, text)
 	t.keepWindow(all)
 	if err != nil {
 		return Answer{}, err
@@ -358,9 +390,14 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	// The answer is durable: a copy for people that cannot be written (a
 	// full disk, a chat.md that is not a file) does not fail the turn. It
 	// is derived, and the next turn that can write it makes it again whole.
-	if err := t.addToCopy(ctx, all, len(events)); err != nil {
+	n := len(events)
+	if t.madeRoom {
+		n = -1 // the turn's message may have left its window: made from the events
+	}
+	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
+	t.after = dueSummary(&s, req, all, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }
 
@@ -415,8 +452,11 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
-	if len(events) > 0 && events[0].Seq == cp.Start {
-		e.Window.StartTime = events[0].Time
+	for i := range min(len(events), 2) { // the first, or the first after the summary opening the window
+		if events[i].Seq == cp.Start {
+			e.Window.StartTime = events[i].Time
+			break
+		}
 	}
 	if err := t.appendEvent(ctx, &e); err != nil {
 		return nil, err

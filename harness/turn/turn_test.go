@@ -178,11 +178,12 @@ func TestReadsOnlyTheTail(t *testing.T) {
 }
 
 // The window moves on at drop points once it outgrows its share, and the
-// answer records where it starts.
+// answer records where it starts. With compact_at "never", as here, that is
+// all that moves it (summaries: summary_test.go).
 func TestWindowDrops(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	s := settings.Defaults()
-	s.Window.Max = 2048
+	s.Window.Max, s.Window.CompactAt = 2048, 0
 	settings.Write(filepath.Join(r.Agent.Dir, "config.json"), s)
 	ctx := context.Background()
 	var starts []int64

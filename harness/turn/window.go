@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -97,22 +98,75 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	items := make([]window.Item, len(events))
-	for i := range events {
-		items[i] = window.Item{Seq: events[i].Seq, Tokens: toks[i], CanStart: events[i].Type == event.TypeMessage}
-	}
+	items := windowItems(events, toks)
+	events, items = opened(cp.Start, events, items)
 	next := window.Start(cp, items, share)
+	if next.Start != cp.Start && len(events) > 0 && events[0].Type == event.TypeSummary {
+		events = events[1:] // the window moved past its summary: it starts bare
+	}
 	for len(events) > 0 && events[0].Seq < next.Start {
 		events = events[1:]
 	}
 	return events, next, nil
 }
 
-// eventTokens is an event's rough share of the prompt.
+// windowItems is events as the window sees them, toks their tokens (nil:
+// counted here).
+func windowItems(events []event.Event, toks []int) []window.Item {
+	items := make([]window.Item, len(events))
+	for i := range events {
+		e := &events[i]
+		n := 0
+		if toks != nil {
+			n = toks[i]
+		} else {
+			n = eventTokens(e)
+		}
+		items[i] = window.Item{Seq: e.Seq, Tokens: n, CanStart: e.Type == event.TypeMessage,
+			Ends: e.Type == event.TypeAnswer && len(e.Calls) == 0}
+		if e.Type == event.TypeSummary {
+			items[i].Through = max(e.Through, 1) // a summary is never taken for another event
+		}
+	}
+	return items
+}
+
+// opened puts the summary that opens a window starting at start (see
+// window.Opening) first, as the model sees it, and leaves out every other
+// summary: one covers what left before start, or is one the window moved
+// past. events and items are the window's from start on, in the log's order;
+// they are rearranged in place.
+func opened(start int64, events []event.Event, items []window.Item) ([]event.Event, []window.Item) {
+	if op := window.Opening(start, items); op > 0 {
+		s, it := events[op], items[op]
+		copy(events[1:op+1], events[:op])
+		copy(items[1:op+1], items[:op])
+		events[0], items[0] = s, it
+	}
+	k := 0
+	for i := range events {
+		if events[i].Type == event.TypeSummary && (i > 0 || items[0].Through != start-1) {
+			continue
+		}
+		events[k], items[k] = events[i], items[i]
+		k++
+	}
+	clear(events[k:])
+	return events[:k], items[:k]
+}
+
+// eventTokens is an event's rough share of the prompt; a summary's
+// includes the words that open it.
 func eventTokens(e *event.Event) int {
 	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
 	for _, c := range e.Calls {
 		n += window.Tokens(c.Name) + len(c.Args)/4
 	}
+	if e.Type == event.TypeSummary {
+		n += summaryHeadTokens
+	}
 	return n + 4
 }
+
+// summaryHeadTokens is the rough count of the words opening a summary.
+var summaryHeadTokens = window.Tokens(prompt.SummaryHead)

@@ -48,21 +48,27 @@ type Checkpoint struct {
 	TokensBefore int64
 }
 
-// Item is one event as the window sees it: its seq, its rough tokens, and
+// Item is one event as the window sees it: its seq, its rough tokens,
 // whether a window may start at it (a message starts a turn; an answer or a
-// tool's result never opens a window).
+// tool's result never opens a window), whether it ends a turn (an answer
+// that calls nothing), and, for a summary, the last seq it covers.
 type Item struct {
 	Seq      int64
 	Tokens   int
 	CanStart bool
+	Ends     bool
+	Through  int64 // a summary's: the last seq it covers; 0 for any other event
 }
 
 // Start returns where the window starts, given the last checkpoint and the
-// events from it to the end, oldest first. While the events from the start
-// do not fit share, the oldest turns leave half the share at a time, at the
+// events from it to the end, oldest first (a summary that opens the window
+// first of them, as Opening places it). While the events from the start do
+// not fit share, the oldest turns leave half the share at a time, at the
 // next message after that half: points fixed by the conversation itself, so
 // the prompt's start stays the same for many turns between drops. The last
-// message always stays, even if alone it does not fit.
+// message always stays, even if alone it does not fit. A summary that
+// leaves is not the conversation's, so its tokens are not counted before
+// the start.
 func Start(prev Checkpoint, items []Item, share int) Checkpoint {
 	total := 0
 	for _, it := range items {
@@ -71,33 +77,47 @@ func Start(prev Checkpoint, items []Item, share int) Checkpoint {
 	cp := prev
 	i := 0
 	for total > share && i < len(items) {
-		// Drop at least half the share, then up to the next message.
-		dropped, j := 0, i
-		for j < len(items) && (dropped < share/2 || dropped == 0 || !items[j].CanStart) {
-			dropped += items[j].Tokens
-			j++
+		j, ok := dropPoint(items, i, share)
+		if !ok {
+			break
 		}
-		if j >= len(items) {
-			// Half the share reaches past the last message: start at the
-			// last message, if there is a later one, and stop there.
-			j = i + 1
-			for k := i + 1; k < len(items); k++ {
-				if items[k].CanStart {
-					j = k
-				}
-			}
-			if j >= len(items) || !items[j].CanStart {
-				break
-			}
-			dropped = 0
-			for k := i; k < j; k++ {
-				dropped += items[k].Tokens
+		for k := i; k < j; k++ {
+			total -= items[k].Tokens
+			if items[k].Through == 0 {
+				cp.TokensBefore += int64(items[k].Tokens)
 			}
 		}
 		i = j
-		total -= dropped
-		cp.TokensBefore += int64(dropped)
 		cp.Start = items[i].Seq
 	}
 	return cp
+}
+
+// dropPoint is the index of the item the window starts at when the oldest
+// turns from items[i] leave: at least half the share, then up to the next
+// message; past the last message, the last message. A summary opening the
+// window never leaves alone: it goes with at least the turn after it. ok
+// is false when no message after that could start the window.
+func dropPoint(items []Item, i, share int) (j int, ok bool) {
+	first := i // the first of the conversation's own events, which leaves
+	if items[i].Through != 0 {
+		first = i + 1
+	}
+	dropped := 0
+	j = i
+	for j < len(items) && (dropped < share/2 || dropped == 0 || j <= first || !items[j].CanStart) {
+		dropped += items[j].Tokens
+		j++
+	}
+	if j < len(items) {
+		return j, true
+	}
+	// Half the share reaches past the last message: start at the last
+	// message, if there is a later one.
+	for k := len(items) - 1; k > first; k-- {
+		if items[k].CanStart {
+			return k, true
+		}
+	}
+	return 0, false
 }

@@ -10,6 +10,7 @@
 // last user text (and whose results filter fits) answers:
 //
 //	seed = 7
+//	cache = true            # usage as a provider's prompt cache would report it (cache.go)
 //
 //	[[rule]]
 //	match = "weather"

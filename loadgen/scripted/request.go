@@ -16,6 +16,7 @@ type request struct {
 	text    string // the last user text
 	results bool   // the last message carries tool results
 	size    int    // the body's bytes
+	key     string // the conversation a prompt cache keeps it under: prompt_cache_key, else the model
 }
 
 // format is a provider's wire format, with the provider named in errors.
@@ -44,6 +45,10 @@ func parseRequest(p *fastjson.Parser, f format, body []byte) (*request, error) {
 		stream: v.GetBool("stream"),
 		usage:  v.GetBool("stream_options", "include_usage"),
 		size:   len(body),
+	}
+	r.key = string(v.GetStringBytes("prompt_cache_key"))
+	if r.key == "" {
+		r.key = "model " + r.model
 	}
 	if f == ollama && v.Get("stream") == nil {
 		r.stream = true // Ollama streams unless told not to

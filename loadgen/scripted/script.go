@@ -21,6 +21,11 @@ type Script struct {
 	// no rule matches gets the default answer.
 	Rules []Rule `toml:"rule"`
 
+	// Cache reports each answer's input as a provider's prompt cache would
+	// (see cache.go): what repeats the start of a recent request of the
+	// same conversation as read from the cache. A rule's own usage wins.
+	Cache bool `toml:"cache"`
+
 	// Models are the models a runtime on the machine has, as Ollama's
 	// /api/show describes them; another model is not found.
 	Models []Model `toml:"model"`

@@ -38,6 +38,7 @@ type Server struct {
 	parsers fastjson.ParserPool
 	done    chan struct{} // closed by Close and Shutdown: stalls end
 	stop    sync.Once
+	cache   promptCache // with the script's Cache: the requests a prompt cache holds
 
 	mu sync.Mutex // guards the fields below
 	// The request bodies kept, a ring of keptRequests: the oldest at head.
@@ -206,6 +207,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := fnv.New64a()
 	h.Write(body)
 	a := plan(s.script, req, h.Sum64())
+	if s.script != nil && s.script.Cache && (a.rule == nil || a.rule.Usage == (Usage{})) {
+		read, write := s.cache.use(f, req.key, body)
+		a.usage.CacheRead, a.usage.CacheWrite = int64(read/4), int64(write/4)
+		a.usage.Input = int64(max((len(body)-read-write)/4, 1))
+	}
 	if !s.wait(r.Context(), a.latency) {
 		return
 	}
