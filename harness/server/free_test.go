@@ -35,7 +35,8 @@ func burst(s *Server, n int) {
 
 // Memory is given back once no turn has run for IdleFree after a burst:
 // once for the burst, not once per turn; not while a turn runs; and put
-// off by a turn that began and ended meanwhile.
+// off by a turn that began and ended meanwhile. Every sleep here is the
+// idle time under test, in the bubble's fake clock: none waits on the wall.
 func TestFreeAfterBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var freed atomic.Int64
@@ -77,7 +78,8 @@ func TestFreeAfterBurst(t *testing.T) {
 
 // With debug.FreeOSMemory, as main passes it, the heap a burst freed is
 // released to the system once the process is idle: the runtime's count of
-// released heap grows by most of what the burst left.
+// released heap grows by most of what the burst left. The sleep is the
+// idle time, in the bubble's fake clock.
 func TestFreeReleasesHeap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := idleServer(t, debug.FreeOSMemory)
