@@ -7,7 +7,9 @@
 // event whose Append returned nil is there byte for byte; seqs run from 1
 // with no gap; no event is there that was never appended; the
 // conversation takes the next Append, and the same bytes again at its
-// last seq.
+// last seq. The faults include failed fdatasyncs of both kinds a Mem
+// makes: dropping what they were to make durable, and keeping it readable
+// but never durable, as Linux does.
 package disktest
 
 import (
