@@ -62,8 +62,13 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		if !bytes.Equal(old, event) {
 			return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, store.ErrSeqTaken)
 		}
-		// The same bytes: a retry whose answer was lost. The writer that
-		// wrote them may have died before its fdatasync.
+		// The same bytes: a retry whose answer was lost, or of an Append
+		// whose fdatasync and cut failed. The writer that wrote them may
+		// have died before its fdatasync, or they may be readable and not
+		// on the disk: write the tail's lines again (see rewrite).
+		if err := c.rewrite(c.tf, s.tail[:s.tend], 0, s.tend); err != nil {
+			return err
+		}
 		if err := c.sync(c.zf); err != nil {
 			return err
 		}
@@ -100,7 +105,11 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		}
 	} else if seq == 1 {
 		// The thread frame is another writer's, who may have died before
-		// its fdatasync: seq 1 is not acknowledged without it.
+		// its fdatasync, or whose fdatasync and cut failed: seq 1 is not
+		// acknowledged without it.
+		if err := c.rewrite(c.zf, nil, 0, s.threadEnd); err != nil {
+			return err
+		}
 		if err := c.syncOrCut(c.zf, 0); err != nil {
 			return err
 		}
@@ -232,10 +241,14 @@ func (c *Conversation) fold(s *snap) (err error) {
 }
 
 // syncUnit makes events.zst durable when the tail holds the events of
-// its last unit, before the tail is emptied of them. If the fdatasync
+// its last unit, before the tail is emptied of them, writing the unit
+// again first (see rewrite). If the fdatasync
 // fails, the unit is cut off, the tail holding its events from its first
 // on, so the next fold frames them again.
 func (c *Conversation) syncUnit(s *snap) error {
+	if err := c.rewrite(c.zf, nil, s.lastUnit.off, s.end); err != nil {
+		return err
+	}
 	err := c.sync(c.zf)
 	if err == nil {
 		return nil

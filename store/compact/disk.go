@@ -43,6 +43,28 @@ func (c *Conversation) syncOrCut(f disk.File, off int64) error {
 	return err
 }
 
+// rewrite writes f's bytes [off, end) again over themselves, from b if it
+// holds them, else read from f. A writer that goes on from bytes it did
+// not see made durable does this before its fdatasync: a failed
+// fdatasync whose cut failed too may have left them readable though they
+// are not on the disk, and no later fdatasync puts them there unless they
+// are written again. Readers hold the lock shared, so none sees it.
+func (c *Conversation) rewrite(f disk.File, b []byte, off, end int64) error {
+	if end <= off {
+		return nil
+	}
+	if b == nil {
+		b = make([]byte, end-off)
+		if err := readAt(f, b, off); err != nil {
+			return err
+		}
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		return fmt.Errorf("compact: write %s again at offset %d: %w", f.Name(), off, err)
+	}
+	return nil
+}
+
 // syncDir makes new names in the conversation's folder durable.
 func (c *Conversation) syncDir() error {
 	if err := c.fs.SyncDir(c.dir); err != nil {

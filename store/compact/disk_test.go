@@ -58,7 +58,8 @@ func TestCrashImagesNoSyncDir(t *testing.T) {
 
 // TestFaults fails every operation of a 100-event script that folds 25
 // times, once and from then on, with EIO and ENOSPC, fdatasync and the
-// folder sync included. Built with -race, or with -short, the script is
+// folder sync included, a failed fdatasync dropping its bytes and again
+// keeping them readable. Built with -race, or with -short, the script is
 // 30 events: the loop runs the script once an operation, so its time
 // grows as the square of the script's length, and a race-built fold
 // takes four times as long.
@@ -72,9 +73,12 @@ func TestFaults(t *testing.T) {
 		t.Error(v)
 	}
 	for _, k := range []disk.Kind{disk.OpWrite, disk.OpSync, disk.OpTruncate, disk.OpSyncDir} {
-		if r.Faults[k] == 0 {
+		if r.Dropped.Faults[k] == 0 {
 			t.Errorf("no fault landed on a %v", k)
 		}
+	}
+	if r.Kept.Faults[disk.OpSync] == 0 {
+		t.Error("no fdatasync failed keeping its bytes readable")
 	}
 }
 
@@ -150,100 +154,29 @@ func TestFirstFolderSyncFails(t *testing.T) {
 	checkRun(t, after, 1, 1, "after a crash")
 }
 
-// pageCache is a disk.Mem as Linux's page cache makes a failed fdatasync
-// look: the bytes written since the last good one stay readable, but they
-// are not on the disk, and no later fdatasync puts them there unless they
-// are written again. (disk.Mem alone drops them, as Linux may too.) The
-// next Sync of a file of failSync's name fails with EIO, and so does the
-// failAt-th Sync of the files it opened not to append.
-type pageCache struct {
-	*disk.Mem
-	failSync string
-	failAt   int
-	syncs    int // Syncs so far
-	// seen holds, for a file whose failed Sync left what is read apart
-	// from what the Mem holds, what is read.
-	seen map[string][]byte
-}
-
-func (p *pageCache) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
-	f, err := p.Mem.OpenFile(name, flag, perm)
-	if err != nil || flag&os.O_APPEND != 0 {
-		return f, err
-	}
-	return &cachedFile{File: f, p: p}, nil
-}
-
-type cachedFile struct {
-	disk.File
-	p *pageCache
-}
-
-func (f *cachedFile) ReadAt(b []byte, off int64) (int, error) {
-	v, ok := f.p.seen[f.Name()]
-	if !ok {
-		return f.File.ReadAt(b, off)
-	}
-	if off >= int64(len(v)) {
-		return 0, io.EOF
-	}
-	n := copy(b, v[off:])
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (f *cachedFile) Stat() (disk.Info, error) {
-	st, err := f.File.Stat()
-	if v, ok := f.p.seen[f.Name()]; ok && err == nil {
-		st.Size = int64(len(v))
-	}
-	return st, err
-}
-
-func (f *cachedFile) WriteAt(b []byte, off int64) (int, error) {
-	n, err := f.File.WriteAt(b, off)
-	if v, ok := f.p.seen[f.Name()]; ok && n > 0 {
-		if end := off + int64(n); end > int64(len(v)) {
-			v = append(v, make([]byte, end-int64(len(v)))...)
+// syncOps returns the numbers of the operations that are fdatasyncs of
+// a file of the name file (of any file if it is "") made by the Appends
+// of seqs from before+1 to upto, in a run without faults on a new Mem
+// folding every diskFold events.
+func syncOps(t *testing.T, before, upto int64, file string) []int {
+	t.Helper()
+	m := newMem(t)
+	c := openMem(t, m, diskFold)
+	ctx := context.Background()
+	var ops []int
+	for seq := int64(1); seq <= upto; seq++ {
+		if seq == before+1 {
+			m.OnOp(func(op disk.Op) {
+				if op.Kind == disk.OpSync && (file == "" || filepath.Base(op.Path) == file) {
+					ops = append(ops, op.N)
+				}
+			})
 		}
-		copy(v[off:], b[:n])
-		f.p.seen[f.Name()] = v
-	}
-	return n, err
-}
-
-func (f *cachedFile) Truncate(size int64) error {
-	err := f.File.Truncate(size)
-	if v, ok := f.p.seen[f.Name()]; ok && err == nil {
-		if size > int64(len(v)) {
-			v = append(v, make([]byte, size-int64(len(v)))...)
+		if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+			t.Fatalf("append %d: %v", seq, err)
 		}
-		f.p.seen[f.Name()] = v[:size]
 	}
-	return err
-}
-
-func (f *cachedFile) Sync() error {
-	f.p.syncs++
-	if filepath.Base(f.Name()) != f.p.failSync && f.p.syncs != f.p.failAt {
-		return f.File.Sync()
-	}
-	f.p.failSync = ""
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	now := make([]byte, st.Size)
-	if _, err := f.ReadAt(now, 0); err != nil && err != io.EOF {
-		return err
-	}
-	f.p.Fail(disk.Plan{At: f.p.Ops() + 1, Err: syscall.EIO})
-	err = f.File.Sync()
-	f.p.Fail(disk.Plan{})
-	f.p.seen[f.Name()] = now
-	return err
+	return ops
 }
 
 // TestFailedSyncCut: after an fdatasync fails, what it was to make durable
@@ -252,7 +185,9 @@ func (f *cachedFile) Sync() error {
 // cuts off what it wrote: a retried Append then writes its line again
 // rather than find it there and acknowledge it, and the next fold frames
 // the tail's events again rather than find the unit there and empty the
-// tail. After a crash every acknowledged event is there.
+// tail. If the cut fails too, the next writer that goes on from the line,
+// the unit or the thread frame writes it again before its fdatasync.
+// After a crash every acknowledged event is there.
 func TestFailedSyncCut(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -265,41 +200,55 @@ func TestFailedSyncCut(t *testing.T) {
 		{"a line", 5, TailName, true},
 		{"a fold", 3, FramesName, false}, // seq 4's fold fails, after its line is durable
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &pageCache{Mem: newMem(t), seen: make(map[string][]byte)}
-			c := openMem(t, p, diskFold)
-			for seq := int64(1); seq <= tc.before; seq++ {
-				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
-					t.Fatalf("%s: append %d: %v", tc.name, seq, err)
+		for _, every := range []bool{false, true} {
+			name := tc.name
+			if every {
+				// Every operation fails from there until the Append
+				// returns, the cut too: the next writer finds the bytes
+				// and writes them again.
+				name += ", the cut failing too"
+			}
+			t.Run(name, func(t *testing.T) {
+				syncs := syncOps(t, tc.before, tc.before+1, tc.file)
+				if len(syncs) == 0 {
+					t.Fatalf("%s: append %d makes no fdatasync of %s", name, tc.before+1, tc.file)
 				}
-			}
-			p.failSync = tc.file
-			seq := tc.before + 1
-			err := c.Append(ctx, seq, crashEvent(seq))
-			if p.failSync != "" {
-				t.Fatalf("%s: no fdatasync of %s failed", tc.name, tc.file)
-			}
-			if (err != nil) != tc.fails {
-				t.Fatalf("%s: append %d after the failed fdatasync: %v", tc.name, seq, err)
-			}
-			if err != nil {
-				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
-					t.Fatalf("%s: append %d again: %v", tc.name, seq, err)
+				p := newMem(t)
+				p.Fail(disk.Plan{At: syncs[0], Every: every, Err: syscall.EIO, Keep: true})
+				c := openMem(t, p, diskFold)
+				for seq := int64(1); seq <= tc.before; seq++ {
+					if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+						t.Fatalf("%s: append %d: %v", name, seq, err)
+					}
 				}
-			}
-			seq++
-			if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
-				t.Fatalf("%s: append %d: %v", tc.name, seq, err)
-			}
-			after := openMem(t, p.Crash(), diskFold)
-			if last, err := after.Last(ctx); err != nil || last != seq {
-				t.Fatalf("%s: after a crash the conversation ends at %d (%v); seq %d was acknowledged", tc.name, last, err, seq)
-			}
-			checkRun(t, after, 1, seq, tc.name+", after a crash")
-			if err := after.Append(ctx, seq+1, crashEvent(seq+1)); err != nil {
-				t.Fatalf("%s: after a crash, append %d: %v", tc.name, seq+1, err)
-			}
-		})
+				seq := tc.before + 1
+				err := c.Append(ctx, seq, crashEvent(seq))
+				if p.Faults() == 0 {
+					t.Fatalf("%s: no fdatasync of %s failed", name, tc.file)
+				}
+				p.Fail(disk.Plan{})
+				if (err != nil) != tc.fails {
+					t.Fatalf("%s: append %d after the failed fdatasync: %v", name, seq, err)
+				}
+				if err != nil {
+					if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+						t.Fatalf("%s: append %d again: %v", name, seq, err)
+					}
+				}
+				seq++
+				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
+					t.Fatalf("%s: append %d: %v", name, seq, err)
+				}
+				after := openMem(t, p.Crash(), diskFold)
+				if last, err := after.Last(ctx); err != nil || last != seq {
+					t.Fatalf("%s: after a crash the conversation ends at %d (%v); seq %d was acknowledged", name, last, err, seq)
+				}
+				checkRun(t, after, 1, seq, name+", after a crash")
+				if err := after.Append(ctx, seq+1, crashEvent(seq+1)); err != nil {
+					t.Fatalf("%s: after a crash, append %d: %v", name, seq+1, err)
+				}
+			})
+		}
 	}
 }
 
@@ -396,15 +345,17 @@ func TestDeadWriterUnsynced(t *testing.T) {
 }
 
 // TestFailedSyncEvery fails each fdatasync of a 40-event script folding
-// ten times, once, leaving what it was to make durable readable as
-// pageCache does; the Append that meets it is made again. After the
+// ten times, once, leaving what it was to make durable readable and
+// never durable unless written again, as Linux's page cache does
+// (disk.Plan.Keep); the Append that meets it is made again. After the
 // script, and after a crash, every event is there once and the
 // conversation takes the next.
 func TestFailedSyncEvery(t *testing.T) {
 	const events = 40
 	ctx := context.Background()
-	run := func(failAt int) (*pageCache, error) {
-		p := &pageCache{Mem: newMem(t), failAt: failAt, seen: make(map[string][]byte)}
+	run := func(failAt int) (*disk.Mem, error) {
+		p := newMem(t)
+		p.Fail(disk.Plan{At: failAt, Err: syscall.EIO, Keep: true})
 		c, err := OpenOptions(memDir, Options{FS: p})
 		if err != nil {
 			return nil, err
@@ -413,7 +364,7 @@ func TestFailedSyncEvery(t *testing.T) {
 		c.foldEvents = diskFold
 		for seq := int64(1); seq <= events; seq++ {
 			if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
-				if failAt == 0 || p.syncs < failAt {
+				if p.Faults() == 0 {
 					return nil, fmt.Errorf("append %d: %w", seq, err)
 				}
 				if err := c.Append(ctx, seq, crashEvent(seq)); err != nil {
@@ -423,17 +374,18 @@ func TestFailedSyncEvery(t *testing.T) {
 		}
 		return p, nil
 	}
-	clean, err := run(0)
-	if err != nil {
-		t.Fatal(err)
+	syncs := syncOps(t, 0, events, "")
+	if len(syncs) < events {
+		t.Fatalf("%d fdatasyncs in %d appends", len(syncs), events)
 	}
 	failed := 0
-	for k := 1; k <= clean.syncs; k++ {
-		p, err := run(k)
+	for k, at := range syncs {
+		k++
+		p, err := run(at)
 		if err != nil {
 			t.Fatalf("fdatasync %d failing: %v", k, err)
 		}
-		if len(p.seen) > 0 {
+		if p.Faults() == 1 {
 			failed++
 		}
 		for _, fsys := range []disk.FS{p, p.Crash()} {
@@ -451,10 +403,10 @@ func TestFailedSyncEvery(t *testing.T) {
 			}
 		}
 	}
-	if failed != clean.syncs {
-		t.Fatalf("%d of %d fdatasyncs failed", failed, clean.syncs)
+	if failed != len(syncs) {
+		t.Fatalf("%d of %d fdatasyncs failed", failed, len(syncs))
 	}
-	t.Logf("each of %d fdatasyncs failed in turn; every event kept", clean.syncs)
+	t.Logf("each of %d fdatasyncs failed in turn; every event kept", len(syncs))
 }
 
 // memRead returns the bytes of name on m, nil if it is missing.

@@ -73,7 +73,11 @@ An fdatasync that fails may leave what it was to make durable readable
 though not on the disk, and a later one that succeeds does not put it
 there. So an Append or a fold whose fdatasync fails cuts off what it
 wrote (the line, the unit, the thread frame) before it returns: the retry
-writes it again rather than find it and acknowledge it.
+writes it again rather than find it and acknowledge it. If the cut fails
+too, the bytes stay; so an Append that goes on from bytes it did not see
+made durable (the same bytes again at a taken seq, a unit whose events
+the tail still holds, another writer's thread frame) writes them again
+over themselves before its fdatasync, rather than only sync them.
 
 # Three kinds of end
 

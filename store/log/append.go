@@ -18,7 +18,8 @@ import (
 // folder is synced, so a log holding a line has a durable name. An event
 // that is not one line of one JSON object whose seq is seq, or is over
 // event.MaxBytes, is store.ErrBadEvent. An Append that fails leaves the
-// complete lines as they were.
+// complete lines as they were, unless a cut after a failed fdatasync fails
+// too; the same bytes again are then written again over themselves.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
 	if err := rules.Event(seq, event); err != nil {
 		return fmt.Errorf("log: append seq %d to %s: %w", seq, c.path, err)
@@ -52,8 +53,18 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 	if !bytes.Equal(line, event) {
 		return fmt.Errorf("log: append seq %d to %s: %w by the line at offset %d", seq, c.path, store.ErrSeqTaken, off)
 	}
-	// The same bytes: a retry whose answer was lost. The writer that wrote
-	// them may have died before its fdatasync, so make them durable now.
+	// The same bytes: a retry whose answer was lost, or of an Append whose
+	// fdatasync failed and whose cut failed too. The writer that wrote
+	// them may have died before its fdatasync; or a failed fdatasync may
+	// have left them readable though they are not on the disk, and no
+	// later one puts them there. So write them again over themselves,
+	// which a reader cannot tell, and make them durable.
+	line = c.grow(len(event) + 1)
+	copy(line, event)
+	line[len(event)] = '\n'
+	if _, err := c.f.WriteAt(line, off); err != nil {
+		return fmt.Errorf("log: append seq %d to %s again at offset %d: %w", seq, c.path, off, err)
+	}
 	return c.sync()
 }
 
@@ -84,5 +95,17 @@ func (c *Conversation) write(e *end, event []byte) error {
 		c.f.Truncate(e.end)
 		return fmt.Errorf("log: append to %s at offset %d: %w", c.path, e.end, err)
 	}
-	return c.sync()
+	// If the fdatasync fails, cut the line off, under the lock still. A
+	// failed fdatasync may leave it to be read though it is not on the
+	// disk, and a later one that succeeds does not put it there (Linux
+	// marks its pages written): a retried Append would find it, take it
+	// for its own and acknowledge what a crash loses, and the next
+	// Append would follow a line the disk does not hold. Cut off, it is
+	// written again by the retry. A reader may have read it between the
+	// write and the cut, as it may read any line before its Append
+	// returns: a line is acknowledged only by its Append's nil. A forward
+	// read that meets the cut ends there (see readForward). If the cut
+	// fails too, the retry finds the line and writes it again over
+	// itself (see Append).
+	return c.syncOrCut(e.end)
 }

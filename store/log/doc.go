@@ -75,11 +75,24 @@ writer that dies, or whose folder sync fails, before that leaves no line
 for a crash to lose. A crash then leaves every acknowledged line, and at
 most one line more whose Append had not returned, whole or torn; the next
 Append cuts a torn one as above.
+
+An fdatasync that fails may leave the line it was to make durable to be
+read, though it is not on the disk, and a later fdatasync that succeeds
+does not put it there: Linux marks its pages written. So the Append whose
+fdatasync failed cuts its line off before it lets go of the lock, and
+returns the error; the retry writes the line again. A reader may have read
+the line before the cut, as it may read any line before its Append
+returns; a forward read that meets the cut ends there. If the cut fails
+too, the line stays: an Append that finds its own bytes at its seq writes
+them again over themselves before its fdatasync, rather than trust them.
+
 Every file operation goes through a disk.FS, and the tests stand a
 disk.Mem in the disk's place: they crash a 100-event script after each of
 its operations, keeping only what was synced and, again, half of an
 unsynced append, and fail each operation in turn with EIO and ENOSPC,
-checking these words at every point.
+once and from then on, a failed fdatasync dropping what it was to make
+durable and, again, keeping it readable as Linux does, checking these
+words at every point.
 
 # The lock
 

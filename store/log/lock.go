@@ -14,16 +14,25 @@ func (c *Conversation) lockError(err error) error {
 }
 
 // sync makes what was written to the log durable, and times it.
-func (c *Conversation) sync() error {
+func (c *Conversation) sync() error { return c.syncOrCut(-1) }
+
+// syncOrCut is sync, and if the fdatasync fails and off is not negative,
+// cuts the log back to off, the end before the line it was to make
+// durable (see write).
+func (c *Conversation) syncOrCut(off int64) error {
 	start := time.Now()
 	err := c.f.Sync()
 	if c.opts.Synced != nil {
 		c.opts.Synced(time.Since(start))
 	}
 	if err != nil {
+		if off >= 0 {
+			c.f.Truncate(off)
+		}
 		// After a failed fdatasync the kernel may have dropped the dirty
-		// pages and their error: nothing written since the last good one
-		// can be trusted to this descriptor again.
+		// pages, or kept them and lost their error: nothing written
+		// since the last good one can be trusted to this descriptor
+		// again.
 		c.drop()
 		return fmt.Errorf("log: fdatasync %s: %w", c.path, err)
 	}

@@ -129,6 +129,7 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 		if err == io.EOF {
 			break
 		}
+		err = c.shrunk(f.off, err) // under the lock: the file was cut by hand
 		if err == nil {
 			var s int64
 			if s, err = c.seqOf(line, off); err == nil && s != seq {

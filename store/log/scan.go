@@ -210,14 +210,16 @@ func (f *forward) next() ([]byte, int64, error) {
 		k := min(int64(max(f.chunk, 2*len(f.data))), f.end-f.off)
 		buf := f.c.grow(int(k))
 		if err := f.c.readAt(buf, f.off); err != nil {
-			return nil, 0, f.c.shrunk(f.off, err)
+			return nil, 0, err // errShrunk is the caller's to judge
 		}
 		f.data = buf
 	}
 }
 
 // shrunk turns a short read of bytes before the end into corruption: no
-// writer cuts a complete line.
+// writer cuts a complete line but the last, its own, after its fdatasync
+// failed, and a read back from the end or a bisection never reads that
+// far once readEnd has found the end again.
 func (c *Conversation) shrunk(off int64, err error) error {
 	if err == errShrunk {
 		return c.corrupt(off, "the file was cut short while read")
@@ -294,14 +296,17 @@ func (c *Conversation) probe(m, end int64) ([]byte, int64, error) {
 			if err == io.EOF {
 				return nil, end, nil
 			}
-			return nil, 0, err
+			return nil, 0, c.shrunk(m, err)
 		}
 	}
 	line, p, err := f.next()
 	if err == io.EOF {
 		return nil, end, nil
 	}
-	return line, p, err
+	if err != nil {
+		return nil, 0, c.shrunk(m, err)
+	}
+	return line, p, nil
 }
 
 // Read calls fn for each event from seq from, forward or, with reverse,
@@ -313,7 +318,10 @@ func (c *Conversation) probe(m, end int64) ([]byte, int64, error) {
 //
 // Read takes no lock, so a writer never waits for a reader: no writer
 // changes a line once its '\n' is written, and Read reads nothing after
-// the last '\n' it found (see readEnd for the one race this needs).
+// the last '\n' it found (see readEnd for the one race this needs); but
+// a writer whose fdatasync failed cuts its line off, and a forward Read
+// that meets that cut ends there, having handed out only lines that were
+// there when it read them.
 func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn func(seq int64, event []byte) bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -395,6 +403,12 @@ func (c *Conversation) readForward(ctx context.Context, off, seq int64, e *end, 
 	for {
 		line, off, err := f.next()
 		if err == io.EOF {
+			return nil
+		}
+		if err == errShrunk {
+			// A writer whose fdatasync failed cut its line off after e
+			// was read (see write): the read ends where the log now
+			// does. What it handed out was there when read.
 			return nil
 		}
 		if err != nil {

@@ -33,7 +33,10 @@ type File interface {
 
 	// Sync makes the file's data and size durable (fdatasync). After it
 	// fails, nothing written since the last good Sync may be trusted: the
-	// caller closes the file and opens it again.
+	// caller closes the file and opens it again. Nor may what it reads
+	// back be synced again and trusted: Linux may keep the bytes readable
+	// and mark them written though they are not on the disk, so what is
+	// to be made durable is written again.
 	Sync() error
 
 	// Stat returns the file's size and a stamp that changes whenever its

@@ -413,6 +413,56 @@ func TestMemFail(t *testing.T) {
 			t.Errorf("image %q, want \"abc\"", s)
 		}
 	})
+	t.Run("sync keeps", func(t *testing.T) {
+		// As Linux's page cache: the bytes stay to be read, and are not
+		// on the disk even after a later Sync, until written again.
+		m, f := memWith(t, "abc")
+		f.WriteAt([]byte("def"), 3)
+		f.WriteAt([]byte("B"), 1)
+		m.Fail(disk.Plan{At: m.Ops() + 1, Err: syscall.EIO, Keep: true})
+		before, _ := f.Stat()
+		if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+			t.Errorf("sync: %v, want EIO", err)
+		}
+		wantBytes(t, f, "aBcdef")
+		if after, _ := f.Stat(); after != before {
+			t.Errorf("keeping the bytes changed the file's size or stamp: %+v, was %+v", after, before)
+		}
+		if s, _ := crashed(t, m, "/d/f"); s != "abc" {
+			t.Errorf("image %q, want \"abc\"", s)
+		}
+		m.Fail(disk.Plan{})
+		if err := f.Sync(); err != nil {
+			t.Fatalf("sync with the plan cleared: %v", err)
+		}
+		wantBytes(t, f, "aBcdef")
+		if s, _ := crashed(t, m, "/d/f"); s != "abc\x00\x00\x00" {
+			t.Errorf("a later good sync: image %q, want the size durable and not the bytes, \"abc\\x00\\x00\\x00\"", s)
+		}
+		f.WriteAt([]byte("E"), 4)
+		f.Sync()
+		if s, _ := crashed(t, m, "/d/f"); s != "abc\x00E\x00" {
+			t.Errorf("one byte written again: image %q, want \"abc\\x00E\\x00\"", s)
+		}
+		f.Truncate(4)
+		f.WriteAt([]byte("XY"), 4)
+		f.Sync()
+		if s, _ := crashed(t, m, "/d/f"); s != "abc\x00XY" {
+			t.Errorf("cut and written again: image %q, want \"abc\\x00XY\"", s)
+		}
+		f.WriteAt([]byte("aBcd"), 0)
+		f.Sync()
+		if s, _ := crashed(t, m, "/d/f"); s != "aBcdXY" {
+			t.Errorf("all written again: image %q, want \"aBcdXY\"", s)
+		}
+		// The image starts with nothing lost: its page cache is gone.
+		c := m.Crash()
+		g := open(t, c, "/d/f", os.O_RDWR)
+		g.Sync()
+		if s, _ := crashed(t, c, "/d/f"); s != "aBcdXY" {
+			t.Errorf("the image synced: %q, want \"aBcdXY\"", s)
+		}
+	})
 	t.Run("syncdir", func(t *testing.T) {
 		m := disk.NewMem()
 		m.MkdirAll("/d")
@@ -498,16 +548,27 @@ func TestMemFolders(t *testing.T) {
 	}
 }
 
-// TestMemModel runs random writes, truncates, syncs, failed syncs and
-// crashes on a Mem and on plain copies of the bytes, which Mem must match:
-// it shares synced bytes between a file, its images and its next writes.
+// TestMemModel runs random writes, truncates, syncs, failed syncs of both
+// kinds and crashes on a Mem and on plain copies of the bytes, which Mem
+// must match: it shares synced bytes between a file, its images and its
+// next writes, and keeps spans a failed Sync left readable.
 func TestMemModel(t *testing.T) {
 	seed := storetest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, seed))
 	m, f := memWith(t, "")
+	// lost[i] says data[i] was kept readable by a failed Sync and not
+	// written since: a Sync leaves synced's byte there, or a zero.
 	var data, synced []byte
-	for i := 0; i < 2000; i++ {
-		switch r.IntN(6) {
+	var lost []bool
+	resize := func(size int) {
+		if size > len(data) {
+			data = append(data, make([]byte, size-len(data))...)
+			lost = append(lost, make([]bool, size-len(lost))...)
+		}
+		data, lost = data[:size], lost[:size]
+	}
+	for i := 0; i < 3000; i++ {
+		switch r.IntN(7) {
 		case 0, 1:
 			b := make([]byte, 1+r.IntN(20))
 			for j := range b {
@@ -517,30 +578,46 @@ func TestMemModel(t *testing.T) {
 			if _, err := f.WriteAt(b, off); err != nil {
 				t.Fatal(err)
 			}
-			if end := int(off) + len(b); end > len(data) {
-				data = append(data, make([]byte, end-len(data))...)
-			}
+			resize(max(len(data), int(off)+len(b)))
 			copy(data[off:], b)
+			clear(lost[off : int(off)+len(b)])
 		case 2:
 			size := r.IntN(len(data) + 5)
 			if err := f.Truncate(int64(size)); err != nil {
 				t.Fatal(err)
 			}
-			if size > len(data) {
-				data = append(data, make([]byte, size-len(data))...)
-			}
-			data = data[:size]
+			resize(size)
 		case 3:
 			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			synced = append([]byte(nil), data...)
+			now := append([]byte(nil), data...)
+			for j, l := range lost {
+				if l {
+					now[j] = 0
+					if j < len(synced) {
+						now[j] = synced[j]
+					}
+				}
+			}
+			synced = now
 		case 4:
 			m.Fail(disk.Plan{At: m.Ops() + 1, Err: syscall.EIO})
 			if err := f.Sync(); !errors.Is(err, syscall.EIO) {
 				t.Fatalf("sync: %v, want EIO", err)
 			}
 			data = append([]byte(nil), synced...)
+			lost = make([]bool, len(data))
+		case 6:
+			m.Fail(disk.Plan{At: m.Ops() + 1, Err: syscall.EIO, Keep: true})
+			if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("sync: %v, want EIO", err)
+			}
+			for j := range data {
+				if j >= len(synced) || data[j] != synced[j] {
+					lost[j] = true
+				}
+			}
 		case 5:
 			// Go on with the image half the time: it must be what was
 			// synced, and its writes must not reach the Mem it came from.
@@ -552,6 +629,7 @@ func TestMemModel(t *testing.T) {
 				m = m.Crash()
 				f = open(t, m, "/d/f", os.O_RDWR)
 				data = append([]byte(nil), synced...)
+				lost = make([]bool, len(data))
 			}
 		}
 		wantBytes(t, f, string(data))

@@ -4,8 +4,11 @@
 // File, so a test can stand another filesystem in the real one's place.
 //
 // OS is the real one. Mem is a crashable one in memory: it keeps only what
-// was synced when it crashes (Mem.Crash), can fail any operation (Plan)
-// and calls a test after each (Mem.OnOp), so crash and fault tests stop a
+// was synced when it crashes (Mem.Crash), can fail any operation (Plan),
+// a failed Sync dropping what it was to make durable or, as Linux's page
+// cache does, keeping it readable and never durable unless written again
+// (Plan.Keep), and calls a test after each (Mem.OnOp), so crash and fault
+// tests stop a
 // store at every write, sync and truncate exactly, with no process killed
 // and no clock. Package disktest runs those tests on any such store: crash
 // images at every operation, and every operation failed in turn.

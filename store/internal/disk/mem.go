@@ -25,9 +25,18 @@ import (
 // made durable by a SyncDir of its folder after it was created, holding
 // the bytes of its last good Sync (none if it had none), and, in the
 // images of CrashTorn, half of what was appended to it since. A file whose
-// name is not durable is gone, whatever was synced. A failed Sync drops
-// what was written since the last good one (the file's bytes go back to
-// the synced ones), as Linux may drop dirty pages after a writeback error.
+// name is not durable is gone, whatever was synced.
+//
+// A failed Sync (see Plan) does one of two things to what was written
+// since the last good one. By default it drops it: the file's bytes go
+// back to the synced ones, as a filesystem that drops dirty pages after a
+// writeback error does. With Plan.Keep it does what Linux's page cache
+// does: the bytes stay as they are, to be read, but they are not on the
+// disk, and their pages are marked clean, so no later Sync puts them
+// there. Until a byte of that region is written again or cut off, a
+// crash finds there what the disk held before (zeros past its end
+// then), even after a later Sync succeeds. A store that retries by
+// reading what it wrote and syncing it again loses it.
 //
 // Folders are not made by OpenFile: a test makes the store's folder with
 // MkdirAll, as the callers of the stores do with os.MkdirAll, and such a
@@ -64,10 +73,14 @@ type memNode struct {
 	// is never changed in place, so a Sync or a Crash shares it rather
 	// than copy it; while data shares its array (cow), data is copied
 	// before a byte synced holds is changed.
-	data    []byte
-	synced  []byte
-	cow     bool
-	mode    fs.FileMode
+	data   []byte
+	synced []byte
+	cow    bool
+	mode   fs.FileMode
+	// lost are the spans of data, apart and in order, that a failed Sync
+	// kept readable (Plan.Keep) and no write has touched since: a Sync
+	// keeps the bytes synced held there, not data's.
+	lost    []span
 	changed int64
 
 	// ex holds the exclusive flock, shared the shared ones; freed is
@@ -127,6 +140,10 @@ type Plan struct {
 	// Short makes a failing WriteAt or Write write the first half of its
 	// bytes before it fails, as a write that runs out of room does.
 	Short bool
+	// Keep makes a failing Sync keep what was written since the last
+	// good one readable but never durable unless written again, as
+	// Linux's page cache does; else it is dropped (see Mem).
+	Keep bool
 }
 
 // NewMem returns an empty Mem.
@@ -324,7 +341,7 @@ func (m *Mem) open(name string, flag int, perm fs.FileMode, errno syscall.Errno)
 	if flag&os.O_TRUNC != 0 && f.write {
 		m.stamp++
 		node.data, node.changed = nil, m.stamp
-		node.cow = false
+		node.cow, node.lost = false, nil
 	}
 	return f, nil
 }
@@ -466,10 +483,12 @@ func (n *memNode) put(b []byte, off int64) {
 	}
 	n.own(off)
 	copy(n.data[off:], b)
+	n.lost = cut(n.lost, off, off+int64(len(b)))
 }
 
 // resize cuts the file or grows it with zeros to size.
 func (n *memNode) resize(size int64) {
+	n.lost = cut(n.lost, size, max(size, int64(len(n.data))))
 	data := n.data
 	switch {
 	case size <= int64(len(data)):
@@ -536,11 +555,27 @@ func (f *memFile) Sync() error {
 	switch {
 	case f.closed:
 		op.Err = &fs.PathError{Op: "sync", Path: f.name, Err: fs.ErrClosed}
+	case errno != 0 && m.plan.Keep:
+		op.Err = errno
+		node.lose()
 	case errno != 0:
 		op.Err = errno
-		node.data, node.cow = node.synced, true
+		node.data, node.cow, node.lost = node.synced, true, nil
 		m.stamp++
 		node.changed = m.stamp
+	case len(node.lost) > 0:
+		// What a failed Sync kept readable is not written: the disk keeps
+		// what it held there.
+		synced := bytes.Clone(node.data)
+		for _, s := range node.lost {
+			for i := s.from; i < s.to; i++ {
+				synced[i] = 0
+				if i < int64(len(node.synced)) {
+					synced[i] = node.synced[i]
+				}
+			}
+		}
+		node.synced = synced
 	default:
 		// A full slice, so an append to data never shows through it.
 		node.synced = node.data[:len(node.data):len(node.data)]
@@ -549,6 +584,61 @@ func (f *memFile) Sync() error {
 	err := op.Err
 	m.done(op)
 	return err
+}
+
+// span is the bytes [from, to) of a file.
+type span struct{ from, to int64 }
+
+// lose adds to n.lost the bytes of data that differ from synced's, or
+// that synced does not reach: what a failed Sync did not write.
+func (n *memNode) lose() {
+	data, synced := n.data, n.synced
+	for i := 0; i < len(data); {
+		if i < len(synced) && data[i] == synced[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(data) && (j >= len(synced) || data[j] != synced[j]) {
+			j++
+		}
+		n.lost = add(n.lost, int64(i), int64(j))
+		i = j
+	}
+}
+
+// add returns spans with [from, to) added, apart and in order still.
+func add(spans []span, from, to int64) []span {
+	out := make([]span, 0, len(spans)+1)
+	for _, s := range spans {
+		switch {
+		case s.to < from:
+			out = append(out, s)
+		case to < s.from:
+			out = append(out, span{from, to})
+			from, to = s.from, s.to
+		default:
+			from, to = min(from, s.from), max(to, s.to)
+		}
+	}
+	return append(out, span{from, to})
+}
+
+// cut returns spans without [from, to).
+func cut(spans []span, from, to int64) []span {
+	if len(spans) == 0 || from >= to {
+		return spans
+	}
+	var out []span
+	for _, s := range spans {
+		if s.from < from {
+			out = append(out, span{s.from, min(s.to, from)})
+		}
+		if s.to > to {
+			out = append(out, span{max(s.from, to), s.to})
+		}
+	}
+	return out
 }
 
 func (f *memFile) Stat() (Info, error) {

@@ -7,7 +7,9 @@
 // event whose Append returned nil is there byte for byte; seqs run from 1
 // with no gap; no event is there that was never appended; the
 // conversation takes the next Append, and the same bytes again at its
-// last seq.
+// last seq. The faults include failed fdatasyncs of both kinds a Mem
+// makes: dropping what they were to make durable, and keeping it readable
+// but never durable, as Linux does.
 package disktest
 
 import (
@@ -278,21 +280,43 @@ func holds(ctx context.Context, c store.Conversation, script [][]byte, acked, tr
 
 // FaultReport is what FaultLoop found.
 type FaultReport struct {
-	Runs     int               // runs of the script: one per operation, error and mode
-	Faults   map[disk.Kind]int // faults injected, by kind of operation
-	Failed   int               // Appends that returned an error
-	Survived int               // Appends that met a fault and returned nil, each found durable
-	Retried  int               // failed Appends made again once the faults cleared
+	// Dropped counts the runs whose failed fdatasyncs drop what was
+	// written since the last good one; Kept the runs made again where
+	// they keep it readable, never durable (disk.Plan.Keep).
+	Dropped, Kept FaultCounts
 	// Violations is what was wrong, one per run at most.
 	Violations []string
 }
 
-// Faults runs FaultLoop and fails t for each violation.
+// FaultCounts are the counts of the runs of one way a failed fdatasync
+// leaves a file.
+type FaultCounts struct {
+	Runs     int               // runs of the script: one per operation, error and plan
+	Faults   map[disk.Kind]int // faults injected, by kind of operation
+	Failed   int               // Appends that returned an error
+	Survived int               // Appends that met a fault and returned nil, each found durable
+	Retried  int               // failed Appends made again once the faults cleared
+}
+
+func (c FaultCounts) String() string {
+	total := 0
+	for _, n := range c.Faults {
+		total += n
+	}
+	return fmt.Sprintf("%d runs, %d faults injected (%v), %d appends failed and %d retried, %d appends met a fault and were durable",
+		c.Runs, total, c.Faults, c.Failed, c.Retried, c.Survived)
+}
+
+// Faults runs FaultLoop and fails t for each violation, and if no
+// fdatasync failed in either way.
 func Faults(t *testing.T, open Open) {
 	t.Helper()
 	r := FaultLoop(t, open, Options{})
 	for _, v := range r.Violations {
 		t.Error(v)
+	}
+	if r.Dropped.Faults[disk.OpSync] == 0 || r.Kept.Faults[disk.OpSync] == 0 {
+		t.Errorf("%d fdatasyncs failed dropping their bytes and %d keeping them; want some of each", r.Dropped.Faults[disk.OpSync], r.Kept.Faults[disk.OpSync])
 	}
 }
 
@@ -310,16 +334,26 @@ var faults = []disk.Plan{{Err: syscall.EIO}, {Err: syscall.ENOSPC, Short: true}}
 // again on the same Conversation returns nil; and a crash image and a
 // fresh Conversation on the Mem hold it all and take the next Append.
 //
-// It does that twice: from an empty folder, and from the torn image of a
-// crash in the first write of the middle event, going on with that event,
-// so faults land in the cut of a torn tail too. It logs the counts and
-// returns them with what it found wrong; it fails t only when the script
-// cannot run.
+// A failed fdatasync drops what it was to make durable in those runs.
+// Each run in which one failed is made again with the Mem keeping it
+// readable instead, as Linux does, but never durable unless written again
+// (disk.Plan.Keep): a store that finds its line there after the failure
+// and only syncs it again acknowledges what a crash loses. (A run with no
+// failed fdatasync is the same run in both ways.)
+//
+// It does all that twice: from an empty folder, and from the torn image of
+// a crash in the first write of the middle event, going on with that
+// event, so faults land in the cut of a torn tail too. It logs the counts
+// and returns them with what it found wrong; it fails t only when the
+// script cannot run.
 func FaultLoop(t testing.TB, open Open, opts Options) FaultReport {
 	t.Helper()
 	script := Script(storetest.Seed(t), opts.events())
 	ctx := context.Background()
-	r := FaultReport{Faults: make(map[disk.Kind]int)}
+	r := FaultReport{
+		Dropped: FaultCounts{Faults: make(map[disk.Kind]int)},
+		Kept:    FaultCounts{Faults: make(map[disk.Kind]int)},
+	}
 	empty := disk.NewMem()
 	if err := empty.MkdirAll(Dir); err != nil {
 		t.Fatal(err)
@@ -328,12 +362,8 @@ func FaultLoop(t testing.TB, open Open, opts Options) FaultReport {
 	mid := len(script) / 2
 	torn := tornAt(t, ctx, open, script, mid+1)
 	ops += r.loop(t, ctx, open, script, torn, mid, fmt.Sprintf("from a crash in seq %d's first write", mid+1))
-	total := 0
-	for _, n := range r.Faults {
-		total += n
-	}
-	t.Logf("%d runs over %d operations: %d faults injected (%v), %d appends failed and %d retried, %d appends met a fault and were durable; %d violations",
-		r.Runs, ops, total, r.Faults, r.Failed, r.Retried, r.Survived, len(r.Violations))
+	t.Logf("over %d operations: a failed fdatasync dropping its bytes: %v; keeping them readable: %v; %d violations",
+		ops, r.Dropped, r.Kept, len(r.Violations))
 	return r
 }
 
@@ -380,14 +410,22 @@ func (r *FaultReport) loop(t testing.TB, ctx context.Context, open Open, script 
 		for _, p := range faults {
 			for _, every := range []bool{false, true} {
 				p.At, p.Every = k, every
-				r.Runs++
-				if err := r.run(ctx, open, script, start.Crash(), from, p); err != nil {
-					mode := "once"
-					if every {
-						mode = "from then on"
-					}
+				mode := "once"
+				if every {
+					mode = "from then on"
+				}
+				synced, err := r.Dropped.run(ctx, open, script, start.Crash(), from, p)
+				if err != nil {
 					r.Violations = append(r.Violations, fmt.Sprintf("%s, operation %d (%v) failing with %v %s: %v", where, k, kinds[k], p.Err, mode, err))
 				}
+				if !synced {
+					continue
+				}
+				p.Keep = true
+				if _, err := r.Kept.run(ctx, open, script, start.Crash(), from, p); err != nil {
+					r.Violations = append(r.Violations, fmt.Sprintf("%s, operation %d (%v) failing with %v %s, a failed fdatasync keeping its bytes readable: %v", where, k, kinds[k], p.Err, mode, err))
+				}
+				p.Keep = false
 			}
 		}
 	}
@@ -427,14 +465,24 @@ func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, fro
 type errSurvived struct{ error }
 
 // run runs the script from seq from+1 on m, which holds seqs 1 to from,
-// failing operations as p says, and checks what it left.
-func (r *FaultReport) run(ctx context.Context, open Open, script [][]byte, m *disk.Mem, from int, p disk.Plan) error {
+// failing operations as p says, and checks what it left. It says whether
+// an fdatasync failed.
+func (r *FaultCounts) run(ctx context.Context, open Open, script [][]byte, m *disk.Mem, from int, p disk.Plan) (synced bool, err error) {
+	r.Runs++
 	m.Fail(p)
 	m.OnOp(func(op disk.Op) {
 		if op.Fault {
 			r.Faults[op.Kind]++
+			synced = synced || op.Kind == disk.OpSync
 		}
 	})
+	err = r.check(ctx, open, script, m, from)
+	return synced, err
+}
+
+// check runs the script from seq from+1 on m, which holds seqs 1 to from
+// and has its faults planned, and checks what it left.
+func (r *FaultCounts) check(ctx context.Context, open Open, script [][]byte, m *disk.Mem, from int) error {
 	c, failed, err := appendAll(ctx, m, open, script, from, func(seq int) error {
 		if err := verify(ctx, m.Crash(), open, script, seq, seq); err != nil {
 			return errSurvived{fmt.Errorf("seq %d was acknowledged after a fault, and a crash image then: %w", seq, err)}
