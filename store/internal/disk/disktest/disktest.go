@@ -110,6 +110,26 @@ func Crash(t *testing.T, open Open) {
 	}
 }
 
+// Conformance runs storetest's suite with the conversations that open
+// makes kept on a disk.Mem, one per store, so the filesystem the crash and
+// fault tests use is known to keep them as the disk does.
+func Conformance(t *testing.T, open Open) {
+	mems := make(map[string]*disk.Mem)
+	storetest.Run(t, func(t *testing.T, root string) store.Driver {
+		m := mems[root]
+		if m == nil {
+			m = disk.NewMem()
+			mems[root] = m
+		}
+		return storetest.Folders(root, func(dir string) (store.Conversation, error) {
+			if err := m.MkdirAll(dir); err != nil {
+				return nil, err
+			}
+			return open(m, dir)
+		})
+	})
+}
+
 // restarts is how many times the script crashes in the middle of an
 // Append and goes on from the torn image, as a restarted program would.
 const restarts = 3
