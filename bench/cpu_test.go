@@ -75,8 +75,14 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// warmup is how many messages a server answers before it is measured.
-const warmup = 20
+// warmup is how many messages a server answers before it is measured, at
+// the least, and warmFor how long it answers them: a warm server's
+// conversation is older than the fraction of a second in which what it
+// keeps of a folder is read afresh (stores.settled).
+const (
+	warmup  = 20
+	warmFor = 300 * time.Millisecond
+)
 
 // BenchmarkMessageCPU is a server's own CPU per message, from its
 // process's CPU-time clock, over b.N messages one after another in one
@@ -104,9 +110,10 @@ func BenchmarkMessageCPU(b *testing.B) {
 // served is one server process started for a benchmark, its warm-up
 // answered, and the scripted model it talks to.
 type served struct {
-	unit  drive.Unit
-	send  func(i int)
-	model *countingListener
+	unit   drive.Unit
+	send   func(i int)
+	model  *countingListener
+	warmed int // the messages of the warm-up
 }
 
 // serve starts program serving one agent against a scripted model of its
@@ -161,10 +168,11 @@ func serve(b *testing.B, program string) *served {
 			b.Fatalf("message %s: an empty answer", m.ID)
 		}
 	}
-	for i := range warmup {
-		send(i)
+	n := 0
+	for start := time.Now(); n < warmup || time.Since(start) < warmFor; n++ {
+		send(n)
 	}
-	return &served{unit: unit, send: send, model: counted}
+	return &served{unit: unit, send: send, model: counted, warmed: n}
 }
 
 // messageCPU measures program over b.N messages.
@@ -177,7 +185,7 @@ func messageCPU(b *testing.B, program string) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		s.send(warmup + i)
+		s.send(s.warmed + i)
 	}
 	b.StopTimer()
 	end, err := proc.Read(s.unit.PID(), false)
@@ -237,7 +245,7 @@ func messageSyscalls(b *testing.B, tracer, program string) {
 	go io.Copy(io.Discard, stderr)
 	b.ResetTimer()
 	for i := range b.N {
-		s.send(warmup + i)
+		s.send(s.warmed + i)
 	}
 	b.StopTimer()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
