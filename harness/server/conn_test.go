@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +34,13 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // dialFixture serves agents, sharing one model client as main builds it,
 // with a scripted model whose listener counts the connections made to it.
 func dialFixture(t *testing.T, agents ...string) (*Server, *countingListener, string) {
+	srv, model, base, _ := dialFixtureIn(t, agents...)
+	return srv, model, base
+}
+
+// dialFixtureIn is dialFixture with the server's own listener counting
+// the connections its callers make.
+func dialFixtureIn(t *testing.T, agents ...string) (*Server, *countingListener, string, *countingListener) {
 	t.Helper()
 	model := scripted.New(nil)
 	ms := httptest.NewUnstartedServer(model)
@@ -56,9 +64,12 @@ func dialFixture(t *testing.T, agents ...string) (*Server, *countingListener, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	in := &countingListener{Listener: hs.Listener}
+	hs.Listener = in
+	hs.Start()
 	t.Cleanup(func() { hs.Close(); srv.Wait() })
-	return srv, counted, hs.URL
+	return srv, counted, hs.URL, in
 }
 
 // sendAs posts one message to agent's thread and wants it answered.
@@ -74,6 +85,9 @@ func sendAs(t *testing.T, base, agent, text string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("message %q to %s: status %d", text, agent, resp.StatusCode)
 	}
@@ -101,5 +115,18 @@ func TestModelConnectionKept(t *testing.T) {
 				t.Errorf("%d connections to the model after the idle process closed its own, want 2", n)
 			}
 		})
+	}
+}
+
+// A caller that keeps its connection sends message after message over it:
+// the server reads each body to its end and answers without closing, so
+// one connection carries them all, as lnk loadgen and lnk measure send.
+func TestCallerConnectionKept(t *testing.T) {
+	_, _, base, in := dialFixtureIn(t, "ada", "bob")
+	for i := range 10 {
+		sendAs(t, base, []string{"ada", "bob"}[i%2], fmt.Sprintf("m%d", i))
+	}
+	if n := in.accepted.Load(); n != 1 {
+		t.Errorf("%d connections from one caller for 10 messages, want 1 kept", n)
 	}
 }
