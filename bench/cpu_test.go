@@ -243,6 +243,7 @@ func messageSyscalls(b *testing.B, tracer, program string) {
 		b.Fatalf("strace never said it attached to process %d", pid)
 	}
 	go io.Copy(io.Discard, stderr)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		s.send(s.warmed + i)

@@ -82,3 +82,41 @@ func TestFolderNamesMissing(t *testing.T) {
 		t.Fatalf("%d folders kept, want none", len(o.listed))
 	}
 }
+
+// BenchmarkFolderLook is what a turn pays to learn how its conversation
+// is kept: the folder's names kept (one stat) or read each time (open,
+// list, close).
+//
+//	go test -run '^$' -bench FolderLook -count 10 ./cmd/internal/stores
+func BenchmarkFolderLook(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "chats", "t")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []string{"events.jsonl", "ids.index", "chat.md"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("kept", func(b *testing.B) {
+		o := &Opener{now: func() time.Time { return time.Now().Add(time.Hour) }}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := o.Kind(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if o.listings != 1 {
+			b.Fatalf("read %d times, want once", o.listings)
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, err := look(dir)
+			if err != nil || !f.log {
+				b.Fatalf("%+v, %v", f, err)
+			}
+		}
+	})
+}
