@@ -1,5 +1,8 @@
 // Package bench holds the benchmarks that span packages, such as a whole
 // turn from message to appended answer, and the committed baselines CI
 // compares a short run with (benchstat). Benchmarks of one package live
-// beside its code.
+// beside its code. bench/floor is the floor server, the least a warm
+// harness does per message; BenchmarkMessageCPU and
+// BenchmarkMessageSyscalls measure it and lnk-link-harness as processes in
+// the same run.
 package bench

@@ -225,4 +225,10 @@ func (r *Result) writePeers(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "(a peer's CPU is its command's and its descendants', per message; its idle memory is its interactive program's process tree)")
+	for _, p := range r.Peers {
+		if floor := p.Case.Median.PerMessage.CPU; p.Harness == "floor" && floor > 0 && len(r.Cases) > 0 {
+			fmt.Fprintf(w, "%s, an agent alone: %.2f× the floor's CPU per message (bench/floor, the least a warm harness does)\n",
+				r.Harness, r.Cases[0].Median.PerMessage.CPU/floor)
+		}
+	}
 }

@@ -41,6 +41,7 @@ func cmdMeasure(args []string) error {
 	noProfile := fs.Bool("no-profile", false, "don't have the harness write CPU profiles (no bottleneck is named)")
 	peerList := fs.String("peers", "", "measure these harnesses too, in the same run: names separated by commas ("+strings.Join(measure.PeerNames(), ", ")+")")
 	peerBin := fs.String("peer-bin", "", "the folder holding the peers' programs (an npm install's node_modules/.bin; default: PATH)")
+	floor := fs.Bool("floor", false, "measure the floor too, as a peer (bench/floor, the least a warm harness does per message, built from the source tree), and tell Link Harness's CPU per message as a ratio to it")
 	peerMessages := fs.Int("peer-messages", 3, "messages measured per peer, after one warm-up")
 	peerIdle := fs.Duration("peer-idle", 10*time.Second, "how long a peer's interactive program settles before, and then stays idle for, its idle sample")
 	jsonOut := fs.Bool("json", false, "print the result as JSON instead of a table")
@@ -99,6 +100,18 @@ func cmdMeasure(args []string) error {
 			}
 			cfg.Peers = append(cfg.Peers, p)
 		}
+	}
+	if *floor {
+		dir, err := os.MkdirTemp("", "lnk-measure-floor-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		f, err := measure.BuildFloor(ctx, dir)
+		if err != nil {
+			return err
+		}
+		cfg.Peers = append(cfg.Peers, f)
 	}
 	res, err := measure.Run(ctx, cfg)
 	if err != nil {

@@ -48,14 +48,16 @@ type Options struct {
 	// idle process. Main passes a function that collects twice (emptying
 	// the sync.Pools) and calls debug.FreeOSMemory.
 	FreeMemory func()
-	// IdleFree is how long no turn runs before FreeMemory is called; 0
-	// means DefaultIdleFree.
+	// IdleFree is how long no turn runs before the process lets go of
+	// what its turns held: the model proxy's idle connections are closed
+	// and FreeMemory is called; 0 means DefaultIdleFree.
 	IdleFree time.Duration
 }
 
-// DefaultIdleFree is how long a server runs no turn before it gives its
-// freed memory back: past a pause between two turns of one conversation,
-// so a steady trickle of turns is not a collection after each.
+// DefaultIdleFree is how long a server runs no turn before it closes its
+// idle connections to the model proxy and gives its freed memory back:
+// past a pause between two turns of one conversation, so a steady trickle
+// of turns is not a dial and a collection after each.
 const DefaultIdleFree = 2 * time.Second
 
 // Server answers DESIGN.md's HTTP API for its agents. It is safe for
@@ -72,7 +74,7 @@ type Server struct {
 
 	freeMu sync.Mutex
 	// guarded by freeMu
-	freeTimer *time.Timer // calls free once no turn ran for idleFree; reset at each idle
+	freeTimer *time.Timer // calls release once no turn ran for idleFree; reset at each idle
 }
 
 type served struct {
@@ -110,11 +112,37 @@ func New(o Options, agents ...Agent) (*Server, error) {
 }
 
 // idle ends a turn's share of the process: when it was the last turn
-// running, the model proxy's idle connections are closed, so an idle agent
-// holds no connection, no goroutine reading one, and no open file; and the
-// process's freed memory is given back once it stays idle (see freeLater).
+// running, the process lets go of what its turns held once it stays idle
+// (see releaseLater). The model proxy's connections stay open between
+// turns, so a turn that follows another, of any agent, does not dial
+// again.
 func (s *Server) idle() {
 	if s.active.Add(-1) != 0 {
+		return
+	}
+	s.releaseLater()
+}
+
+// releaseLater calls release once no turn has run for idleFree: each idle
+// moment puts it off again, so a burst is released once, after its end,
+// and turns that keep coming keep their connections and are not each
+// followed by a collection.
+func (s *Server) releaseLater() {
+	s.freeMu.Lock()
+	defer s.freeMu.Unlock()
+	if s.freeTimer == nil {
+		s.freeTimer = time.AfterFunc(s.idleFree, s.release)
+		return
+	}
+	s.freeTimer.Reset(s.idleFree)
+}
+
+// release closes the model proxy's idle connections, so an idle agent
+// holds no connection, no goroutine reading one and no open file, and
+// gives the freed memory back; unless a turn runs again: its end puts the
+// next call off.
+func (s *Server) release() {
+	if s.active.Load() != 0 {
 		return
 	}
 	for _, a := range s.agents {
@@ -122,29 +150,7 @@ func (s *Server) idle() {
 			a.Runner.HTTP.CloseIdleConnections()
 		}
 	}
-	s.freeLater()
-}
-
-// freeLater calls FreeMemory once no turn has run for idleFree: each idle
-// moment puts it off again, so a burst is freed once, after its end, and
-// turns that keep coming are not each followed by a collection.
-func (s *Server) freeLater() {
-	if s.freeMemory == nil {
-		return
-	}
-	s.freeMu.Lock()
-	defer s.freeMu.Unlock()
-	if s.freeTimer == nil {
-		s.freeTimer = time.AfterFunc(s.idleFree, s.free)
-		return
-	}
-	s.freeTimer.Reset(s.idleFree)
-}
-
-// free gives the freed memory back, unless a turn runs again: its end
-// puts the next call off.
-func (s *Server) free() {
-	if s.active.Load() == 0 {
+	if s.freeMemory != nil {
 		s.freeMemory()
 	}
 }

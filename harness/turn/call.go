@@ -128,11 +128,7 @@ func (t *turn) windowSize(ctx context.Context, s *settings.Settings) (size, room
 // over them, and, for a model on a runtime, what the runtime says it runs
 // the model with. A runtime that does not answer says nothing.
 func (t *turn) modelFacts(ctx context.Context, s *settings.Settings) (facts.Model, *facts.Book, error) {
-	path, err := facts.UserPath(t.r.getenv)
-	if err != nil {
-		return facts.Model{}, nil, err
-	}
-	book, err := t.r.facts.Load(path)
+	book, err := t.factsBook()
 	if err != nil {
 		return facts.Model{}, nil, err
 	}
@@ -204,14 +200,29 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	return rt, true
 }
 
+// factsBook is the model facts, Link's with the user's file over them,
+// read once a turn: the window is sized and the answer priced with the
+// same facts, and the user's file is looked at once, not at each use.
+func (t *turn) factsBook() (*facts.Book, error) {
+	if t.facts != nil {
+		return t.facts, nil
+	}
+	path, err := facts.UserPath(t.r.getenv)
+	if err != nil {
+		return nil, err
+	}
+	book, err := t.r.facts.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	t.facts = book
+	return book, nil
+}
+
 // answerCost is what an answer's usage cost in USD at the prices known of
 // s's model; 0 when none are known.
 func (t *turn) answerCost(s *settings.Settings, u event.Usage) float64 {
-	path, err := facts.UserPath(t.r.getenv)
-	if err != nil {
-		return 0
-	}
-	book, err := t.r.facts.Load(path)
+	book, err := t.factsBook()
 	if err != nil {
 		return 0
 	}

@@ -92,7 +92,7 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 			break
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ type idIndex struct {
 func openIDs(dir string) (*idIndex, error) {
 	path := filepath.Join(dir, IDsFile)
 	x := &idIndex{path: path}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, x.remake(nil)
 	}

@@ -266,6 +266,7 @@ type turn struct {
 	madeRoom  bool               // the window outgrew its room between rounds, and what left was summarized or dropped
 	msg       *Message           // the turn's message, and
 	set       *settings.Settings // its settings, for composing the instructions again
+	facts     *facts.Book        // the model facts as the turn first read them (factsBook)
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written

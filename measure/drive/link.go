@@ -94,9 +94,11 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 		return nil, err
 	}
 	u.client = &http.Client{
-		// One connection per message, as Link's bridge opens them; the
-		// connection's cost is part of a message's.
-		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		// Connections kept and used again, as a caller sending message
+		// after message does: a connection's cost is the first message's
+		// alone. Each agent listens on its own port, so the bound is per
+		// agent: as many idle as senders run at once against one agent.
+		Transport: &http.Transport{Proxy: nil, MaxIdleConns: 0, MaxIdleConnsPerHost: 64},
 	}
 	return u, nil
 }

@@ -93,7 +93,7 @@ func (o *Opener) driverFor(home, name string) (*driver.Driver, error) {
 // Kept returns the driver whose marker is in folder dir, or "" when the
 // folder keeps its conversation itself (the log, compact).
 func (o *Opener) Kept(dir string) (string, error) {
-	f, err := look(dir)
+	f, err := o.look(dir)
 	if err != nil {
 		return "", err
 	}

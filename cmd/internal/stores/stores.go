@@ -52,6 +52,13 @@ type Opener struct {
 	// mu guards drivers.
 	mu      sync.Mutex
 	drivers map[string]*driver.Driver // by home and name, or by the bridge
+
+	now func() time.Time // nil: time.Now
+
+	listMu sync.Mutex
+	// guarded by listMu
+	listed   map[string]listing // by folder, while it is unchanged (listing.go)
+	listings int                // how many times a folder's names were read
 }
 
 // Open opens the conversation in folder dir the way the folder says it is
@@ -63,7 +70,7 @@ type Opener struct {
 // An empty kind opens a conversation to read it: a folder holding none is
 // store.ErrNotFound. The folder is read once, by name, whatever it holds.
 func (o *Opener) Open(dir, kind string) (store.Conversation, error) {
-	f, err := look(dir)
+	f, err := o.look(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +172,7 @@ func look(dir string) (folder, error) {
 // "log", or "" when it holds none (an empty folder, or a driver's own,
 // like events.pebble).
 func (o *Opener) Kind(dir string) (string, error) {
-	f, err := look(dir)
+	f, err := o.look(dir)
 	if err != nil {
 		return "", err
 	}

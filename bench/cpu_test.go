@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/measure/proc"
+)
+
+// programs are the servers BenchmarkMessageCPU builds once per run: the
+// floor and Link Harness, in a folder removed by TestMain.
+var programs struct {
+	once  sync.Once
+	dir   string
+	floor string
+	link  string
+	err   error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if programs.dir != "" {
+		os.RemoveAll(programs.dir)
+	}
+	os.Exit(code)
+}
+
+// build builds the floor and lnk-link-harness, once.
+func build(b *testing.B) (floor, link string) {
+	programs.once.Do(func() {
+		if programs.dir, programs.err = os.MkdirTemp("", "lnk-bench-"); programs.err != nil {
+			return
+		}
+		programs.floor = filepath.Join(programs.dir, "floor")
+		programs.link = filepath.Join(programs.dir, drive.ProgramName)
+		for pkg, out := range map[string]string{"./floor": programs.floor, "../cmd/lnk-link-harness": programs.link} {
+			if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+				programs.err = fmt.Errorf("building %s: %v: %s", pkg, err, msg)
+				return
+			}
+		}
+	})
+	if programs.err != nil {
+		b.Fatal(programs.err)
+	}
+	return programs.floor, programs.link
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// warmup is how many messages a server answers before it is measured, at
+// the least, and warmFor how long it answers them: a warm server's
+// conversation is older than the fraction of a second in which what it
+// keeps of a folder is read afresh (stores.settled).
+const (
+	warmup  = 20
+	warmFor = 300 * time.Millisecond
+)
+
+// BenchmarkMessageCPU is a server's own CPU per message, from its
+// process's CPU-time clock, over b.N messages one after another in one
+// conversation on one kept-alive connection, the scripted model answering
+// at once: the floor (bench/floor, the least a warm harness does) and Link
+// Harness, one after the other in the same run, so their ratio holds on a
+// machine whose speed drifts. LNK_BENCH_BEFORE names another
+// lnk-link-harness program, measured beside them as server=before (a
+// build of an earlier commit). Each sample starts its server afresh.
+// cpu-ms/msg is the figure; model-dials counts the connections the server
+// opened to the model in the whole sample, its warm-up's included.
+//
+//	go test -run '^$' -bench MessageCPU -benchtime 200x -count 10 ./bench
+func BenchmarkMessageCPU(b *testing.B) {
+	floor, link := build(b)
+	servers := []struct{ name, program string }{{"floor", floor}, {"link", link}}
+	if before := os.Getenv("LNK_BENCH_BEFORE"); before != "" {
+		servers = append(servers, struct{ name, program string }{"before", before})
+	}
+	for _, s := range servers {
+		b.Run("server="+s.name, func(b *testing.B) { messageCPU(b, s.program) })
+	}
+}
+
+// served is one server process started for a benchmark, its warm-up
+// answered, and the scripted model it talks to.
+type served struct {
+	unit   drive.Unit
+	send   func(i int)
+	model  *countingListener
+	warmed int // the messages of the warm-up
+}
+
+// serve starts program serving one agent against a scripted model of its
+// own and sends it the warm-up's messages. The process is stopped when b
+// ends.
+func serve(b *testing.B, program string) *served {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	counted := &countingListener{Listener: ln}
+	model := scripted.New(nil)
+	go model.Serve(counted)
+	b.Cleanup(func() { model.Close() })
+
+	dir := b.TempDir()
+	a := drive.Agent{
+		Name:    "ada",
+		Home:    filepath.Join(dir, "ada"), // the agent is named by its home
+		Key:     "k-0123456789abcdef0123456789abcdef",
+		KeyFile: filepath.Join(dir, "key"),
+		Model:   "http://" + ln.Addr().String(),
+		Scratch: filepath.Join(dir, "scratch"),
+	}
+	for _, d := range []string{a.Home, a.Scratch} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(a.KeyFile, []byte(a.Key+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	unit, err := (&drive.Link{Program: program}).Start(ctx, []drive.Agent{a})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := unit.Stop(stop); err != nil {
+			b.Error(err)
+		}
+	})
+	send := func(i int) {
+		m := drive.Message{ID: fmt.Sprintf("m%d", i), Text: fmt.Sprintf("message %d: how are you today?", i)}
+		r, err := unit.Send(ctx, a.Name, "bench", m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Text == "" {
+			b.Fatalf("message %s: an empty answer", m.ID)
+		}
+	}
+	n := 0
+	for start := time.Now(); n < warmup || time.Since(start) < warmFor; n++ {
+		send(n)
+	}
+	return &served{unit: unit, send: send, model: counted, warmed: n}
+}
+
+// messageCPU measures program over b.N messages.
+func messageCPU(b *testing.B, program string) {
+	s := serve(b, program)
+	b.ReportAllocs()
+	start, err := proc.Read(s.unit.PID(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		s.send(s.warmed + i)
+	}
+	b.StopTimer()
+	end, err := proc.Read(s.unit.PID(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(proc.CPUSeconds(start, end)*1e3/float64(b.N), "cpu-ms/msg")
+	b.ReportMetric(float64(s.model.accepted.Load()), "model-dials")
+}
+
+// BenchmarkMessageSyscalls counts a server's system calls per message with
+// strace attached to every thread of its process over b.N messages, the
+// warm-up's left out: syscalls/msg in all, fdatasync/msg, connect/msg
+// and failed/msg (calls that returned an error). The servers are those of
+// BenchmarkMessageCPU; it is skipped without strace on PATH. Times under
+// strace mean nothing: only the counts are figures.
+//
+//	go test -run '^$' -bench MessageSyscalls -benchtime 100x -count 3 ./bench
+func BenchmarkMessageSyscalls(b *testing.B) {
+	tracer, err := exec.LookPath("strace")
+	if err != nil {
+		b.Skip("no strace on PATH")
+	}
+	floor, link := build(b)
+	servers := []struct{ name, program string }{{"floor", floor}, {"link", link}}
+	if before := os.Getenv("LNK_BENCH_BEFORE"); before != "" {
+		servers = append(servers, struct{ name, program string }{"before", before})
+	}
+	for _, s := range servers {
+		b.Run("server="+s.name, func(b *testing.B) { messageSyscalls(b, tracer, s.program) })
+	}
+}
+
+// messageSyscalls traces program over b.N messages.
+func messageSyscalls(b *testing.B, tracer, program string) {
+	s := serve(b, program)
+	pid := s.unit.PID()
+	out := filepath.Join(b.TempDir(), "strace.txt")
+	cmd := exec.Command(tracer, "-f", "-c", "-U", "name,calls,errors", "-o", out, "-p", strconv.Itoa(pid))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// strace says "Process N attached with K threads" once it traces
+	// every thread there is; the messages go then.
+	lines := bufio.NewScanner(stderr)
+	attached := false
+	for !attached && lines.Scan() {
+		attached = strings.Contains(lines.Text(), "attached")
+	}
+	if !attached {
+		b.Fatalf("strace never said it attached to process %d", pid)
+	}
+	go io.Copy(io.Discard, stderr)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		s.send(s.warmed + i)
+	}
+	b.StopTimer()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		b.Fatal(err)
+	}
+	// strace ends by the signal it was sent, once it has written its
+	// table: its table is what says it worked.
+	cmd.Wait()
+	counts, errs, err := readSummary(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(counts["total"])/n, "syscalls/msg")
+	b.ReportMetric(float64(counts["fdatasync"])/n, "fdatasync/msg")
+	b.ReportMetric(float64(counts["connect"])/n, "connect/msg")
+	b.ReportMetric(float64(errs["total"])/n, "failed/msg")
+	var rows []string
+	for name, c := range counts {
+		if name != "total" {
+			rows = append(rows, fmt.Sprintf("%7.2f %s (%.2f failed)", float64(c)/n, name, float64(errs[name])/n))
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(rows)))
+	b.Logf("per message:\n%s", strings.Join(rows, "\n"))
+}
+
+// readSummary reads strace -c -U name,calls,errors's table: each system
+// call's count and how many of them failed, "total" among them.
+func readSummary(path string) (counts, errs map[string]int, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	counts, errs = map[string]int{}, map[string]int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || strings.HasPrefix(f[0], "-") || f[0] == "syscall" {
+			continue
+		}
+		if counts[f[0]], err = strconv.Atoi(f[1]); err != nil {
+			return nil, nil, fmt.Errorf("%s: line %q: %v", path, l, err)
+		}
+		if len(f) > 2 {
+			if errs[f[0]], err = strconv.Atoi(f[2]); err != nil {
+				return nil, nil, fmt.Errorf("%s: line %q: %v", path, l, err)
+			}
+		}
+	}
+	if _, ok := counts["total"]; !ok {
+		return nil, nil, fmt.Errorf("%s: no total in strace's summary", path)
+	}
+	return counts, errs, nil
+}
