@@ -18,6 +18,7 @@ import (
 )
 
 const agentUsage = `usage:
+  lnk agent use --harness NAME [--home DIR | --agent NAME]
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
   lnk agent chat list [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]
@@ -39,12 +40,14 @@ func cmdAgent(args []string, getenv func(string) string) error {
 	case len(args) == 1 && isHelp(args[0]):
 		fmt.Println(agentUsage)
 		return nil
+	case len(args) >= 1 && args[0] == "use":
+		return cmdUse(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "configure":
 		return cmdConfigure(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "chat":
 		return cmdChat(args[1:], getenv)
 	}
-	return usageError("lnk agent: configure or chat")
+	return usageError("lnk agent: use, configure or chat")
 }
 
 func cmdChat(args []string, getenv func(string) string) error {

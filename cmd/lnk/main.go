@@ -2,6 +2,7 @@
 // conversations, measures what each agent costs, and runs the scripted
 // model that tests and measurements talk to.
 //
+//	lnk agent use --harness NAME [--home DIR | --agent NAME]
 //	lnk agent configure --spec FILE [--home DIR | --agent NAME]
 //	lnk agent chat list [--home DIR | --agent NAME]
 //	lnk agent chat show THREAD [--home DIR | --agent NAME]
@@ -23,6 +24,7 @@ import (
 )
 
 const usage = `usage:
+  lnk agent use --harness NAME [--home DIR | --agent NAME]
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
   lnk agent chat list [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--home DIR | --agent NAME]
