@@ -193,6 +193,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.message(w, r, a, seg[4])
+		case len(seg) == 6 && seg[5] == "end":
+			if !s.method(w, r, a.Runner.Agent.Name, http.MethodPost) {
+				return
+			}
+			s.end(w, r, a, seg[4])
 		case len(seg) == 5:
 			if !s.method(w, r, a.Runner.Agent.Name, http.MethodGet) {
 				return
@@ -274,6 +279,7 @@ type answerBody struct {
 	Usage  usageBody `json:"usage"`
 	Repeat bool      `json:"repeat,omitempty"`
 	Shared bool      `json:"shared,omitempty"`
+	Ended  bool      `json:"ended,omitempty"`
 }
 
 type usageBody struct {
@@ -284,7 +290,7 @@ type usageBody struct {
 }
 
 func answerOf(a turn.Answer) answerBody {
-	return answerBody{Thread: a.Thread, Seq: a.Seq, Text: a.Text, Repeat: a.Repeat, Shared: a.Shared,
+	return answerBody{Thread: a.Thread, Seq: a.Seq, Text: a.Text, Repeat: a.Repeat, Shared: a.Shared, Ended: a.Ended,
 		Usage: usageBody{a.Usage.Input, a.Usage.Output, a.Usage.CacheRead, a.Usage.CacheWrite}}
 }
 

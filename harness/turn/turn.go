@@ -103,6 +103,7 @@ type Answer struct {
 	Text   string
 	Usage  event.Usage
 	Repeat bool // the message was already answered: this is that answer
+	Ended  bool // the turn was asked to end (Runner.End): this is what it had
 	// Shared says the answer is also an earlier message's, whose caller is
 	// told it: the message steered a turn that answered both at once, and a
 	// bridge relays the answer once, as the earlier caller's.
@@ -191,20 +192,24 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
 	caller := ctx
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
 	if r.Stop != nil {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
 		defer context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })()
 	}
+	ending, endTurn := context.WithCancelCause(ctx)
+	defer endTurn(nil)
+	h.in.endWith(endTurn)
 
 	start := r.now()
-	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller}
+	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
 	defer t.close()
 	a, after, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
+		err = fmt.Errorf("%w: %v", ErrEnded, err)
 	}
 	t.in.finish(thread) // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
@@ -247,6 +252,7 @@ type turn struct {
 	dir    string
 	in     *inbox          // the messages that steer it
 	caller context.Context // the caller's: bounds waiting for another process's turn, as for one here
+	ending context.Context // ended by End: its rounds end with it, so an end always finds the message written
 	conv   store.Conversation
 	dec    event.Decoder
 	buf    []byte
@@ -269,6 +275,7 @@ type turn struct {
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
+	endMark bool  // the answer appended next is marked ended
 	read    int64
 	written int64
 }
@@ -382,7 +389,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		}
 		t.in.text(frag)
 	}
-	reply, all, err := t.rounds(ctx, &s, req, &cp, events, text)
+	rctx, stop := t.endable(ctx)
+	defer stop()
+	reply, all, err := t.rounds(rctx, &s, req, &cp, events, text)
 	t.keepWindow(all)
 	if err != nil {
 		return Answer{}, err
@@ -449,6 +458,9 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		LatencyMS: resp.Latency.Milliseconds(),
 		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &event.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
+	}
+	if t.endMark {
+		e.Extra = append([]byte(nil), endedKey...) // its own: a decoder reuses an event's Extra
 	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
