@@ -24,6 +24,7 @@ const agentUsage = `usage:
   lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk agent chat repair THREAD [--home DIR | --agent NAME]
+  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
 
 Every lnk agent command names its agent by its home folder, --home DIR, or by
 its name, --agent NAME, for $LNK_HOME/agents/NAME (LNK_HOME is ~/.lnk unless set).
@@ -33,7 +34,8 @@ const chatUsage = `usage:
   lnk agent chat list [--home DIR | --agent NAME]      the agent's conversations
   lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]   a conversation's copy for people
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
-  lnk agent chat repair THREAD [--home DIR | --agent NAME]    a damaged conversation, made usable`
+  lnk agent chat repair THREAD [--home DIR | --agent NAME]    a damaged conversation, made usable
+  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]   a new conversation from THREAD's events before SEQ, then T`
 
 func cmdAgent(args []string, getenv func(string) string) error {
 	switch {
@@ -63,8 +65,10 @@ func cmdChat(args []string, getenv func(string) string) error {
 		return cmdChatConvert(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "repair":
 		return cmdChatRepair(args[1:], getenv)
+	case len(args) >= 1 && args[0] == "fork":
+		return cmdChatFork(args[1:], getenv)
 	}
-	return usageError("lnk agent chat: list, show, convert or repair")
+	return usageError("lnk agent chat: list, show, convert, repair or fork")
 }
 
 // usageOf sets fs's usage: the line, what the command does, its flags.

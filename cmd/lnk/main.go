@@ -8,6 +8,7 @@
 //	lnk agent chat show THREAD [--home DIR | --agent NAME]
 //	lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
 //	lnk agent chat repair THREAD [--home DIR | --agent NAME]
+//	lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
 //	lnk model show NAME
 //	lnk measure [flags]
 //	lnk loadgen [flags]
@@ -30,6 +31,7 @@ const usage = `usage:
   lnk agent chat show THREAD [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk agent chat repair THREAD [--home DIR | --agent NAME]
+  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
   lnk model show NAME                      what is known of a model, and where each field came from
   lnk measure [flags]                      what each agent costs, idle and per message
   lnk loadgen [flags]                      many agents and conversations under load

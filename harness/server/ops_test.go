@@ -79,3 +79,34 @@ func TestEndOverHTTP(t *testing.T) {
 		t.Errorf("ends counted %v, want 1", n)
 	}
 }
+
+// POST …/fork answers the new message in a new conversation named in the
+// answer; a before that is not an owner message is 400 saying why; a bad
+// body is 400; each fork is counted.
+func TestForkOverHTTP(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, text := range []string{"one", "two"} {
+		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"text":"`+text+`","owner":true}`); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	code, body := f.post(t, "/v1/agents/ada/chats/t/fork", key, `{"before":3,"text":"TWO"}`)
+	if code != 200 || !strings.Contains(body, `"thread":"t:fork3"`) || !strings.Contains(body, `"seq":4`) {
+		t.Fatalf("fork: %d %s", code, body)
+	}
+	for _, c := range []struct{ body, why string }{
+		{`{"before":2,"text":"x"}`, "seq 2 of \\\"t\\\" is of type answer, not an owner message"},
+		{`{"before":9,"text":"x"}`, "before 9 is not a seq"},
+		{`{"text":"x"}`, "no before"},
+		{`{"before":1}`, "no text"},
+		{`{"before":1,"text":"x","txt":1}`, "unknown field"},
+	} {
+		code, body := f.post(t, "/v1/agents/ada/chats/t/fork", key, c.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, c.why) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.body, code, body, c.why)
+		}
+	}
+	if n := f.operations(t, "ada", "fork"); n != 1 {
+		t.Errorf("forks counted %v, want 1", n)
+	}
+}

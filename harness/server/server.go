@@ -193,6 +193,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.message(w, r, a, seg[4])
+		case len(seg) == 6 && seg[5] == "fork":
+			if !s.method(w, r, a.Runner.Agent.Name, http.MethodPost) {
+				return
+			}
+			s.fork(w, r, a, seg[4])
 		case len(seg) == 6 && seg[5] == "end":
 			if !s.method(w, r, a.Runner.Agent.Name, http.MethodPost) {
 				return

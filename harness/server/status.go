@@ -19,6 +19,7 @@ var statuses = []struct {
 	code int
 }{
 	{turn.ErrBadMessage, http.StatusBadRequest},
+	{turn.ErrBadFork, http.StatusBadRequest}, // before is not an owner message, or the new thread is taken
 	{home.ErrBadName, http.StatusBadRequest},
 	{store.ErrNotFound, http.StatusNotFound},
 	{turn.ErrThreadClash, http.StatusConflict},
