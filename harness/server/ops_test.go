@@ -61,6 +61,9 @@ func TestEndOverHTTP(t *testing.T) {
 	}
 	answered := f.postLater(t, "/v1/agents/ada/chats/t/messages", `{"id":"m1","text":"stall"}`)
 	<-f.asked // the model answers, and stalls
+	if code, body := f.do(t, http.MethodGet, "/asp/v1/agents/ada/status", nil); code != 200 || string(body) != `{"agent":"ada","running":true,"threads":["t"]}`+"\n" {
+		t.Errorf("status while the turn runs: %d %s", code, body)
+	}
 	code, body = f.post(t, "/v1/agents/ada/chats/t/end", key, "")
 	if code != 200 || !strings.Contains(body, `"ended":true`) {
 		t.Fatalf("end: %d %s", code, body)

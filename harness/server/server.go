@@ -178,6 +178,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics(w)
 	case len(seg) == 2 && seg[0] == "_link" && seg[1] == "recover":
 		s.recover(w, r)
+	case len(seg) >= 1 && seg[0] == "asp":
+		s.asp(w, r, seg)
 	case len(seg) >= 4 && seg[0] == "v1" && seg[1] == "agents" && seg[3] == "chats":
 		thread := ""
 		if len(seg) > 4 {

@@ -146,7 +146,7 @@ func (r *Runner) writeFork(ctx context.Context, thread string, f Fork, prefix []
 				name += "." + strconv.Itoa(i)
 			}
 		}
-		taken, err := r.writeForkAs(ctx, name, prefix, only)
+		taken, err := r.writeNew(ctx, name, prefix, only, true)
 		if err != nil || !taken {
 			return name, err
 		}
@@ -157,9 +157,11 @@ func (r *Runner) writeFork(ctx context.Context, thread string, f Fork, prefix []
 	return "", fmt.Errorf("%w: %q has %d forks before %d already", ErrBadFork, thread, maxForkNames, f.Before)
 }
 
-// writeForkAs writes the fork as the conversation of name, holding it as a
-// turn does, and says whether it was taken (then nothing is written).
-func (r *Runner) writeForkAs(ctx context.Context, name string, prefix [][]byte, only *tools.Only) (taken bool, err error) {
+// writeNew writes events as the new conversation of name, narrowed to
+// only, holding it as a turn does, and says whether it was taken (then
+// nothing is written). With rename, the first event is made to name the
+// new thread; else it is written as it is.
+func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, only *tools.Only, rename bool) (taken bool, err error) {
 	dir, err := r.Agent.Path(home.Chat, name)
 	if err != nil {
 		return false, err
@@ -190,7 +192,7 @@ func (r *Runner) writeForkAs(ctx context.Context, name string, prefix [][]byte, 
 	}
 	var e event.Event
 	for i, ev := range prefix {
-		if i == 0 { // the first event names its thread
+		if i == 0 && rename { // the first event names its thread
 			if err := t.dec.Decode(ev, &e); err != nil {
 				return false, fmt.Errorf("event 1 of the conversation forked: %w", err)
 			}
@@ -198,7 +200,7 @@ func (r *Runner) writeForkAs(ctx context.Context, name string, prefix [][]byte, 
 			ev = event.Append(nil, &e)
 		}
 		if err := t.conv.Append(ctx, int64(i+1), ev); err != nil {
-			return false, fmt.Errorf("the fork %q: %w", name, err)
+			return false, fmt.Errorf("the conversation %q: %w", name, err)
 		}
 		t.written += int64(len(ev)) + 1
 	}
@@ -216,4 +218,45 @@ func (t *turn) narrowTo(ctx context.Context, entries []string) error {
 	}
 	_, err := tools.NarrowFile(t.r.Agent, t.thread, entries)
 	return err
+}
+
+// ErrTaken comes from Import when the thread holds a conversation already.
+var ErrTaken = errors.New("turn: the thread holds a conversation already")
+
+// Import writes events, a whole conversation whose first event names
+// thread, as a new conversation narrowed to only (nil: not narrowed),
+// kept as a new conversation is. A thread that holds a conversation
+// already is ErrTaken, and nothing is written.
+func (r *Runner) Import(ctx context.Context, thread string, events [][]byte, only *tools.Only) error {
+	taken, err := r.writeNew(ctx, thread, events, only, false)
+	if err == nil && taken {
+		err = fmt.Errorf("%w: %q", ErrTaken, thread)
+	}
+	return err
+}
+
+// ToolsOf returns the tools thread was narrowed to, or nil when it never was.
+func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error) {
+	return r.toolsOf(ctx, thread)
+}
+
+// Running returns the threads whose turns run in this process, in no order.
+func (r *Runner) Running() []string {
+	r.locks.mu.Lock()
+	ins := make([]*inbox, 0, len(r.locks.m))
+	for _, e := range r.locks.m {
+		if e.in != nil {
+			ins = append(ins, e.in)
+		}
+	}
+	r.locks.mu.Unlock()
+	var out []string
+	for _, in := range ins {
+		in.mu.Lock()
+		if in.thread != "" && !in.left {
+			out = append(out, in.thread)
+		}
+		in.mu.Unlock()
+	}
+	return out
 }

@@ -44,6 +44,7 @@ type inbox struct {
 	cancel   context.CancelCauseFunc // ends the turn; nil until it begins
 	ended    *Answer                 // the answer the turn wrote marked ended
 	left     bool                    // the turn let the conversation go
+	thread   string                  // the turn's thread, once it is taken
 
 	gone chan struct{} // closed once the turn let the conversation go; End waits on it
 }

@@ -200,6 +200,9 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	ending, endTurn := context.WithCancelCause(ctx)
 	defer endTurn(nil)
 	h.in.endWith(endTurn)
+	h.in.mu.Lock()
+	h.in.thread = thread
+	h.in.mu.Unlock()
 
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
