@@ -1,7 +1,10 @@
 package server
 
 import (
+	"archive/tar"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lnk.dev/linkharness/store/event"
 )
 
 func (f *fixture) do(t *testing.T, method, path string, body []byte) (int, []byte) {
@@ -97,4 +102,48 @@ func TestStateMoves(t *testing.T) {
 	if n := from.operations(t, "ada", "export"); n != 1 {
 		t.Errorf("exports counted %v, want 1", n)
 	}
+}
+
+// readState never panics, and what it takes is whole: every conversation's
+// events numbered from 1 without a gap.
+func FuzzReadState(f *testing.F) {
+	var buf bytes.Buffer
+	aw := &archiveWriter{tw: tar.NewWriter(&buf)}
+	aw.add("config.json", []byte("{}\n"))
+	aw.add("chats/t/events.jsonl", []byte(`{"seq":1,"time":"2026-12-03T06:47:43Z","type":"message","thread":"t","text":"hi"}`+"\n"))
+	b, _ := json.Marshal(manifest{Format: StateFormat, Agent: "ada", Files: aw.files, Conversations: []manifestThread{{Dir: "t", Thread: "t", Events: 1}}})
+	aw.add("manifest.json", b)
+	aw.tw.Close()
+	f.Add(buf.Bytes())
+	f.Add(buf.Bytes()[:buf.Len()/2])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := readState(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, errBadState) {
+				t.Fatalf("an error that is not errBadState: %v", err)
+			}
+			return
+		}
+		for _, th := range st.threads {
+			for i, ev := range th.events {
+				if seq, err := event.SeqOf(ev); err != nil || seq != int64(i+1) {
+					t.Fatalf("%s event %d has seq %d, %v", th.thread, i+1, seq, err)
+				}
+			}
+		}
+	})
+}
+
+// parseForkBody never panics, and what it takes has before and text.
+func FuzzParseForkBody(f *testing.F) {
+	f.Add([]byte(`{"before":3,"text":"hi"}`))
+	f.Add([]byte(`{"before":3,"text":"hi","id":"x","thread":"t2"}`))
+	f.Add([]byte(`{"text":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := parseForkBody(data)
+		if err == nil && (b.Before == nil || b.Text == nil) {
+			t.Fatalf("%q taken without before or text", data)
+		}
+	})
 }
