@@ -40,7 +40,14 @@ func rawEvents(t *testing.T, r *Runner, thread string) [][]byte {
 // made the same way; and a before that is not an owner message is refused
 // with why, writing nothing.
 func TestFork(t *testing.T) {
-	r, m := newRunner(t, nil)
+	for _, model := range []string{"anthropic/claude-opus-5-5", "openai/gpt-5.2"} {
+		t.Run(model, func(t *testing.T) { testFork(t, model) })
+	}
+}
+
+func testFork(t *testing.T, model string) {
+	r, m, _ := modelRunner(t, nil, withModel(model, ""), nil)
+	r.Metrics = &metrics.Agent{Name: "ada"}
 	ctx := context.Background()
 	for _, text := range []string{"one", "two", "three"} {
 		if _, err := r.Message(ctx, "t", Message{ID: text, Text: text, Owner: true, From: event.Sender{ID: "7", Name: "Ada"}, Connection: "web"}, nil); err != nil {
@@ -69,7 +76,9 @@ func TestFork(t *testing.T) {
 			t.Errorf("event %d:\n%s\nwant the old one's bytes:\n%s", i+1, forked[i], old[i])
 		}
 	}
-	if want := bytes.Replace(old[0], []byte(`"thread":"t"`), []byte(`"thread":"t:fork5"`), 1); !bytes.Equal(forked[0], want) {
+	want := bytes.Replace(old[0], []byte(`"thread":"t"`), []byte(`"thread":"t:fork5"`), 1)
+	want = append(want[:len(want)-1], `,"cache_thread":"t"}`...) // its requests carry t's cache key
+	if !bytes.Equal(forked[0], want) {
 		t.Errorf("event 1:\n%s\nwant:\n%s", forked[0], want)
 	}
 	evs := readEvents(t, r, "t:fork5")
@@ -79,7 +88,11 @@ func TestFork(t *testing.T) {
 	if evs[5].Type != event.TypeAnswer {
 		t.Errorf("the fork's last event %+v, want its answer", evs[5])
 	}
-	forkReq := m.Requests()[3]
+	reqs := m.Requests()
+	forkReq := reqs[len(reqs)-1] // the fork's first, and only, request
+	if !bytes.Contains(forkReq, []byte(`THREE`)) {
+		t.Fatalf("the last request is not the fork's: %.300s", forkReq)
+	}
 	at := bytes.Index(oldReq, []byte(`\nthree"`))
 	upTo := bytes.LastIndex(oldReq[:at], []byte(`{"role":"user"`))
 	if at < 0 || upTo < 0 {

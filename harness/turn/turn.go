@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -260,21 +261,22 @@ type turn struct {
 	dec    event.Decoder
 	buf    []byte
 
-	startConn string             // the connection of the conversation's first message, as open read it
-	tools     []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
-	offer     *tools.Turn        // the tools the turn offers, and the sessions it opened
-	composed  []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
-	paths     homePaths          // the paths the prompt reads, set when it is composed
-	release   func()             // lets the conversation's lease go, for a store that keeps leases
-	window    *[]event.Event     // the slice the window is decoded into, given back when the turn ends
-	ids       *idIndex           // the conversation's id index; nil once it could not be written
-	resumed   int64              // the seq of the message when a turn that ended first took it: this one goes on from it
-	timeout   time.Duration      // the turn's whole time, [turn] timeout
-	after     *compaction        // the summary to ask for once the answer is given; nil when none is due
-	share     int                // the conversation's share of the window, in rough tokens
-	madeRoom  bool               // the window outgrew its room between rounds, and what left was summarized or dropped
-	msg       *Message           // the turn's message, and
-	set       *settings.Settings // its settings, for composing the instructions again
+	startConn   string             // the connection of the conversation's first message, as open read it
+	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
+	tools       []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
+	offer       *tools.Turn        // the tools the turn offers, and the sessions it opened
+	composed    []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
+	paths       homePaths          // the paths the prompt reads, set when it is composed
+	release     func()             // lets the conversation's lease go, for a store that keeps leases
+	window      *[]event.Event     // the slice the window is decoded into, given back when the turn ends
+	ids         *idIndex           // the conversation's id index; nil once it could not be written
+	resumed     int64              // the seq of the message when a turn that ended first took it: this one goes on from it
+	timeout     time.Duration      // the turn's whole time, [turn] timeout
+	after       *compaction        // the summary to ask for once the answer is given; nil when none is due
+	share       int                // the conversation's share of the window, in rough tokens
+	madeRoom    bool               // the window outgrew its room between rounds, and what left was summarized or dropped
+	msg         *Message           // the turn's message, and
+	set         *settings.Settings // its settings, for composing the instructions again
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -384,7 +386,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		Window:    size,
 
 		SystemStable: stable,
-		CacheKey:     prompt.CacheKey(t.r.Agent.Name, t.thread),
+		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.cacheThread, t.thread)),
 	}
 	text := func(frag string) {
 		if onText != nil {
