@@ -48,9 +48,9 @@ func Ended(e *event.Event) bool {
 // an answer marked ended, so the conversation stays whole for the next
 // turn. End waits for the turn to let the conversation go, or for ctx, and
 // returns the ended answer; Ended false says the turn gave its answer
-// before it saw the end (then the summary it was writing, if any, is
-// given up). With no turn running it returns ErrNotRunning and changes
-// nothing.
+// before it saw the end (a summary it writes after its answer is not
+// ended: End waits for it). With no turn running it returns ErrNotRunning
+// and changes nothing.
 func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
 	dir, err := r.Agent.Path(home.Chat, thread)
 	if err != nil {
