@@ -27,6 +27,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, a *served, thread s
 		return
 	}
 	writeJSON(w, http.StatusOK, answerOf(ans))
+	s.told(a.Runner, ans.Thread, ans)
 }
 
 // forkBody is a fork's request: the owner message it replaces, the new
@@ -95,4 +96,5 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, a *served, thread 
 		return
 	}
 	writeJSON(w, http.StatusOK, answerOf(ans))
+	s.told(a.Runner, ans.Thread, ans)
 }

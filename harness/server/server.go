@@ -104,6 +104,10 @@ func New(o Options, agents ...Agent) (*Server, error) {
 		if a.Runner.Log == nil {
 			a.Runner.Log = o.Log
 		}
+		if a.Runner.Untold == nil {
+			ag := a.Runner.Agent
+			a.Runner.Untold = func(thread string, ans turn.Answer) { s.keepCrashed(ag, thread, ans) }
+		}
 		s.agents[name] = &served{Agent: a, keyHash: sha256.Sum256([]byte(a.Key))}
 	}
 	return s, nil
@@ -383,6 +387,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 				mu.Unlock()
 				if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
 					s.keepPending(a.Runner.Agent, thread, ans)
+					s.told(a.Runner, thread, ans)
 				}
 				done <- result{ans, err}
 			})
@@ -411,9 +416,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		}
 		if sse != nil {
 			sse.event("done", answerOf(res.a))
-			return
+		} else {
+			writeJSON(w, http.StatusOK, answerOf(res.a))
 		}
-		writeJSON(w, http.StatusOK, answerOf(res.a))
+		s.told(a.Runner, thread, res.a)
 	case <-gone:
 		mu.Lock()
 		left = true
@@ -422,6 +428,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		if fin { // the turn ended as its caller left: nobody will be told
 			if res := <-done; res.err == nil && !res.a.Repeat && !res.a.Shared {
 				s.keepPending(a.Runner.Agent, thread, res.a)
+				s.told(a.Runner, thread, res.a)
 			}
 		}
 	}
@@ -431,17 +438,38 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 // _link/recover to hand over once. Not kept, it is logged: the answer is in
 // the conversation, but no bridge will be told it.
 func (s *Server) keepPending(a home.Agent, thread string, ans turn.Answer) {
-	if err := writePending(a, thread, ans); err != nil {
+	if err := writePending(a, thread, ans, false); err != nil {
 		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "error", err)
 	}
 }
 
-func writePending(a home.Agent, thread string, ans turn.Answer) error {
+// keepCrashed keeps an answer a process that died wrote and never told,
+// for _link/recover to hand over once, marked crashed.
+func (s *Server) keepCrashed(a home.Agent, thread string, ans turn.Answer) {
+	if err := writePending(a, thread, ans, true); err != nil {
+		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "crashed", true, "error", err)
+		return
+	}
+	s.log.Info("crashed turn's answer kept", "agent", a.Name, "thread", thread, "seq", ans.Seq)
+}
+
+// told marks an answer told, once its caller was given it or it was kept
+// for _link/recover, so no later turn takes it for a dead process's.
+func (s *Server) told(r *turn.Runner, thread string, ans turn.Answer) {
+	if ans.Seq == 0 {
+		return
+	}
+	if err := r.MarkTold(thread, ans.Seq); err != nil {
+		s.log.Error("answer not marked told", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "error", err)
+	}
+}
+
+func writePending(a home.Agent, thread string, ans turn.Answer, crashed bool) error {
 	dir, err := a.Path(home.ChatPending, thread)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(pendingAnswer{a.Name, thread, ans.Seq, ans.Text, false})
+	b, err := json.Marshal(pendingAnswer{a.Name, thread, ans.Seq, ans.Text, crashed})
 	if err != nil {
 		return err
 	}

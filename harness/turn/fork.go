@@ -208,6 +208,11 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 		}
 		t.written += int64(len(ev)) + 1
 	}
+	// What it holds was told where it came from: none of it is handed
+	// over as a dead process's.
+	if err := writeTold(r.Agent, name, int64(len(prefix))); err != nil {
+		return false, err
+	}
 	return false, nil
 }
 

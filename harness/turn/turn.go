@@ -69,12 +69,19 @@ type Runner struct {
 	Tools   *tools.Set          // the agent's tools; nil offers none
 	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
 
+	// Untold, when not nil, is given each answer that a process which died
+	// wrote and never told (see told.go), once, by the next turn of its
+	// conversation: the server keeps it for _link/recover. A caller of
+	// Message that tells its answers marks each told with MarkTold.
+	Untold func(thread string, a Answer)
+
 	// Stop, once done, ends every running turn with ErrStopped: its model
 	// and tool calls are cancelled and it writes nothing more. A graceful
 	// stop cancels it when its grace is over. Nil: turns run to their end.
 	Stop context.Context
 
 	locks    keyedMutex
+	telling  tellings     // answers given and not yet marked told
 	prompts  promptCache  // what the prompt read of the agent's files, until they change
 	facts    facts.Cache  // the user's model facts, until they change
 	runtimes runtimeCache // what runtimes said of their models, for a minute
@@ -215,6 +222,9 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
 		err = fmt.Errorf("%w: %v", ErrEnded, err)
 	}
+	if err == nil && r.Untold != nil && a.Seq != 0 {
+		r.telling.add(dir, t.lastAnswer) // its callers mark it told
+	}
 	t.in.finish(thread) // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
@@ -281,8 +291,10 @@ type turn struct {
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
 	endMark bool  // the answer appended next is marked ended
-	read    int64
-	written int64
+
+	lastAnswer int64 // the seq of the last answer appended that calls nothing: the one told last
+	read       int64
+	written    int64
 }
 
 func (t *turn) close() {
@@ -346,6 +358,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	}
 	if err := t.catchUpIDs(ctx); err != nil {
 		return Answer{}, err
+	}
+	if err := t.untold(ctx); err != nil {
+		return Answer{}, fmt.Errorf("the last answer told: %w", err)
 	}
 	a, at, err := t.repeated(ctx, &m)
 	switch {
@@ -477,6 +492,9 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 	}
 	if err := t.appendEvent(ctx, &e); err != nil {
 		return nil, err
+	}
+	if len(e.Calls) == 0 {
+		t.lastAnswer = e.Seq
 	}
 	return &e, nil
 }
