@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"regexp"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -96,11 +98,57 @@ func TestChatFork(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("web:1:fork3", "web:1:fork3:fork3", 3, fork)
+			var all []byte
+			for _, thread := range []string{"web:1:fork3", "web:1:fork3:fork3"} {
+				for _, ev := range read(thread) {
+					all = append(append(all, ev...), '\n')
+				}
+			}
+			golden(t, "fork.golden", masked(all))
 			o.Close()
 			err := run([]string{"agent", "chat", "fork", "web:1", "--before", "2", "--text", "x", "--home", h}, getenv)
 			if err == nil || !strings.Contains(err.Error(), "is of type answer, not an owner message") {
 				t.Errorf("a fork before an answer: %v", err)
 			}
 		})
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files")
+
+// masked is events with what differs from run to run (times, the heads
+// holding them, latencies, the model's response ids, and the usage, cost
+// and scripted answer that follow the request's bytes) made constant.
+func masked(b []byte) []byte {
+	for _, m := range []struct{ re, to string }{
+		{`"(time|start_time)":"[^"]*"`, `"$1":"T"`},
+		{`"head":"\[[^\]]*\]"`, `"head":"[H]"`},
+		{`"latency_ms":[0-9]+,`, ``}, // left out when 0
+		{`"response_id":"[^"]*"`, `"response_id":"R"`},
+		{`"usage":\{[^}]*\}`, `"usage":{}`}, // the request's size: its home's path and times in it
+		{`"cost":[0-9.e-]+`, `"cost":0`},
+		{`"text":"ok: [0-9a-f]+"`, `"text":"ok: X"`}, // the scripted model's answer, a hash of the request
+	} {
+		b = regexp.MustCompile(m.re).ReplaceAll(b, []byte(m.to))
+	}
+	return b
+}
+
+// golden compares got with testdata/name, or writes it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateGolden {
+		os.MkdirAll("testdata", 0o700)
+		if err := os.WriteFile(path, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the events differ from %s:\n%s\nwant\n%s", path, got, want)
 	}
 }
