@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"regexp"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
