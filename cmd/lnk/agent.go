@@ -18,11 +18,13 @@ import (
 )
 
 const agentUsage = `usage:
+  lnk agent use --harness NAME [--home DIR | --agent NAME]
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
   lnk agent chat list [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk agent chat repair THREAD [--home DIR | --agent NAME]
+  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
 
 Every lnk agent command names its agent by its home folder, --home DIR, or by
 its name, --agent NAME, for $LNK_HOME/agents/NAME (LNK_HOME is ~/.lnk unless set).
@@ -32,19 +34,22 @@ const chatUsage = `usage:
   lnk agent chat list [--home DIR | --agent NAME]      the agent's conversations
   lnk agent chat show THREAD [--summaries] [--home DIR | --agent NAME]   a conversation's copy for people
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
-  lnk agent chat repair THREAD [--home DIR | --agent NAME]    a damaged conversation, made usable`
+  lnk agent chat repair THREAD [--home DIR | --agent NAME]    a damaged conversation, made usable
+  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]   a new conversation from THREAD's events before SEQ, then T`
 
 func cmdAgent(args []string, getenv func(string) string) error {
 	switch {
 	case len(args) == 1 && isHelp(args[0]):
 		fmt.Println(agentUsage)
 		return nil
+	case len(args) >= 1 && args[0] == "use":
+		return cmdUse(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "configure":
 		return cmdConfigure(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "chat":
 		return cmdChat(args[1:], getenv)
 	}
-	return usageError("lnk agent: configure or chat")
+	return usageError("lnk agent: use, configure or chat")
 }
 
 func cmdChat(args []string, getenv func(string) string) error {
@@ -60,8 +65,10 @@ func cmdChat(args []string, getenv func(string) string) error {
 		return cmdChatConvert(args[1:], getenv)
 	case len(args) >= 1 && args[0] == "repair":
 		return cmdChatRepair(args[1:], getenv)
+	case len(args) >= 1 && args[0] == "fork":
+		return cmdChatFork(args[1:], getenv)
 	}
-	return usageError("lnk agent chat: list, show, convert or repair")
+	return usageError("lnk agent chat: list, show, convert, repair or fork")
 }
 
 // usageOf sets fs's usage: the line, what the command does, its flags.

@@ -45,6 +45,8 @@ func TestHelp(t *testing.T) {
 		{"lnk help", "lnk model show NAME"},
 		{"lnk agent --help", "--agent NAME"},
 		{"lnk agent configure --help", "-spec"},
+		{"lnk agent use --help", "-harness"},
+		{"lnk agent chat fork --help", "-before"},
 		{"lnk agent chat --help", "lnk agent chat show THREAD"},
 		{"lnk agent chat list --help", "-home"},
 		{"lnk agent chat show --help", "-agent"},

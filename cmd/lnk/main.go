@@ -2,11 +2,13 @@
 // conversations, measures what each agent costs, and runs the scripted
 // model that tests and measurements talk to.
 //
+//	lnk agent use --harness NAME [--home DIR | --agent NAME]
 //	lnk agent configure --spec FILE [--home DIR | --agent NAME]
 //	lnk agent chat list [--home DIR | --agent NAME]
 //	lnk agent chat show THREAD [--home DIR | --agent NAME]
 //	lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
 //	lnk agent chat repair THREAD [--home DIR | --agent NAME]
+//	lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
 //	lnk model show NAME
 //	lnk measure [flags]
 //	lnk loadgen [flags]
@@ -23,11 +25,13 @@ import (
 )
 
 const usage = `usage:
+  lnk agent use --harness NAME [--home DIR | --agent NAME]
   lnk agent configure --spec FILE [--home DIR | --agent NAME]
   lnk agent chat list [--home DIR | --agent NAME]
   lnk agent chat show THREAD [--home DIR | --agent NAME]
   lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
   lnk agent chat repair THREAD [--home DIR | --agent NAME]
+  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
   lnk model show NAME                      what is known of a model, and where each field came from
   lnk measure [flags]                      what each agent costs, idle and per message
   lnk loadgen [flags]                      many agents and conversations under load

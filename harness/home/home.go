@@ -60,6 +60,7 @@ const (
 	ChatEnd                       // chats/<dir>/end, of name
 	ChatPending                   // chats/<dir>/pending/, of name
 	SQLite                        // chats/events.sqlite
+	Harness                       // harness.json, the harness lnk agent use chose
 )
 
 // Path returns the path of place p in the agent's home; name is the thread,
@@ -116,6 +117,8 @@ func (a Agent) Path(p Place, name string) (string, error) {
 		return j("chats")
 	case SQLite:
 		return j("chats", "events.sqlite")
+	case Harness:
+		return j("harness.json")
 	}
 	return "", fmt.Errorf("%w: unknown place %d", ErrBadName, p)
 }

@@ -70,6 +70,7 @@ func TestPath(t *testing.T) {
 		{ChatEnd, "t", "/h/ada/chats/t/end"},
 		{ChatPending, "t", "/h/ada/chats/t/pending"},
 		{SQLite, "", "/h/ada/chats/events.sqlite"},
+		{Harness, "", "/h/ada/harness.json"},
 	} {
 		got, err := a.Path(tc.p, tc.name)
 		if err != nil || got != filepath.FromSlash(tc.want) {

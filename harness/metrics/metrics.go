@@ -110,6 +110,7 @@ type Agent struct {
 	bytesWritten atomic.Int64
 	summaries    [nOutcomes]atomic.Uint64
 	summaryToks  [nKinds]atomic.Int64
+	ops          [nOps]atomic.Uint64
 
 	mu sync.Mutex
 	// providers is guarded by mu for writes; read without it through
@@ -162,6 +163,31 @@ func (a *Agent) Summary(err error, input, output, cacheRead, cacheWrite int64) {
 		}
 	}
 }
+
+// Op is an operation on a conversation or an agent besides a turn.
+type Op int
+
+// The operations counted.
+const (
+	OpEnd      Op = iota // a running turn asked to end, which wrote its ended answer
+	OpFork               // a conversation forked
+	OpImport             // an agent's state taken in (ASP's PUT state)
+	OpExport             // an agent's state taken out (ASP's GET state)
+	OpHandOver           // an answer handed over at _link/recover
+	nOps
+)
+
+var opNames = [nOps]string{"end", "fork", "import", "export", "hand_over"}
+
+// Did counts one operation op.
+func (a *Agent) Did(op Op) {
+	if a != nil {
+		a.ops[op].Add(1)
+	}
+}
+
+// Ops returns how many of op were counted.
+func (a *Agent) Ops(op Op) uint64 { return a.ops[op].Load() }
 
 // Summaries returns how many summaries ended with outcome o.
 func (a *Agent) Summaries(o Outcome) uint64 { return a.summaries[o].Load() }
@@ -294,6 +320,12 @@ func Write(w io.Writer, agents []*Agent) {
 	family(w, "lnk_store_bytes_read_total", "counter", "Bytes read from the store.")
 	for _, a := range agents {
 		fmt.Fprintf(w, "lnk_store_bytes_read_total{%s} %d\n", labels("agent", a.Name), a.bytesRead.Load())
+	}
+	family(w, "lnk_operations_total", "counter", "Operations besides turns, by kind: end, fork, import, export, hand_over.")
+	for _, a := range agents {
+		for op := range nOps {
+			fmt.Fprintf(w, "lnk_operations_total{%s} %d\n", labels("agent", a.Name, "kind", opNames[op]), a.ops[op].Load())
+		}
 	}
 	family(w, "lnk_store_bytes_written_total", "counter", "Bytes written to the store and the copy.")
 	for _, a := range agents {

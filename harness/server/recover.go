@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 )
 
 // pendingAnswer is an answer not handed over yet, as _link/recover gives it.
@@ -62,6 +63,8 @@ func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
 			continue // another reader took it: handed over once
 		}
 		out = append(out, p)
+		a.Runner.Metrics.Did(metrics.OpHandOver)
+		s.log.Info("answer handed over", "agent", p.Agent, "thread", p.Thread, "seq", p.Seq, "crashed", p.Crashed)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -106,6 +106,10 @@ func New(o Options, agents ...Agent) (*Server, error) {
 		if a.Runner.Log == nil {
 			a.Runner.Log = o.Log
 		}
+		if a.Runner.Untold == nil {
+			ag := a.Runner.Agent
+			a.Runner.Untold = func(thread string, ans turn.Answer) { s.keepCrashed(ag, thread, ans) }
+		}
 		s.agents[name] = &served{Agent: a, keyHash: sha256.Sum256([]byte(a.Key))}
 	}
 	return s, nil
@@ -184,6 +188,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics(w)
 	case len(seg) == 2 && seg[0] == "_link" && seg[1] == "recover":
 		s.recover(w, r)
+	case len(seg) >= 1 && seg[0] == "asp":
+		s.asp(w, r, seg)
 	case len(seg) >= 4 && seg[0] == "v1" && seg[1] == "agents" && seg[3] == "chats":
 		thread := ""
 		if len(seg) > 4 {
@@ -199,6 +205,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.message(w, r, a, seg[4])
+		case len(seg) == 6 && seg[5] == "fork":
+			if !s.method(w, r, a.Runner.Agent.Name, http.MethodPost) {
+				return
+			}
+			s.fork(w, r, a, seg[4])
+		case len(seg) == 6 && seg[5] == "end":
+			if !s.method(w, r, a.Runner.Agent.Name, http.MethodPost) {
+				return
+			}
+			s.end(w, r, a, seg[4])
 		case len(seg) == 5:
 			if !s.method(w, r, a.Runner.Agent.Name, http.MethodGet) {
 				return
@@ -280,6 +296,7 @@ type answerBody struct {
 	Usage  usageBody `json:"usage"`
 	Repeat bool      `json:"repeat,omitempty"`
 	Shared bool      `json:"shared,omitempty"`
+	Ended  bool      `json:"ended,omitempty"`
 }
 
 type usageBody struct {
@@ -290,7 +307,7 @@ type usageBody struct {
 }
 
 func answerOf(a turn.Answer) answerBody {
-	return answerBody{Thread: a.Thread, Seq: a.Seq, Text: a.Text, Repeat: a.Repeat, Shared: a.Shared,
+	return answerBody{Thread: a.Thread, Seq: a.Seq, Text: a.Text, Repeat: a.Repeat, Shared: a.Shared, Ended: a.Ended,
 		Usage: usageBody{a.Usage.Input, a.Usage.Output, a.Usage.CacheRead, a.Usage.CacheWrite}}
 }
 
@@ -376,6 +393,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 				mu.Unlock()
 				if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
 					s.keepPending(a.Runner.Agent, thread, ans)
+					s.told(a.Runner, thread, ans)
 				}
 				done <- result{ans, err}
 			})
@@ -404,9 +422,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		}
 		if sse != nil {
 			sse.event("done", answerOf(res.a))
-			return
+		} else {
+			writeJSON(w, http.StatusOK, answerOf(res.a))
 		}
-		writeJSON(w, http.StatusOK, answerOf(res.a))
+		s.told(a.Runner, thread, res.a)
 	case <-gone:
 		mu.Lock()
 		left = true
@@ -415,6 +434,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		if fin { // the turn ended as its caller left: nobody will be told
 			if res := <-done; res.err == nil && !res.a.Repeat && !res.a.Shared {
 				s.keepPending(a.Runner.Agent, thread, res.a)
+				s.told(a.Runner, thread, res.a)
 			}
 		}
 	}
@@ -424,17 +444,38 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 // _link/recover to hand over once. Not kept, it is logged: the answer is in
 // the conversation, but no bridge will be told it.
 func (s *Server) keepPending(a home.Agent, thread string, ans turn.Answer) {
-	if err := writePending(a, thread, ans); err != nil {
+	if err := writePending(a, thread, ans, false); err != nil {
 		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "error", err)
 	}
 }
 
-func writePending(a home.Agent, thread string, ans turn.Answer) error {
+// keepCrashed keeps an answer a process that died wrote and never told,
+// for _link/recover to hand over once, marked crashed.
+func (s *Server) keepCrashed(a home.Agent, thread string, ans turn.Answer) {
+	if err := writePending(a, thread, ans, true); err != nil {
+		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "crashed", true, "error", err)
+		return
+	}
+	s.log.Info("crashed turn's answer kept", "agent", a.Name, "thread", thread, "seq", ans.Seq)
+}
+
+// told marks an answer told, once its caller was given it or it was kept
+// for _link/recover, so no later turn takes it for a dead process's.
+func (s *Server) told(r *turn.Runner, thread string, ans turn.Answer) {
+	if ans.Seq == 0 {
+		return
+	}
+	if err := r.MarkTold(thread, ans.Seq); err != nil {
+		s.log.Error("answer not marked told", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "error", err)
+	}
+}
+
+func writePending(a home.Agent, thread string, ans turn.Answer, crashed bool) error {
 	dir, err := a.Path(home.ChatPending, thread)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(pendingAnswer{a.Name, thread, ans.Seq, ans.Text, false})
+	b, err := json.Marshal(pendingAnswer{a.Name, thread, ans.Seq, ans.Text, crashed})
 	if err != nil {
 		return err
 	}

@@ -319,6 +319,9 @@ func TestCallerLeaves(t *testing.T) {
 	if again := recover(); len(again) != 0 {
 		t.Fatalf("handed over twice: %+v", again)
 	}
+	if n := f.operations(t, "ada", "hand_over"); n != 1 {
+		t.Errorf("hand-overs counted %v, want 1", n)
+	}
 	events, _ := os.ReadFile(filepath.Join(f.home, "chats", "t", "events.jsonl"))
 	if !strings.Contains(string(events), "late answer") {
 		t.Fatalf("the answer is not in the conversation: %s", events)

@@ -19,6 +19,7 @@ var statuses = []struct {
 	code int
 }{
 	{turn.ErrBadMessage, http.StatusBadRequest},
+	{turn.ErrBadFork, http.StatusBadRequest}, // before is not an owner message, or the new thread is taken
 	{home.ErrBadName, http.StatusBadRequest},
 	{store.ErrNotFound, http.StatusNotFound},
 	{turn.ErrThreadClash, http.StatusConflict},
@@ -26,6 +27,8 @@ var statuses = []struct {
 	{store.ErrGap, http.StatusConflict},
 	{store.ErrStaleLease, http.StatusConflict},
 	{settings.ErrBadSpec, http.StatusInternalServerError},
+	{turn.ErrNotRunning, http.StatusConflict},     // an end asked of a conversation no turn runs
+	{turn.ErrEnded, http.StatusConflict},          // ended before its message was written: nothing was
 	{turn.ErrBusy, http.StatusServiceUnavailable}, // another process's turn holds the conversation: Retry-After
 	{turn.ErrTimeout, http.StatusGatewayTimeout},  // the whole turn past [turn] timeout: what it had is written
 	{model.ErrTooLong, http.StatusBadGateway},

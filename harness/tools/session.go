@@ -46,9 +46,13 @@ func openSession(ctx context.Context, s Server, hc *http.Client, limit time.Dura
 	var tr transport.Interface
 	var err error
 	if s.sse() {
-		tr, err = transport.NewSSE(s.URL, transport.WithHTTPClient(hc), transport.WithEndpointTimeout(limit))
+		var sse *transport.SSE
+		sse, err = transport.NewSSE(s.URL, transport.WithHTTPClient(hc), transport.WithEndpointTimeout(limit))
+		tr = cancellingSSE{sse}
 	} else {
-		tr, err = transport.NewStreamableHTTP(s.URL, transport.WithHTTPBasicClient(hc))
+		var sh *transport.StreamableHTTP
+		sh, err = transport.NewStreamableHTTP(s.URL, transport.WithHTTPBasicClient(hc))
+		tr = cancellingHTTP{sh}
 	}
 	if err != nil {
 		cancel()

@@ -34,7 +34,7 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 		}
 	}
 	resp, err := t.ask(ctx, s.Provider(), req, relay)
-	if err != nil && !started && s.Model.Fallback != "" && errors.Is(err, model.ErrUnavailable) {
+	if err != nil && ctx.Err() == nil && !started && s.Model.Fallback != "" && errors.Is(err, model.ErrUnavailable) {
 		first := err
 		t.log().Warn("model fallback", "model", s.Model.Name, "fallback", s.Model.Fallback, "error", first)
 		fs, freq, ferr := t.fallback(ctx, s, req)

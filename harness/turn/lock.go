@@ -62,7 +62,7 @@ func (k *keyedMutex) lock(ctx context.Context, key string, steer func(*inbox) bo
 		}
 		select {
 		case <-e.ch:
-			h := &hold{k: k, key: key, e: e, in: new(inbox)}
+			h := &hold{k: k, key: key, e: e, in: &inbox{gone: make(chan struct{})}}
 			k.mu.Lock()
 			e.in = h.in
 			close(e.changed)
@@ -86,6 +86,7 @@ func (h *hold) unlock() {
 	h.k.mu.Unlock()
 	h.e.ch <- struct{}{}
 	h.k.release(h.key, h.e)
+	h.in.leave()
 }
 
 func (k *keyedMutex) release(key string, e *keyed) {

@@ -74,6 +74,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		var e event.Event
 		if err := t.dec.Decode(ev, &e); err == nil {
 			first, t.startConn = e.Thread, e.Connection
+			t.cacheThread = cacheThreadOf(e.Extra)
 		}
 		return false
 	})

@@ -228,7 +228,7 @@ func (t *turn) answerAfter(ctx context.Context, seq int64) (Answer, error) {
 			return false
 		}
 		if e.Type == event.TypeAnswer && len(e.Calls) == 0 {
-			a = Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true}
+			a = Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true, Ended: Ended(&e)}
 			return false
 		}
 		return true

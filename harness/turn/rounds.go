@@ -62,16 +62,24 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		reply *event.Event
 		said  strings.Builder // what the model said of its answer so far, kept if the turn's time ends it
 	)
+	// fail is the end of rounds cut by err: asked to end (End), the turn
+	// answers with what it has instead.
+	fail := func(events []event.Event, err error) (*event.Event, []event.Event, error) {
+		if endedBy(ctx) {
+			return t.endRounds(ctx, s, *cp, events, reply, said.String())
+		}
+		return nil, nil, err
+	}
 	for round := first; ; round++ {
 		if round > MaxRounds {
 			t.in.close() // the call for those that steered it past the last round is the turn's last
 		}
 		var err error
 		if events, err = t.takeSteers(ctx, events); err != nil {
-			return nil, nil, err
+			return fail(events, err)
 		}
 		if events, err = t.makeRoom(ctx, s, req, cp, events); err != nil {
-			return nil, nil, err
+			return fail(events, err)
 		}
 		req.Messages = prompt.Messages(events)
 		if len(req.Tools) == 0 {
@@ -90,14 +98,14 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 			if pastTime(ctx) && said.Len() > 0 {
 				t.keepSaid(ctx, s, *cp, events, said.String())
 			}
-			return nil, nil, err
+			return fail(events, err)
 		}
 		if last {
 			resp.Calls = nil // told to call nothing: a call made anyway is not run, nor kept
 		}
 		answer, err := t.appendAnswer(ctx, s, resp, *cp, events)
 		if err != nil {
-			return nil, nil, err
+			return fail(events, err)
 		}
 		events = append(events, *answer)
 		if len(resp.Calls) == 0 {
@@ -107,17 +115,18 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 			}
 			more := false
 			if events, more, err = t.steeredAfter(ctx, events); err != nil {
-				return nil, nil, err
+				return fail(events, err)
 			}
 			if !more {
 				return reply, events, nil
 			}
 			continue // messages came while it answered: asked again, so they are answered
 		}
+		said.Reset() // said with the calls, and kept with them
 		results, err := t.runCalls(ctx, resp.Calls)
 		events = append(events, results...)
-		if err != nil {
-			return nil, nil, err
+		if err != nil || endedBy(ctx) {
+			return fail(events, err)
 		}
 		if pastTime(ctx) {
 			return nil, nil, context.Cause(ctx)
@@ -201,11 +210,18 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 	for range calls {
 		a := <-ch
 		wctx := ctx
-		if pastTime(ctx) {
+		switch {
+		case pastTime(ctx):
 			// Ended by the turn's time: said so, and written past it, so
 			// the call is not made again.
 			if a.r.Error != "" {
 				a.r = tools.Result{Error: fmt.Sprintf("The turn ran past its time of %v before the tool answered: the call to %s was given up.", t.timeout, a.c.Name)}
+			}
+			wctx = context.WithoutCancel(ctx)
+		case endedBy(ctx):
+			// Asked to end (End): the same, so the call is not made again.
+			if a.r.Error != "" {
+				a.r = tools.Result{Error: fmt.Sprintf("The turn was ended before the tool answered: the call to %s was cancelled.", a.c.Name)}
 			}
 			wctx = context.WithoutCancel(ctx)
 		}

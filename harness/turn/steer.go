@@ -39,6 +39,14 @@ type inbox struct {
 	closed  bool
 	waiting []*steer // offered, not yet taken by the turn
 	taken   []*steer // appended by the turn, told at its end
+
+	endAsked bool                    // End asked the turn to end
+	cancel   context.CancelCauseFunc // ends the turn; nil until it begins
+	ended    *Answer                 // the answer the turn wrote marked ended
+	left     bool                    // the turn let the conversation go
+	thread   string                  // the turn's thread, once it is taken
+
+	gone chan struct{} // closed once the turn let the conversation go; End waits on it
 }
 
 // steer is one message offered to a running turn, and its sender's side.
@@ -180,7 +188,7 @@ func (in *inbox) refuse(s *steer) { s.done <- steered{refused: true} }
 
 // answerOf is the Answer of answer event e.
 func answerOf(thread string, e *event.Event) Answer {
-	return Answer{Thread: thread, Seq: e.Seq, Text: e.Text, Usage: e.Usage}
+	return Answer{Thread: thread, Seq: e.Seq, Text: e.Text, Usage: e.Usage, Ended: Ended(e)}
 }
 
 // takeSteers appends the messages waiting to steer the turn and returns

@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,12 +69,19 @@ type Runner struct {
 	Tools   *tools.Set          // the agent's tools; nil offers none
 	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
 
+	// Untold, when not nil, is given each answer that a process which died
+	// wrote and never told (see told.go), once, by the next turn of its
+	// conversation: the server keeps it for _link/recover. A caller of
+	// Message that tells its answers marks each told with MarkTold.
+	Untold func(thread string, a Answer)
+
 	// Stop, once done, ends every running turn with ErrStopped: its model
 	// and tool calls are cancelled and it writes nothing more. A graceful
 	// stop cancels it when its grace is over. Nil: turns run to their end.
 	Stop context.Context
 
 	locks    keyedMutex
+	telling  tellings     // answers given and not yet marked told
 	prompts  promptCache  // what the prompt read of the agent's files, until they change
 	facts    facts.Cache  // the user's model facts, until they change
 	runtimes runtimeCache // what runtimes said of their models, for a minute
@@ -103,6 +111,7 @@ type Answer struct {
 	Text   string
 	Usage  event.Usage
 	Repeat bool // the message was already answered: this is that answer
+	Ended  bool // the turn was asked to end (Runner.End): this is what it had
 	// Shared says the answer is also an earlier message's, whose caller is
 	// told it: the message steered a turn that answered both at once, and a
 	// bridge relays the answer once, as the earlier caller's.
@@ -191,20 +200,30 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
 	caller := ctx
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
 	if r.Stop != nil {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
 		defer context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })()
 	}
+	ending, endTurn := context.WithCancelCause(ctx)
+	defer endTurn(nil)
+	h.in.endWith(endTurn)
+	h.in.mu.Lock()
+	h.in.thread = thread
+	h.in.mu.Unlock()
 
 	start := r.now()
-	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller}
+	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
 	defer t.close()
 	a, after, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
+		err = fmt.Errorf("%w: %v", ErrEnded, err)
+	}
+	if err == nil && r.Untold != nil && a.Seq != 0 {
+		r.telling.add(dir, t.lastAnswer) // its callers mark it told
 	}
 	t.in.finish(thread) // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
@@ -247,31 +266,36 @@ type turn struct {
 	dir    string
 	in     *inbox          // the messages that steer it
 	caller context.Context // the caller's: bounds waiting for another process's turn, as for one here
+	ending context.Context // ended by End: its rounds end with it, so an end always finds the message written
 	conv   store.Conversation
 	dec    event.Decoder
 	buf    []byte
 
-	startConn string             // the connection of the conversation's first message, as open read it
-	tools     []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
-	offer     *tools.Turn        // the tools the turn offers, and the sessions it opened
-	composed  []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
-	paths     homePaths          // the paths the prompt reads, set when it is composed
-	release   func()             // lets the conversation's lease go, for a store that keeps leases
-	window    *[]event.Event     // the slice the window is decoded into, given back when the turn ends
-	ids       *idIndex           // the conversation's id index; nil once it could not be written
-	resumed   int64              // the seq of the message when a turn that ended first took it: this one goes on from it
-	timeout   time.Duration      // the turn's whole time, [turn] timeout
-	after     *compaction        // the summary to ask for once the answer is given; nil when none is due
-	share     int                // the conversation's share of the window, in rough tokens
-	madeRoom  bool               // the window outgrew its room between rounds, and what left was summarized or dropped
-	msg       *Message           // the turn's message, and
-	set       *settings.Settings // its settings, for composing the instructions again
-	facts     *facts.Book        // the model facts as the turn first read them (factsBook)
+	startConn   string             // the connection of the conversation's first message, as open read it
+	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
+	tools       []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
+	offer       *tools.Turn        // the tools the turn offers, and the sessions it opened
+	composed    []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
+	paths       homePaths          // the paths the prompt reads, set when it is composed
+	release     func()             // lets the conversation's lease go, for a store that keeps leases
+	window      *[]event.Event     // the slice the window is decoded into, given back when the turn ends
+	ids         *idIndex           // the conversation's id index; nil once it could not be written
+	resumed     int64              // the seq of the message when a turn that ended first took it: this one goes on from it
+	timeout     time.Duration      // the turn's whole time, [turn] timeout
+	after       *compaction        // the summary to ask for once the answer is given; nil when none is due
+	share       int                // the conversation's share of the window, in rough tokens
+	madeRoom    bool               // the window outgrew its room between rounds, and what left was summarized or dropped
+	msg         *Message           // the turn's message, and
+	set         *settings.Settings // its settings, for composing the instructions again
+	facts       *facts.Book        // the model facts as the turn first read them (factsBook)
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
-	read    int64
-	written int64
+	endMark bool  // the answer appended next is marked ended
+
+	lastAnswer int64 // the seq of the last answer appended that calls nothing: the one told last
+	read       int64
+	written    int64
 }
 
 func (t *turn) close() {
@@ -336,6 +360,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.catchUpIDs(ctx); err != nil {
 		return Answer{}, err
 	}
+	if err := t.untold(ctx); err != nil {
+		return Answer{}, fmt.Errorf("the last answer told: %w", err)
+	}
 	a, at, err := t.repeated(ctx, &m)
 	switch {
 	case err != nil || a.Seq != 0:
@@ -375,7 +402,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		Window:    size,
 
 		SystemStable: stable,
-		CacheKey:     prompt.CacheKey(t.r.Agent.Name, t.thread),
+		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.cacheThread, t.thread)),
 	}
 	text := func(frag string) {
 		if onText != nil {
@@ -383,7 +410,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		}
 		t.in.text(frag)
 	}
-	reply, all, err := t.rounds(ctx, &s, req, &cp, events, text)
+	rctx, stop := t.endable(ctx)
+	defer stop()
+	reply, all, err := t.rounds(rctx, &s, req, &cp, events, text)
 	t.keepWindow(all)
 	if err != nil {
 		return Answer{}, err
@@ -451,6 +480,9 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &event.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
 	}
+	if t.endMark {
+		e.Extra = append([]byte(nil), endedKey...) // its own: a decoder reuses an event's Extra
+	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
 	for i := range min(len(events), 2) { // the first, or the first after the summary opening the window
@@ -461,6 +493,9 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 	}
 	if err := t.appendEvent(ctx, &e); err != nil {
 		return nil, err
+	}
+	if len(e.Calls) == 0 {
+		t.lastAnswer = e.Seq
 	}
 	return &e, nil
 }

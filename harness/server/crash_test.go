@@ -1,0 +1,91 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/store/event"
+	eventlog "lnk.dev/linkharness/store/log"
+)
+
+// recoverOnce asks _link/recover once.
+func (f *fixture) recoverOnce(t *testing.T) []pendingAnswer {
+	t.Helper()
+	code, body := f.do(t, http.MethodGet, "/_link/recover", nil)
+	if code != 200 {
+		t.Fatalf("recover: %d %s", code, body)
+	}
+	var out []pendingAnswer
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// An answer a process wrote and died before telling (its events there,
+// nothing marking it told) is handed over at _link/recover, marked
+// crashed, once the next turn of its conversation finds it: to one of 8
+// callers asking at once, and never again; answers that were told are
+// never handed over.
+func TestCrashedAnswerHandedOverOnce(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range 2 {
+		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"id":"m%d","text":"told %d","owner":true}`, i, i)); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	// A process that died after writing its answer, before telling it.
+	conv, err := eventlog.Open(filepath.Join(f.home, "chats", "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, e := range []event.Event{
+		{Seq: 5, Time: now, Type: event.TypeMessage, ID: "m2", Owner: true, Text: "never told"},
+		{Seq: 6, Time: now, Type: event.TypeAnswer, Text: "the answer nobody got"},
+	} {
+		if err := conv.Append(context.Background(), e.Seq, event.Append(nil, &e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv.Close()
+	if got := f.recoverOnce(t); len(got) != 0 {
+		t.Fatalf("handed over before a turn found it: %+v", got)
+	}
+	if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"id":"m3","text":"next","owner":true}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var (
+		mu  sync.Mutex
+		all []pendingAnswer
+		wg  sync.WaitGroup
+	)
+	for range 8 {
+		wg.Go(func() {
+			got := f.recoverOnce(t)
+			mu.Lock()
+			all = append(all, got...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	want := pendingAnswer{Agent: "ada", Thread: "t", Seq: 6, Text: "the answer nobody got", Crashed: true}
+	if len(all) != 1 || all[0] != want {
+		t.Fatalf("8 callers were handed %+v, want %+v once", all, want)
+	}
+	if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"id":"m4","text":"and again","owner":true}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if got := f.recoverOnce(t); len(got) != 0 {
+		t.Errorf("handed over again, or a told answer: %+v", got)
+	}
+	if n := f.operations(t, "ada", "hand_over"); n != 1 {
+		t.Errorf("hand-overs counted %v, want 1", n)
+	}
+}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+
+	"lnk.dev/linkharness/loadgen/scripted"
+)
+
+// operations reads lnk_operations_total of kind for agent from /metrics,
+// through Prometheus's own text parser.
+func (f *fixture) operations(t *testing.T, agent, kind string) float64 {
+	t.Helper()
+	resp, err := http.Get(f.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	fams, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, page)
+	}
+	fam := fams["lnk_operations_total"]
+	if fam == nil {
+		t.Fatalf("no lnk_operations_total:\n%s", page)
+	}
+	for _, m := range fam.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		if got["agent"] == agent && got["kind"] == kind {
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no lnk_operations_total for %s %s", agent, kind)
+	return 0
+}
+
+// POST …/end ends the running turn: the turn's caller and the end's are
+// told the answer marked ended, and the end is counted. With no turn
+// running it is 409, saying so, and nothing is written.
+func TestEndOverHTTP(t *testing.T) {
+	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "stall", Text: "words and then nothing", Chunks: 4, Stall: true, AfterChunks: 1},
+		{Match: "any", Text: "hi"},
+	}})
+	before := tree(t, f.home)
+	code, body := f.post(t, "/v1/agents/ada/chats/t/end", key, "")
+	if code != http.StatusConflict || !strings.Contains(body, "no turn of the conversation is running") {
+		t.Fatalf("an end with no turn: %d %s", code, body)
+	}
+	if after := tree(t, f.home); after != before {
+		t.Errorf("an end with no turn wrote:\n%s\nwas:\n%s", after, before)
+	}
+	answered := f.postLater(t, "/v1/agents/ada/chats/t/messages", `{"id":"m1","text":"stall"}`)
+	<-f.asked // the model answers, and stalls
+	if code, body := f.do(t, http.MethodGet, "/asp/v1/agents/ada/status", nil); code != 200 || string(body) != `{"agent":"ada","running":true,"threads":["t"]}`+"\n" {
+		t.Errorf("status while the turn runs: %d %s", code, body)
+	}
+	code, body = f.post(t, "/v1/agents/ada/chats/t/end", key, "")
+	if code != 200 || !strings.Contains(body, `"ended":true`) {
+		t.Fatalf("end: %d %s", code, body)
+	}
+	a := <-answered
+	if !a.Ended || a.Seq != 2 || !strings.HasPrefix("words and then nothing", a.Text) {
+		t.Errorf("the turn's caller was told %+v", a)
+	}
+	if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"id":"m2","text":"hello"}`); code != 200 || !strings.Contains(body, `"text":"hi"`) {
+		t.Errorf("the next message: %d %s", code, body)
+	}
+	if code, _ := f.post(t, "/v1/agents/ada/chats/t/end", "wrong key", ""); code != http.StatusUnauthorized {
+		t.Errorf("an end with a wrong key: %d", code)
+	}
+	if n := f.operations(t, "ada", "end"); n != 1 {
+		t.Errorf("ends counted %v, want 1", n)
+	}
+}
+
+// POST …/fork answers the new message in a new conversation named in the
+// answer; a before that is not an owner message is 400 saying why; a bad
+// body is 400; each fork is counted.
+func TestForkOverHTTP(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, text := range []string{"one", "two"} {
+		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"text":"`+text+`","owner":true}`); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	code, body := f.post(t, "/v1/agents/ada/chats/t/fork", key, `{"before":3,"text":"TWO"}`)
+	if code != 200 || !strings.Contains(body, `"thread":"t:fork3"`) || !strings.Contains(body, `"seq":4`) {
+		t.Fatalf("fork: %d %s", code, body)
+	}
+	for _, c := range []struct{ body, why string }{
+		{`{"before":2,"text":"x"}`, "seq 2 of \\\"t\\\" is of type answer, not an owner message"},
+		{`{"before":9,"text":"x"}`, "before 9 is not a seq"},
+		{`{"text":"x"}`, "no before"},
+		{`{"before":1}`, "no text"},
+		{`{"before":1,"text":"x","txt":1}`, "unknown field"},
+	} {
+		code, body := f.post(t, "/v1/agents/ada/chats/t/fork", key, c.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, c.why) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.body, code, body, c.why)
+		}
+	}
+	if n := f.operations(t, "ada", "fork"); n != 1 {
+		t.Errorf("forks counted %v, want 1", n)
+	}
+}

@@ -1,0 +1,170 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/model"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/window"
+	"lnk.dev/linkharness/store/event"
+)
+
+// Errors of ending a turn.
+var (
+	// ErrEnded is the cause a turn asked to end (Runner.End) is cancelled
+	// with. A turn ended once its message was written answers with what it
+	// had, marked ended, and returns no error; one ended before returns
+	// ErrEnded, having written nothing.
+	ErrEnded = errors.New("turn: asked to end")
+	// ErrNotRunning comes from End when no turn of the conversation runs
+	// in this process: nothing is changed.
+	ErrNotRunning = errors.New("turn: no turn of the conversation is running here")
+)
+
+// EndedText is an ended answer's text when the model had said nothing of
+// it: every provider refuses an empty assistant message, and the next
+// turn's prompt holds this one.
+const EndedText = "[This turn was ended before it answered.]"
+
+// endedKey marks an ended answer: the key "ended", true, kept among the
+// event's keys the codec passes through (event.Event's Extra).
+var endedKey = []byte(`"ended":true`)
+
+// Ended says whether e is an answer written by a turn asked to end.
+func Ended(e *event.Event) bool {
+	return e.Type == event.TypeAnswer && bytes.Contains(e.Extra, endedKey)
+}
+
+// End asks the turn of thread running in this process to end: its model
+// stream is closed, its running tool calls are cancelled (the MCP client
+// ends each call's request, which is MCP's cancellation over HTTP, and
+// sends notifications/cancelled over stdio), and it writes what it has as
+// an answer marked ended, so the conversation stays whole for the next
+// turn. End waits for the turn to let the conversation go, or for ctx, and
+// returns the ended answer; Ended false says the turn gave its answer
+// before it saw the end (a summary it writes after its answer is not
+// ended: End waits for it). With no turn running it returns ErrNotRunning
+// and changes nothing.
+func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
+	dir, err := r.Agent.Path(home.Chat, thread)
+	if err != nil {
+		return Answer{}, err
+	}
+	in := r.locks.holder(dir)
+	if in == nil || !in.end() {
+		return Answer{}, fmt.Errorf("%w: %q", ErrNotRunning, thread)
+	}
+	select {
+	case <-in.gone:
+	case <-ctx.Done():
+		return Answer{}, ctx.Err()
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.ended == nil {
+		return Answer{Thread: thread}, nil
+	}
+	return *in.ended, nil
+}
+
+// holder returns the inbox of the turn holding key's conversation, or nil.
+func (k *keyedMutex) holder(key string) *inbox {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if e := k.m[key]; e != nil {
+		return e.in
+	}
+	return nil
+}
+
+// end asks the inbox's turn to end, and says whether it was running.
+func (in *inbox) end() bool {
+	in.mu.Lock()
+	if in.left {
+		in.mu.Unlock()
+		return false
+	}
+	in.endAsked = true
+	cancel := in.cancel
+	in.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrEnded)
+	}
+	return true
+}
+
+// endWith sets how the turn is ended; asked to end already, it is ended now.
+func (in *inbox) endWith(cancel context.CancelCauseFunc) {
+	in.mu.Lock()
+	in.cancel = cancel
+	asked := in.endAsked
+	in.mu.Unlock()
+	if asked {
+		cancel(ErrEnded)
+	}
+}
+
+// leave marks the turn gone: End waits for it.
+func (in *inbox) leave() {
+	in.mu.Lock()
+	in.left = true
+	in.mu.Unlock()
+	close(in.gone)
+}
+
+// endable is ctx ended by End too, with cause ErrEnded: the rounds' context.
+// The steps before them are not, so a turn asked to end has its message
+// written, and answers it marked ended.
+func (t *turn) endable(ctx context.Context) (context.Context, func()) {
+	if t.ending == nil {
+		return ctx, func() {}
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(t.ending, func() { cancel(context.Cause(t.ending)) })
+	return rctx, func() { stop(); cancel(nil) }
+}
+
+// endedBy says whether ctx, a turn's, was ended by End.
+func endedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrEnded) }
+
+// endRounds writes the answer of a turn asked to end: what the model said
+// of its answer so far (else EndedText), marked ended, written past the
+// end so the conversation is whole. It is the turn's reply when it had
+// none yet, and told to those who steered it and were told nothing.
+func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Checkpoint, events []event.Event, reply *event.Event, said string) (*event.Event, []event.Event, error) {
+	ctx = context.WithoutCancel(ctx)
+	text := said
+	if strings.TrimSpace(text) == "" {
+		text = EndedText
+	}
+	resp := &model.Response{Text: text}
+	e, err := t.appendEndedAnswer(ctx, s, resp, cp, events)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing the ended answer: %w", err)
+	}
+	events = append(events, *e)
+	t.in.answered(e, reply != nil)
+	a := answerOf(t.thread, e)
+	t.in.mu.Lock()
+	t.in.ended = &a
+	t.in.mu.Unlock()
+	t.log().Info("turn ended", "answer", e.Seq)
+	t.r.Metrics.Did(metrics.OpEnd)
+	if reply == nil {
+		reply = e
+	}
+	return reply, events, nil
+}
+
+// appendEndedAnswer is appendAnswer marked ended.
+func (t *turn) appendEndedAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []event.Event) (*event.Event, error) {
+	t.endMark = true
+	defer func() { t.endMark = false }()
+	return t.appendAnswer(ctx, s, resp, cp, events)
+}

@@ -1,0 +1,307 @@
+package turn
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
+)
+
+// ErrBadFork comes when a fork cannot be made as asked: before is not an
+// owner message of the conversation, or the new thread is taken. Nothing
+// is written.
+var ErrBadFork = errors.New("turn: bad fork")
+
+// Fork asks for a new conversation from an old one: its events before
+// Before, an owner message of the old one, then a message of Text in its
+// place.
+type Fork struct {
+	Before int64  // the seq of the owner message the fork replaces
+	Text   string // the new message's text
+	ID     string // the new message's id; may be empty
+	Thread string // the new conversation's thread; empty: <thread>:fork<before>, then .2, .3 … until one is free
+}
+
+// maxForkNames is how many default names a fork tries before it gives up.
+const maxForkNames = 1000
+
+// Fork makes a new conversation whose events are thread's before
+// f.Before, byte for byte with their times (the first one's thread key
+// alone names the new thread, as every conversation's first event does),
+// and its tool restrictions, then takes a turn on it with the new message:
+// sent as the old message was (its sender, owner, connection), answered
+// like any. The fork's prompt is the old one's up to the replaced message,
+// so the provider's cache of it holds. The new conversation is kept as a
+// new conversation is ([storage] conversations). The answer names the new
+// thread.
+func (r *Runner) Fork(ctx context.Context, thread string, f Fork, onText func(string)) (Answer, error) {
+	m := Message{ID: f.ID, Text: f.Text, Owner: true}
+	if err := m.Check(); err != nil {
+		return Answer{}, err
+	}
+	prefix, old, err := r.forkPrefix(ctx, thread, f.Before)
+	if err != nil {
+		return Answer{}, err
+	}
+	m.From, m.Connection = old.From, old.Connection
+	only, err := r.toolsOf(ctx, thread)
+	if err != nil {
+		return Answer{}, fmt.Errorf("the tools of %q: %w", thread, err)
+	}
+	name, err := r.writeFork(ctx, thread, f, prefix, only)
+	if err != nil {
+		return Answer{}, err
+	}
+	r.Metrics.Did(metrics.OpFork)
+	r.logger().Info("forked", "agent", r.Agent.Name, "thread", thread, "seq", f.Before, "fork", name)
+	return r.Message(ctx, name, m, onText)
+}
+
+// forkPrefix reads thread's events before before, each its own copy, and
+// the message at before, which must be an owner's.
+func (r *Runner) forkPrefix(ctx context.Context, thread string, before int64) ([][]byte, event.Event, error) {
+	var at event.Event
+	conv, err := r.Conversation(thread)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, at, fmt.Errorf("%w: no conversation %q", ErrBadFork, thread)
+	}
+	if err != nil {
+		return nil, at, err
+	}
+	defer conv.Close()
+	last, err := conv.Last(ctx)
+	if err != nil {
+		return nil, at, err
+	}
+	if before < 1 || before > last {
+		return nil, at, fmt.Errorf("%w: before %d is not a seq of %q, which has 1 to %d", ErrBadFork, before, thread, last)
+	}
+	var (
+		prefix [][]byte
+		dec    event.Decoder
+		derr   error
+	)
+	err = conv.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+		if seq < before {
+			prefix = append(prefix, append([]byte(nil), ev...))
+			return true
+		}
+		derr = dec.Decode(ev, &at)
+		return false
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, at, err
+	}
+	switch {
+	case at.Type != event.TypeMessage:
+		return nil, at, fmt.Errorf("%w: seq %d of %q is of type %s, not an owner message", ErrBadFork, before, thread, at.Type)
+	case !at.Owner:
+		return nil, at, fmt.Errorf("%w: seq %d of %q is a message from %q, not from the owner", ErrBadFork, before, thread, at.From.Name)
+	}
+	return prefix, at, nil
+}
+
+// toolsOf is the tools thread was narrowed to, kept by its store or in
+// tools.json; nil when it never was.
+func (r *Runner) toolsOf(ctx context.Context, thread string) (*tools.Only, error) {
+	conv, err := r.Conversation(thread)
+	if err != nil {
+		return nil, err
+	}
+	defer conv.Close()
+	if meta, ok := ability[store.Meta](conv); ok {
+		b, err := meta.MetaGet(ctx, store.ToolsMeta)
+		switch {
+		case err == nil:
+			var kept []string
+			if err := json.Unmarshal(b, &kept); err != nil {
+				return nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
+			}
+			return &tools.Only{Entries: kept}, nil
+		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrUnsupported):
+			return nil, err
+		}
+	}
+	return tools.ReadOnly(r.Agent, thread)
+}
+
+// writeFork writes the fork's conversation: prefix, the first event naming
+// the new thread, and the narrowing only. It returns the new thread.
+func (r *Runner) writeFork(ctx context.Context, thread string, f Fork, prefix [][]byte, only *tools.Only) (string, error) {
+	for i := 1; i <= maxForkNames; i++ {
+		name := f.Thread
+		if name == "" {
+			name = thread + ":fork" + strconv.FormatInt(f.Before, 10)
+			if i > 1 {
+				name += "." + strconv.Itoa(i)
+			}
+		}
+		taken, err := r.writeNew(ctx, name, prefix, only, true)
+		if err != nil || !taken {
+			return name, err
+		}
+		if f.Thread != "" {
+			return "", fmt.Errorf("%w: thread %q holds a conversation already", ErrBadFork, name)
+		}
+	}
+	return "", fmt.Errorf("%w: %q has %d forks before %d already", ErrBadFork, thread, maxForkNames, f.Before)
+}
+
+// writeNew writes events as the new conversation of name, narrowed to
+// only, holding it as a turn does, and says whether it was taken (then
+// nothing is written). With rename, the first event is made to name the
+// new thread; else it is written as it is.
+func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, only *tools.Only, rename bool) (taken bool, err error) {
+	dir, err := r.Agent.Path(home.Chat, name)
+	if err != nil {
+		return false, err
+	}
+	h, err := r.locks.lock(ctx, dir, nil)
+	if err != nil {
+		return false, err
+	}
+	defer h.unlock()
+	t := &turn{r: r, thread: name, dir: dir, in: h.in, caller: ctx}
+	defer t.close()
+	s, err := t.settings()
+	if err != nil {
+		return false, err
+	}
+	if err := t.open(ctx, s.Storage.Conversations); errors.Is(err, ErrThreadClash) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	if t.last != 0 {
+		return true, nil
+	}
+	if only != nil {
+		if err := t.narrowTo(ctx, only.Entries); err != nil {
+			return false, err
+		}
+	}
+	var e event.Event
+	for i, ev := range prefix {
+		if i == 0 && rename { // the first event names its thread
+			if err := t.dec.Decode(ev, &e); err != nil {
+				return false, fmt.Errorf("event 1 of the conversation forked: %w", err)
+			}
+			origin := cmp.Or(cacheThreadOf(e.Extra), e.Thread)
+			e.Thread = name
+			e.Extra = withCacheThread(e.Extra, origin)
+			ev = event.Append(nil, &e)
+		}
+		if err := t.conv.Append(ctx, int64(i+1), ev); err != nil {
+			return false, fmt.Errorf("the conversation %q: %w", name, err)
+		}
+		t.written += int64(len(ev)) + 1
+	}
+	// What it holds was told where it came from: none of it is handed
+	// over as a dead process's.
+	if err := writeTold(r.Agent, name, int64(len(prefix))); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// narrowTo narrows a new conversation's tools to entries, where its store
+// keeps them or in tools.json.
+func (t *turn) narrowTo(ctx context.Context, entries []string) error {
+	if n, ok := ability[store.Narrower](t.conv); ok {
+		_, err := n.NarrowTools(ctx, entries)
+		if !errors.Is(err, store.ErrUnsupported) {
+			return err
+		}
+	}
+	_, err := tools.NarrowFile(t.r.Agent, t.thread, entries)
+	return err
+}
+
+// ErrTaken comes from Import when the thread holds a conversation already.
+var ErrTaken = errors.New("turn: the thread holds a conversation already")
+
+// Import writes events, a whole conversation whose first event names
+// thread, as a new conversation narrowed to only (nil: not narrowed),
+// kept as a new conversation is. A thread that holds a conversation
+// already is ErrTaken, and nothing is written.
+func (r *Runner) Import(ctx context.Context, thread string, events [][]byte, only *tools.Only) error {
+	taken, err := r.writeNew(ctx, thread, events, only, false)
+	if err == nil && taken {
+		err = fmt.Errorf("%w: %q", ErrTaken, thread)
+	}
+	return err
+}
+
+// ToolsOf returns the tools thread was narrowed to, or nil when it never was.
+func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error) {
+	return r.toolsOf(ctx, thread)
+}
+
+// Running returns the threads whose turns run in this process, in no order.
+func (r *Runner) Running() []string {
+	r.locks.mu.Lock()
+	ins := make([]*inbox, 0, len(r.locks.m))
+	for _, e := range r.locks.m {
+		if e.in != nil {
+			ins = append(ins, e.in)
+		}
+	}
+	r.locks.mu.Unlock()
+	var out []string
+	for _, in := range ins {
+		in.mu.Lock()
+		if in.thread != "" && !in.left {
+			out = append(out, in.thread)
+		}
+		in.mu.Unlock()
+	}
+	return out
+}
+
+// cacheThreadKey is the key of a fork's first event naming the thread
+// whose provider cache key its requests carry: the conversation it was
+// forked from, or that one's origin. A fork's prompt is its origin's up to
+// the replaced message, and so is its cache key (OpenAI's
+// prompt_cache_key, sent before the messages), so the cache holds.
+const cacheThreadKey = "cache_thread"
+
+// cacheThreadOf returns cache_thread among an event's other keys, or "".
+func cacheThreadOf(extra []byte) string {
+	if len(extra) == 0 || !bytes.Contains(extra, []byte(`"`+cacheThreadKey+`"`)) {
+		return ""
+	}
+	var v struct {
+		CacheThread string `json:"cache_thread"`
+	}
+	if json.Unmarshal(append(append([]byte{'{'}, extra...), '}'), &v) != nil {
+		return ""
+	}
+	return v.CacheThread
+}
+
+// withCacheThread is extra with cache_thread set to thread, its own copy:
+// a fork's origin keeps the cache_thread it holds, which is its own
+// origin's.
+func withCacheThread(extra []byte, thread string) []byte {
+	out := append([]byte(nil), extra...)
+	if cacheThreadOf(extra) != "" {
+		return out
+	}
+	if len(out) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+cacheThreadKey+`":`...)
+	return event.AppendString(out, thread)
+}

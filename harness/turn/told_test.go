@@ -1,0 +1,46 @@
+package turn
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lnk.dev/linkharness/harness/home"
+)
+
+// The highest seq told only grows, and reads back as written.
+func TestMarkTold(t *testing.T) {
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: t.TempDir()}}
+	pend, _ := r.Agent.Path(home.ChatPending, "web:1")
+	if n, err := readTold(pend); err != nil || n != 0 {
+		t.Fatalf("before any: %d %v", n, err)
+	}
+	for _, seq := range []int64{2, 6, 4} {
+		if err := r.MarkTold("web:1", seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := readTold(pend); err != nil || n != 6 {
+		t.Errorf("told %d %v, want 6", n, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(pend, ".told.*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	os.WriteFile(filepath.Join(pend, "told"), []byte("x\n"), 0o600)
+	if _, err := readTold(pend); err == nil {
+		t.Error("a told file that is not a number was read")
+	}
+}
+
+// What marking an answer told costs, once per answer told.
+func BenchmarkMarkTold(b *testing.B) {
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: b.TempDir()}}
+	b.ReportAllocs()
+	seq := int64(0)
+	for b.Loop() {
+		seq += 2
+		if err := r.MarkTold("web:1", seq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
