@@ -100,6 +100,19 @@ func readAgents(path string) ([]unit, error) {
 	if len(f.Agent) == 0 {
 		return nil, fmt.Errorf("%w %s names no [[agent]]", errAgents, path)
 	}
+	// An env table, even empty, is the agent's whole environment: seen
+	// in the file as read loosely, since an empty table decodes as none.
+	var loose struct {
+		Agent []map[string]any `toml:"agent"`
+	}
+	if err := toml.Unmarshal(b, &loose); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", errAgents, path, err)
+	}
+	for i, a := range loose.Agent {
+		if _, has := a["env"]; has && i < len(f.Agent) && f.Agent[i].Env == nil {
+			f.Agent[i].Env = map[string]string{}
+		}
+	}
 	lines := agentLines(b)
 	names := map[string]int{}
 	for i := range f.Agent {
