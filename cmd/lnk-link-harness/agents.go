@@ -72,15 +72,34 @@ func (u unit) environ(environ []string) []string {
 // error says where, by file and line.
 var errAgents = errors.New("agents file")
 
+// DefaultSleepAfter is how long an agent of an agents file answers nothing
+// before it sleeps, unless [serve] sleep_after says otherwise.
+const DefaultSleepAfter = 10 * time.Minute
+
+// agentsFile is serve --agents' file as read.
+type agentsFile struct {
+	units      []unit
+	sleepAfter time.Duration // 0: never
+}
+
 // readAgents reads serve --agents' file, strictly: every agent needs a
 // home and a key file, names are plain and each once, and an env table
-// holds only Link's variables (LNK_…). An error says the file's line.
-func readAgents(path string) ([]unit, error) {
+// holds only Link's variables (LNK_…); [serve] sleep_after is a duration
+// or "never". An error says the file's line.
+func readAgents(path string) (agentsFile, error) {
+	units, sleepAfter, err := readAgentsFile(path)
+	return agentsFile{units, sleepAfter}, err
+}
+
+func readAgentsFile(path string) ([]unit, time.Duration, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errAgents, err)
+		return nil, 0, fmt.Errorf("%w: %v", errAgents, err)
 	}
 	var f struct {
+		Serve struct {
+			SleepAfter *string `toml:"sleep_after"`
+		} `toml:"serve"`
 		Agent []unit `toml:"agent"`
 	}
 	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()
@@ -88,17 +107,17 @@ func readAgents(path string) ([]unit, error) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, _ := de.Position()
-			return nil, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, err)
+			return nil, 0, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, err)
 		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			row, _ := sm.Errors[0].Position()
-			return nil, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, sm.Errors[0].Error())
+			return nil, 0, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, sm.Errors[0].Error())
 		}
-		return nil, fmt.Errorf("%w %s: %v", errAgents, path, err)
+		return nil, 0, fmt.Errorf("%w %s: %v", errAgents, path, err)
 	}
 	if len(f.Agent) == 0 {
-		return nil, fmt.Errorf("%w %s names no [[agent]]", errAgents, path)
+		return nil, 0, fmt.Errorf("%w %s names no [[agent]]", errAgents, path)
 	}
 	// An env table, even empty, is the agent's whole environment: seen
 	// in the file as read loosely, since an empty table decodes as none.
@@ -106,7 +125,7 @@ func readAgents(path string) ([]unit, error) {
 		Agent []map[string]any `toml:"agent"`
 	}
 	if err := toml.Unmarshal(b, &loose); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", errAgents, path, err)
+		return nil, 0, fmt.Errorf("%w %s: %v", errAgents, path, err)
 	}
 	for i, a := range loose.Agent {
 		if _, has := a["env"]; has && i < len(f.Agent) && f.Agent[i].Env == nil {
@@ -124,7 +143,7 @@ func readAgents(path string) ([]unit, error) {
 			return fmt.Errorf("%w %s:%d: agent %d: %s", errAgents, path, u.line, i+1, fmt.Sprintf(format, args...))
 		}
 		if u.Home == "" || u.KeyFile == "" {
-			return nil, bad("needs home and key_file")
+			return nil, 0, bad("needs home and key_file")
 		}
 		if u.Listen == "" {
 			u.Listen = "127.0.0.1:0"
@@ -134,19 +153,41 @@ func readAgents(path string) ([]unit, error) {
 			name = filepath.Base(u.Home)
 		}
 		if err := home.Plain(name); err != nil {
-			return nil, bad("name %q: %v", name, err)
+			return nil, 0, bad("name %q: %v", name, err)
 		}
 		if at, twice := names[name]; twice {
-			return nil, bad("%q is named on line %d too", name, at)
+			return nil, 0, bad("%q is named on line %d too", name, at)
 		}
 		names[name] = u.line
 		for k := range u.Env {
 			if !strings.HasPrefix(k, "LNK_") || strings.ContainsAny(k, "= \t\n") {
-				return nil, bad("env %q: only Link's variables (LNK_…) are an agent's own", k)
+				return nil, 0, bad("env %q: only Link's variables (LNK_…) are an agent's own", k)
 			}
 		}
 	}
-	return f.Agent, nil
+	sleepAfter := DefaultSleepAfter
+	if v := f.Serve.SleepAfter; v != nil {
+		d, err := time.ParseDuration(*v)
+		switch {
+		case *v == "never":
+			sleepAfter = 0
+		case err != nil || d <= 0:
+			return nil, 0, fmt.Errorf("%w %s:%d: [serve] sleep_after %q: want a duration over 0 (\"10m\") or \"never\"", errAgents, path, keyLine(b, "sleep_after"), *v)
+		default:
+			sleepAfter = d
+		}
+	}
+	return f.Agent, sleepAfter, nil
+}
+
+// keyLine is the line where key is first set in an agents file, or 0.
+func keyLine(b []byte, key string) int {
+	for n, l := range strings.Split(string(b), "\n") {
+		if k, _, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == key {
+			return n + 1
+		}
+	}
+	return 0
 }
 
 // agentLines is the line of each [[agent]] header in an agents file, in

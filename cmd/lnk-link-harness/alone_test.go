@@ -65,7 +65,7 @@ func TestAgentsAlone(t *testing.T) {
 		"LNK_MODEL_PROXY=http://127.0.0.1:1", "LNK_HOME=" + filepath.Join(dir, "trap")}
 
 	hits := make([]atomic.Int64, n)
-	var file strings.Builder
+	var text strings.Builder
 	keys := make([]string, n)
 	for i, name := range names {
 		home := filepath.Join(dir, name)
@@ -74,12 +74,12 @@ func TestAgentsAlone(t *testing.T) {
 		keyFile := filepath.Join(dir, name+".key")
 		os.WriteFile(keyFile, []byte(keys[i]+"\n"), 0o600)
 		mem := memoryServer(t, filepath.Join(dir, "tools-"+name), &hits[i])
-		fmt.Fprintf(&file, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
+		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
 			name, home, keyFile, mem, model.URL, filepath.Join(dir, "lnk-"+name))
 	}
 	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(file.String()), 0o600)
-	units, err := readAgents(path)
+	os.WriteFile(path, []byte(text.String()), 0o600)
+	file, err := readAgents(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestAgentsAlone(t *testing.T) {
 	var out bytes.Buffer
 	f := &fleet{srv: srv, environ: environ, log: slog.New(slog.DiscardHandler), ending: context.Background(),
 		out: &out, named: true, errc: make(chan error, 1), running: map[string]*running{}}
-	js, err := f.prepare(units)
+	js, err := f.prepare(file.units)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +211,8 @@ func TestReadAgentsRefuses(t *testing.T) {
 		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\nport = 3\n", ":4: "},
 		{"[[agent]]\nname = \"a/b\"\nhome = \"h\"\nkey_file = \"k\"\n", `:1: agent 1: name "a/b"`},
 		{"", "names no [[agent]]"},
+		{"[serve]\nsleep_after = \"soon\"\n[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n", `:2: [serve] sleep_after "soon"`},
+		{"[serve]\nsleep_after = \"0s\"\n[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n", `:2: [serve] sleep_after "0s"`},
 	} {
 		path := filepath.Join(t.TempDir(), "agents.toml")
 		os.WriteFile(path, []byte(tc.file), 0o600)
@@ -221,9 +223,13 @@ func TestReadAgentsRefuses(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "agents.toml")
 	os.WriteFile(path, []byte("[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n[agent.env]\n\n[[agent]]\nhome = \"i\"\nkey_file = \"k\"\n"), 0o600)
-	units, err := readAgents(path)
+	file, err := readAgents(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	units := file.units
+	if file.sleepAfter != DefaultSleepAfter {
+		t.Errorf("sleep_after %v unset, want %v", file.sleepAfter, DefaultSleepAfter)
 	}
 	if units[0].Env == nil || units[1].Env != nil {
 		t.Errorf("an empty env table must be an environment of its own, and none a table: %v %v", units[0].Env, units[1].Env)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lnk.dev/linkharness/harness/server"
@@ -27,23 +29,42 @@ type fleet struct {
 	named   bool            // whether a listening line names its agent
 	grace   time.Duration   // how long a stopping agent's connections are waited for, with stopMargin
 	errc    chan error      // a listener's end other than a stop
+	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
+
+	// sleepAfter is how long an agent answers nothing before it sleeps
+	// (in nanoseconds); 0 never. A reload sets it.
+	sleepAfter atomic.Int64
 
 	running map[string]*running // by agent name
 	leaving sync.WaitGroup      // agents stopping
 }
 
-// running is one agent served: its unit, its listener's server, and what
-// it holds until it has stopped.
+// running is one agent served: its unit, its listener's server, and, while
+// it is awake, what it holds. Asleep, it holds its listener alone: its
+// runner, tool sessions, connections, drivers and home's lock are let go
+// of, and made again by the first request that comes. It is safe for
+// concurrent use.
 type running struct {
-	unit unit
-	name string
-	hs   *http.Server
-	held io.Closer
+	f     *fleet
+	unit  unit
+	name  string
+	hs    *http.Server
+	inner http.Handler // the server's handler of the agent's address
+
+	mu sync.Mutex
+	// guarded by mu
+	held     io.Closer // what the agent holds awake; nil asleep
+	inflight int       // requests being answered
+	gen      int       // the sleep timer armed last; an earlier one does nothing
+	timer    *time.Timer
+	stopped  bool // it left: it never wakes again
 }
 
 // joining is an agent made and listening, not served yet.
 type joining struct {
-	running
+	unit  unit
+	name  string
+	held  io.Closer
 	agent server.Agent
 	ln    net.Listener
 }
@@ -72,7 +93,7 @@ func (f *fleet) prepare(units []unit) ([]*joining, error) {
 			undo()
 			return nil, where(u, fmt.Errorf("agent %s: %w", name, err))
 		}
-		made = append(made, &joining{running: running{unit: u, name: name, held: held}, agent: a, ln: ln})
+		made = append(made, &joining{unit: u, name: name, held: held, agent: a, ln: ln})
 	}
 	return made, nil
 }
@@ -95,15 +116,18 @@ func (f *fleet) join(js []*joining) error {
 			}
 			return err
 		}
-		j.hs = &http.Server{
-			Handler:           f.srv.For(j.name),
+		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held}
+		r.hs = &http.Server{
+			Handler:           r,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			MaxHeaderBytes:    server.MaxHeaderBytes,
 		}
-		r := j.running
-		f.running[j.name] = &r
+		f.running[j.name] = r
+		r.mu.Lock()
+		r.arm()
+		r.mu.Unlock()
 		if f.named {
 			fmt.Fprintf(f.out, "listening on %s for %s\n", j.ln.Addr(), j.name)
 		} else {
@@ -116,7 +140,7 @@ func (f *fleet) join(js []*joining) error {
 				default: // the process is stopping for an earlier one
 				}
 			}
-		}(j.hs, j.ln)
+		}(r.hs, j.ln)
 	}
 	return nil
 }
@@ -140,8 +164,16 @@ func (f *fleet) leave(name string) {
 		if r.hs.Shutdown(closing) != nil {
 			r.hs.Close()
 		}
+		r.mu.Lock()
+		r.stopped = true
+		r.disarm()
+		held := r.held
+		r.held = nil
+		r.mu.Unlock()
 		f.srv.Remove(name)
-		r.held.Close()
+		if held != nil {
+			held.Close()
+		}
 		f.log.Info("agent left", "agent", name)
 	}()
 }
@@ -152,10 +184,11 @@ func (f *fleet) leave(name string) {
 // served changed, a new agent's home or key or address not usable)
 // changes nothing, and the error says why and where.
 func (f *fleet) reload(path string) error {
-	units, err := readAgents(path)
+	file, err := readAgents(path)
 	if err != nil {
 		return err
 	}
+	units := file.units
 	want := map[string]bool{}
 	var join []unit
 	for _, u := range units {
@@ -179,6 +212,7 @@ func (f *fleet) reload(path string) error {
 			f.leave(name)
 		}
 	}
+	f.sleepAfter.Store(int64(file.sleepAfter)) // each agent's next timer
 	if err := f.join(js); err != nil {
 		return err
 	}
@@ -201,4 +235,123 @@ func (f *fleet) stopAll() {
 		f.leave(name)
 	}
 	f.leaving.Wait()
+}
+
+// asleep says whether every agent sleeps.
+func (f *fleet) asleep() bool {
+	for _, r := range f.running {
+		r.mu.Lock()
+		awake := r.held != nil || r.inflight > 0
+		r.mu.Unlock()
+		if awake {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP answers a request to the agent's address, waking the agent
+// first if it sleeps; /healthz wakes no one.
+func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path == "/healthz" {
+		r.inner.ServeHTTP(w, req)
+		return
+	}
+	if err := r.wake(); err != nil {
+		r.f.log.Error("agent not woken", "agent", r.name, "error", err)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b, _ := json.Marshal(struct {
+			Error string `json:"error"`
+		}{fmt.Sprintf("agent %s could not wake: %v", r.name, err)})
+		w.Write(append(b, '\n'))
+		return
+	}
+	defer r.rest()
+	r.inner.ServeHTTP(w, req)
+}
+
+// wake counts a request in, making the agent again if it sleeps. An error
+// leaves it asleep and the request not counted.
+func (r *running) wake() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disarm()
+	if r.held == nil && !r.stopped {
+		a, held, err := r.unit.agent(r.f.environ, r.f.log, r.f.ending)
+		if err != nil {
+			return err
+		}
+		if err := r.f.srv.Add(a); err != nil {
+			held.Close()
+			return err
+		}
+		r.held = held
+		r.f.log.Info("agent awake", "agent", r.name)
+	}
+	r.inflight++
+	return nil
+}
+
+// rest counts a request out: the last one arms the sleep timer.
+func (r *running) rest() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight--
+	if r.inflight == 0 {
+		r.arm()
+	}
+}
+
+// arm starts the sleep timer, when the agent sleeps at all. r.mu is held.
+func (r *running) arm() {
+	d := time.Duration(r.f.sleepAfter.Load())
+	if d <= 0 || r.held == nil || r.stopped {
+		return
+	}
+	r.gen++
+	gen := r.gen
+	r.timer = time.AfterFunc(d, func() { r.doze(gen) })
+}
+
+// disarm stops the sleep timer. r.mu is held.
+func (r *running) disarm() {
+	r.gen++
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+}
+
+// doze puts the agent to sleep, if the timer gen is the one armed last
+// and no request is being answered; a turn whose caller left puts it off
+// for another sleepAfter.
+func (r *running) doze(gen int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen || r.inflight > 0 || r.held == nil || r.stopped {
+		return
+	}
+	r.timer = nil
+	if r.f.srv.Busy(r.name) {
+		r.arm()
+		return
+	}
+	r.sleep()
+}
+
+// sleep lets go of everything the agent holds but its listener. r.mu is
+// held, and no request or turn of the agent runs.
+func (r *running) sleep() {
+	r.f.srv.Remove(r.name)
+	if err := r.held.Close(); err != nil {
+		r.f.log.Warn("agent asleep: letting go", "agent", r.name, "error", err)
+	}
+	r.held = nil
+	r.f.log.Info("agent asleep", "agent", r.name)
+	select {
+	case r.f.dozed <- struct{}{}:
+	default:
+	}
 }

@@ -77,6 +77,7 @@ func serve(args, environ []string) error {
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM or SIGINT, how long running turns may go on before they are ended (a second signal ends them at once)")
+	exitAsleep := fs.Bool("exit-when-asleep", false, "with --agents, end the process once every agent sleeps ([serve] sleep_after in the agents file)")
 	idleFree := fs.Duration("idle-free", server.DefaultIdleFree, "once no turn has run for this long after the last one ended, give the memory the turns freed back to the system; 0 never")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -95,6 +96,7 @@ func serve(args, environ []string) error {
 		return err
 	}
 	var units []unit
+	var sleepAfter time.Duration
 	switch {
 	case *blank != "":
 		return errors.New("--blank is not in this version: serve agents with --home or --agents")
@@ -102,10 +104,16 @@ func serve(args, environ []string) error {
 		if *homeDir != "" || *keyFile != "" {
 			return errors.New("--agents names every agent's home and key: give no --home or --key-file with it")
 		}
-		var err error
-		if units, err = readAgents(*agents); err != nil {
+		file, err := readAgents(*agents)
+		if err != nil {
 			return err
 		}
+		units, sleepAfter = file.units, file.sleepAfter
+		if *exitAsleep && sleepAfter == 0 {
+			return fmt.Errorf("--exit-when-asleep: the agents of %s never sleep ([serve] sleep_after = \"never\")", *agents)
+		}
+	case *exitAsleep:
+		return errors.New("--exit-when-asleep is for --agents, whose agents sleep")
 	case *homeDir == "" || *keyFile == "":
 		return errors.New("serve needs --home and --key-file, or --agents FILE")
 	default:
@@ -125,8 +133,9 @@ func serve(args, environ []string) error {
 	f := &fleet{
 		srv: srv, environ: environ, log: log, ending: ending, out: os.Stdout,
 		named: len(units) > 1, grace: *grace,
-		errc: make(chan error, 1), running: map[string]*running{},
+		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
+	f.sleepAfter.Store(int64(sleepAfter))
 	// The signals are caught before the first "listening on" line: a
 	// supervisor may stop the process as soon as it reads one, and a SIGTERM
 	// before Notify would end it at once, with nothing stopped gracefully.
@@ -168,6 +177,11 @@ loop:
 			break loop
 		case <-stop:
 			break loop
+		case <-f.dozed:
+			if *exitAsleep && f.asleep() {
+				log.Info("every agent asleep: stopping")
+				break loop
+			}
 		case <-hup:
 			if err := f.reload(*agents); err != nil {
 				log.Error("agents file not read again: nothing changed", "file", *agents, "error", err)

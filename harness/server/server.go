@@ -82,6 +82,7 @@ type served struct {
 	Agent
 	keyHash [32]byte
 	turns   sync.WaitGroup // the agent's turns running, those whose caller left too
+	active  atomic.Int64   // how many of them
 }
 
 // New returns a server answering for agents, each by its runner's agent
@@ -138,6 +139,13 @@ func (s *Server) Remove(name string) {
 	if a != nil {
 		a.turns.Wait()
 	}
+}
+
+// Busy says whether a turn of the agent name runs now, one whose caller
+// left too.
+func (s *Server) Busy(name string) bool {
+	a := s.agent(name)
+	return a != nil && a.active.Load() > 0
 }
 
 // agent is the agent served by name, or nil.
@@ -406,10 +414,12 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	left, finished := false, false
 	s.turns.Add(1)
 	a.turns.Add(1)
+	a.active.Add(1)
 	s.active.Add(1)
 	go func() {
 		defer s.turns.Done()
 		defer a.turns.Done()
+		defer a.active.Add(-1)
 		defer s.idle()
 		onText := func(string) {}
 		if sse != nil {
