@@ -58,6 +58,7 @@ type running struct {
 	gen      int       // the sleep timer armed last; an earlier one does nothing
 	timer    *time.Timer
 	stopped  bool // it left: it never wakes again
+	stale    bool // its entry changed while it was busy: it sleeps once idle, to wake as the new one
 }
 
 // joining is an agent made and listening, not served yet.
@@ -179,10 +180,11 @@ func (f *fleet) leave(name string) {
 }
 
 // reload serves the agents file at path as it reads now: an agent no
-// longer in it leaves, a new one joins, and the others are untouched. A
-// file that cannot be served (unreadable, malformed, an entry of an agent
-// served changed, a new agent's home or key or address not usable)
-// changes nothing, and the error says why and where.
+// longer in it leaves, a new one joins, one whose entry changed takes it
+// (see renew), and the others are untouched. A file that cannot be served
+// (unreadable, malformed, an agent served moved to another address, a new
+// or changed agent's home, key, settings or address not usable) changes
+// nothing, and the error says why and where.
 func (f *fleet) reload(path string) error {
 	file, err := readAgents(path)
 	if err != nil {
@@ -191,19 +193,37 @@ func (f *fleet) reload(path string) error {
 	units := file.units
 	want := map[string]bool{}
 	var join []unit
+	changed := map[*running]unit{}
 	for _, u := range units {
 		name := nameOf(u)
 		want[name] = true
-		switch r := f.running[name]; {
-		case r == nil:
+		r := f.running[name]
+		if r == nil {
 			join = append(join, u)
-		case !r.unit.same(u):
-			return where(u, fmt.Errorf("agent %s is served with another entry: take it out of the file and send SIGHUP, then put it back changed", name))
+			continue
+		}
+		was := r.entry()
+		switch {
+		case was.same(u):
+		case was.Listen != u.Listen:
+			return where(u, fmt.Errorf("agent %s moves from %s to %s: take it out of the file and send SIGHUP, then put it back", name, was.Listen, u.Listen))
+		default:
+			// Made once to see it can be, then let go of: it is made
+			// again when it wakes.
+			_, held, err := u.agent(f.environ, f.log, f.ending)
+			if err != nil {
+				return where(u, err)
+			}
+			held.Close()
+			changed[r] = u
 		}
 	}
 	js, err := f.prepare(join)
 	if err != nil {
 		return err
+	}
+	for r, u := range changed {
+		r.renew(u)
 	}
 	var leave []string
 	for name := range f.running {
@@ -216,7 +236,7 @@ func (f *fleet) reload(path string) error {
 	if err := f.join(js); err != nil {
 		return err
 	}
-	f.log.Info("agents file read again", "file", path, "agents", len(f.running), "joined", len(join), "left", len(leave))
+	f.log.Info("agents file read again", "file", path, "agents", len(f.running), "joined", len(join), "left", len(leave), "changed", len(changed))
 	return nil
 }
 
@@ -294,19 +314,59 @@ func (r *running) wake() error {
 	return nil
 }
 
-// rest counts a request out: the last one arms the sleep timer.
+// rest counts a request out: the last one arms the sleep timer, or puts
+// an agent whose entry changed to sleep at once.
 func (r *running) rest() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inflight--
 	if r.inflight == 0 {
-		r.arm()
+		r.settle()
 	}
 }
 
-// arm starts the sleep timer, when the agent sleeps at all. r.mu is held.
+// entry is the agent's entry as served now.
+func (r *running) entry() unit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unit
+}
+
+// renew serves the agent by its changed entry u (its address the same):
+// asleep, it wakes as u; awake, it sleeps as soon as no request or turn of
+// it runs, and wakes as u at its next request. Its connections stay
+// open: the requests already asked are answered as it was.
+func (r *running) renew(u unit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unit = u
+	if r.held == nil {
+		return
+	}
+	r.stale = true
+	if r.inflight == 0 {
+		r.disarm()
+		r.settle()
+	}
+}
+
+// settle puts an idle agent whose entry changed to sleep, or arms its
+// sleep timer. r.mu is held, and no request of the agent is answered.
+func (r *running) settle() {
+	if r.stale && r.held != nil && !r.f.srv.Busy(r.name) {
+		r.sleep()
+		return
+	}
+	r.arm()
+}
+
+// arm starts the sleep timer, when the agent sleeps at all, or sooner
+// when its entry changed. r.mu is held.
 func (r *running) arm() {
 	d := time.Duration(r.f.sleepAfter.Load())
+	if r.stale && (d <= 0 || d > staleRetry) {
+		d = staleRetry
+	}
 	if d <= 0 || r.held == nil || r.stopped {
 		return
 	}
@@ -341,6 +401,10 @@ func (r *running) doze(gen int) {
 	r.sleep()
 }
 
+// staleRetry is how soon an agent whose entry changed, kept awake by a
+// turn whose caller left, looks again whether it can sleep.
+const staleRetry = time.Second
+
 // sleep lets go of everything the agent holds but its listener. r.mu is
 // held, and no request or turn of the agent runs.
 func (r *running) sleep() {
@@ -349,6 +413,7 @@ func (r *running) sleep() {
 		r.f.log.Warn("agent asleep: letting go", "agent", r.name, "error", err)
 	}
 	r.held = nil
+	r.stale = false
 	r.f.log.Info("agent asleep", "agent", r.name)
 	select {
 	case r.f.dozed <- struct{}{}:

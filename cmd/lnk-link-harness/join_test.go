@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,9 +72,17 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name+".key"), []byte(keyOf(name)+"\n"), 0o600)
 		return fmt.Sprintf("[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, home, filepath.Join(dir, name+".key"))
 	}
+	// k, sent nothing but single messages, has its key changed.
+	os.Mkdir(filepath.Join(dir, "k"), 0o700)
+	os.WriteFile(filepath.Join(dir, "k.key"), []byte(keyOf("k")+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "k.new.key"), []byte(keyOf("k-new")+"\n"), 0o600)
+	kEntry := func(keyFile string) string {
+		return fmt.Sprintf("[[agent]]\nname = \"k\"\nhome = %q\nkey_file = %q\n\n", filepath.Join(dir, "k"), filepath.Join(dir, keyFile))
+	}
 	path := filepath.Join(dir, "agents.toml")
-	write := func(names ...string) {
+	write := func(k string, names ...string) {
 		var b strings.Builder
+		b.WriteString(k)
 		for _, n := range names {
 			b.WriteString(entry(n))
 		}
@@ -81,8 +90,19 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := []string{"a0", "a1", "a2", "a3", "a4", "a5"}
-	write(first...)
+	const n, moved = 16, 4 // agents at first, and how many of them leave (as many join)
+	var first, stay, gone, joined []string
+	for i := range n {
+		name := fmt.Sprintf("a%d", i)
+		first = append(first, name)
+		if i < moved {
+			gone = append(gone, name)
+			joined = append(joined, fmt.Sprintf("b%d", i))
+		} else {
+			stay = append(stay, name)
+		}
+	}
+	write(kEntry("k.key"), first...)
 
 	bin, err := build()
 	if err != nil {
@@ -111,8 +131,21 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 		}
 		addrs[name] = "http://" + addr
 	}
-	for range first {
+	for range n + 1 {
 		listening()
+	}
+	send := func(name, key, thread string) int {
+		req, _ := http.NewRequest("POST", addrs[name]+"/v1/agents/"+name+"/chats/"+thread+"/messages", strings.NewReader(`{"text":"still here?"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send("k", keyOf("k"), "before"); code != 200 {
+		t.Fatalf("k with its key: %d", code)
 	}
 
 	// Each agent is sent messages, one connection each, until stopped.
@@ -166,21 +199,30 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 		<-answered
 	}
 
-	// a0 and a1 leave, b0 and b1 join.
-	write("a2", "a3", "a4", "a5", "b0", "b1")
+	// Some leave, as many join, and k's key changes.
+	write(kEntry("k.new.key"), append(append([]string(nil), stay...), joined...)...)
 	cmd.Process.Signal(syscall.SIGHUP)
-	listening()
-	listening()
-	left := map[string]bool{}
-	for len(left) < 2 {
-		l := log.wait(t, "agent left", `"agent left"`)
-		for _, n := range []string{"a0", "a1"} {
-			if strings.Contains(l, `"agent":"`+n+`"`) {
+	for range joined {
+		listening()
+	}
+	// Each that left says so, and k sleeps, to wake with its new key.
+	left, kAsleep := map[string]bool{}, false
+	for len(left) < len(gone) || !kAsleep {
+		l := log.wait(t, "the agents gone, and k asleep", `"agent`)
+		kAsleep = kAsleep || strings.Contains(l, `"agent asleep"`) && strings.Contains(l, `"agent":"k"`)
+		for _, n := range gone {
+			if strings.Contains(l, `"agent left"`) && strings.Contains(l, `"agent":"`+n+`"`) {
 				left[n] = true
 			}
 		}
 	}
-	for _, name := range []string{"b0", "b1"} {
+	if code := send("k", keyOf("k"), "after"); code != 401 {
+		t.Errorf("k with its old key after the change: %d, want 401", code)
+	}
+	if code := send("k", keyOf("k-new"), "after"); code != 200 {
+		t.Errorf("k with its new key: %d, want 200", code)
+	}
+	for _, name := range joined {
 		if addrs[name] == "" {
 			t.Fatalf("%s did not join: %v", name, addrs)
 		}
@@ -189,27 +231,25 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	}
 
 	// A file that cannot be read changes nothing, and says its line.
-	os.WriteFile(path, []byte(entry("a2")+entry("a3")+"[[agent]]\nname = \"c0\"\nhome = \"/nowhere\"\nkey_file = \"/nowhere\"\nlisten = 7\n"), 0o600)
+	os.WriteFile(path, []byte(entry(stay[0])+entry(stay[1])+"[[agent]]\nname = \"c0\"\nhome = \"/nowhere\"\nkey_file = \"/nowhere\"\nlisten = 7\n"), 0o600)
 	cmd.Process.Signal(syscall.SIGHUP)
 	l := log.wait(t, "the refusal", "nothing changed")
 	if !strings.Contains(l, "agents.toml:") {
 		t.Errorf("the refusal says no line: %s", l)
 	}
 	// Everyone served still answers, after the refusal.
-	for _, name := range []string{"a2", "a3", "a4", "a5", "b0", "b1"} {
-		req, _ := http.NewRequest("POST", addrs[name]+"/v1/agents/"+name+"/chats/after/messages", strings.NewReader(`{"text":"still here?"}`))
-		req.Header.Set("Authorization", "Bearer "+keyOf(name))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s after the refused file: %v", name, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("%s after the refused file: %s", name, resp.Status)
+	for _, name := range append(append([]string(nil), stay...), joined...) {
+		if code := send(name, keyOf(name), "after"); code != 200 {
+			t.Errorf("%s after the refused file: %d", name, code)
 		}
 	}
-	if _, err := http.Get(addrs["a0"] + "/healthz"); err == nil {
-		t.Errorf("a0 left, and its address still answers")
+	if code := send("k", keyOf("k-new"), "after"); code != 200 {
+		t.Errorf("k after the refused file: %d", code)
+	}
+	for _, name := range gone {
+		if _, err := http.Get(addrs[name] + "/healthz"); err == nil {
+			t.Errorf("%s left, and its address still answers", name)
+		}
 	}
 
 	close(stop)
@@ -223,7 +263,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	// that left answered each one they were asked, and then took no more.
 	count := map[string]int{}
 	for _, s := range results {
-		gone := s.agent == "a0" || s.agent == "a1"
+		gone := slices.Contains(gone, s.agent)
 		switch {
 		case s.err == nil && s.code == 200:
 			count[s.agent]++
@@ -232,7 +272,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 			t.Errorf("%s's message %s: %d %v", s.agent, s.id, s.code, s.err)
 		}
 	}
-	for _, name := range []string{"a0", "a1", "a2", "a3", "a4", "a5", "b0", "b1"} {
+	for _, name := range append(first, joined...) {
 		if count[name] == 0 {
 			t.Errorf("%s answered no message", name)
 		}
