@@ -87,14 +87,9 @@ type agentsFile struct {
 // holds only Link's variables (LNK_…); [serve] sleep_after is a duration
 // or "never". An error says the file's line.
 func readAgents(path string) (agentsFile, error) {
-	units, sleepAfter, err := readAgentsFile(path)
-	return agentsFile{units, sleepAfter}, err
-}
-
-func readAgentsFile(path string) ([]unit, time.Duration, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", errAgents, err)
+		return agentsFile{}, fmt.Errorf("%w: %v", errAgents, err)
 	}
 	var f struct {
 		Serve struct {
@@ -107,17 +102,17 @@ func readAgentsFile(path string) ([]unit, time.Duration, error) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, _ := de.Position()
-			return nil, 0, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, err)
+			return agentsFile{}, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, err)
 		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			row, _ := sm.Errors[0].Position()
-			return nil, 0, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, sm.Errors[0].Error())
+			return agentsFile{}, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, sm.Errors[0].Error())
 		}
-		return nil, 0, fmt.Errorf("%w %s: %v", errAgents, path, err)
+		return agentsFile{}, fmt.Errorf("%w %s: %v", errAgents, path, err)
 	}
 	if len(f.Agent) == 0 {
-		return nil, 0, fmt.Errorf("%w %s names no [[agent]]", errAgents, path)
+		return agentsFile{}, fmt.Errorf("%w %s names no [[agent]]", errAgents, path)
 	}
 	// An env table, even empty, is the agent's whole environment: seen
 	// in the file as read loosely, since an empty table decodes as none.
@@ -125,7 +120,7 @@ func readAgentsFile(path string) ([]unit, time.Duration, error) {
 		Agent []map[string]any `toml:"agent"`
 	}
 	if err := toml.Unmarshal(b, &loose); err != nil {
-		return nil, 0, fmt.Errorf("%w %s: %v", errAgents, path, err)
+		return agentsFile{}, fmt.Errorf("%w %s: %v", errAgents, path, err)
 	}
 	for i, a := range loose.Agent {
 		if _, has := a["env"]; has && i < len(f.Agent) && f.Agent[i].Env == nil {
@@ -143,25 +138,22 @@ func readAgentsFile(path string) ([]unit, time.Duration, error) {
 			return fmt.Errorf("%w %s:%d: agent %d: %s", errAgents, path, u.line, i+1, fmt.Sprintf(format, args...))
 		}
 		if u.Home == "" || u.KeyFile == "" {
-			return nil, 0, bad("needs home and key_file")
+			return agentsFile{}, bad("needs home and key_file")
 		}
 		if u.Listen == "" {
 			u.Listen = "127.0.0.1:0"
 		}
-		name := u.Name
-		if name == "" {
-			name = filepath.Base(u.Home)
-		}
+		name := nameOf(*u)
 		if err := home.Plain(name); err != nil {
-			return nil, 0, bad("name %q: %v", name, err)
+			return agentsFile{}, bad("name %q: %v", name, err)
 		}
 		if at, twice := names[name]; twice {
-			return nil, 0, bad("%q is named on line %d too", name, at)
+			return agentsFile{}, bad("%q is named on line %d too", name, at)
 		}
 		names[name] = u.line
 		for k := range u.Env {
 			if !strings.HasPrefix(k, "LNK_") || strings.ContainsAny(k, "= \t\n") {
-				return nil, 0, bad("env %q: only Link's variables (LNK_…) are an agent's own", k)
+				return agentsFile{}, bad("env %q: only Link's variables (LNK_…) are an agent's own", k)
 			}
 		}
 	}
@@ -172,12 +164,12 @@ func readAgentsFile(path string) ([]unit, time.Duration, error) {
 		case *v == "never":
 			sleepAfter = 0
 		case err != nil || d <= 0:
-			return nil, 0, fmt.Errorf("%w %s:%d: [serve] sleep_after %q: want a duration over 0 (\"10m\") or \"never\"", errAgents, path, keyLine(b, "sleep_after"), *v)
+			return agentsFile{}, fmt.Errorf("%w %s:%d: [serve] sleep_after %q: want a duration over 0 (\"10m\") or \"never\"", errAgents, path, keyLine(b, "sleep_after"), *v)
 		default:
 			sleepAfter = d
 		}
 	}
-	return f.Agent, sleepAfter, nil
+	return agentsFile{units: f.Agent, sleepAfter: sleepAfter}, nil
 }
 
 // keyLine is the line where key is first set in an agents file, or 0.
