@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ type fleet struct {
 	grace   time.Duration   // how long a stopping agent's connections are waited for, with stopMargin
 	errc    chan error      // a listener's end other than a stop
 	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
+	waiter  *waiter         // watches sleeping agents' listeners; nil: each keeps its accept goroutine
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
 	// (in nanoseconds); 0 never. A reload sets it.
@@ -49,6 +51,7 @@ type running struct {
 	unit  unit
 	name  string
 	hs    *http.Server
+	ln    *pausable
 	inner http.Handler // the server's handler of the agent's address
 
 	mu sync.Mutex
@@ -117,7 +120,8 @@ func (f *fleet) join(js []*joining) error {
 			}
 			return err
 		}
-		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held}
+		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held,
+			ln: &pausable{TCPListener: j.ln.(*net.TCPListener)}}
 		r.hs = &http.Server{
 			Handler:           r,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -134,16 +138,68 @@ func (f *fleet) join(js []*joining) error {
 		} else {
 			fmt.Fprintf(f.out, "listening on %s\n", j.ln.Addr())
 		}
-		go func(hs *http.Server, ln net.Listener) {
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				select {
-				case f.errc <- err:
-				default: // the process is stopping for an earlier one
-				}
-			}
-		}(r.hs, j.ln)
+		go r.serve()
 	}
 	return nil
+}
+
+// errAsleep ends a paused listener's Accept, so its server's Serve returns
+// and no goroutine of the agent waits on it.
+var errAsleep = errors.New("the agent sleeps")
+
+// pausable is an agent's listener. Paused (asleep), its Accept ends with
+// errAsleep once its deadline passes, and Close, as Serve calls it on
+// return, leaves it open for the waiter to watch.
+type pausable struct {
+	*net.TCPListener
+	asleep atomic.Bool
+}
+
+func (p *pausable) Accept() (net.Conn, error) {
+	c, err := p.TCPListener.Accept()
+	if err != nil && p.asleep.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, errAsleep
+	}
+	return c, err
+}
+
+func (p *pausable) Close() error {
+	if p.asleep.Load() {
+		return nil
+	}
+	return p.TCPListener.Close()
+}
+
+// serve accepts the agent's connections until its listener is paused, when
+// the waiter takes it, or it stops.
+func (r *running) serve() {
+	err := r.hs.Serve(r.ln)
+	switch {
+	case errors.Is(err, errAsleep):
+		if err := r.f.waiter.watch(r.ln.TCPListener, r.resume); err != nil {
+			r.f.log.Warn("agent asleep: its listener not watched, accepting on", "agent", r.name, "error", err)
+			r.resume()
+		}
+	case errors.Is(err, http.ErrServerClosed):
+	default:
+		select {
+		case r.f.errc <- err:
+		default: // the process is stopping for an earlier one
+		}
+	}
+}
+
+// resume accepts on the agent's paused listener again: a connection came.
+func (r *running) resume() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.ln.asleep.Store(false)
+	r.ln.SetDeadline(time.Time{})
+	r.mu.Unlock()
+	r.serve()
 }
 
 // leave stops serving the agent name as a graceful stop does: its
@@ -171,6 +227,10 @@ func (f *fleet) leave(name string) {
 		held := r.held
 		r.held = nil
 		r.mu.Unlock()
+		if f.waiter != nil {
+			f.waiter.forget(r.ln.TCPListener)
+		}
+		r.ln.TCPListener.Close() // paused, Shutdown did not close it
 		f.srv.Remove(name)
 		if held != nil {
 			held.Close()
@@ -308,6 +368,7 @@ func (r *running) wake() error {
 			return err
 		}
 		r.held = held
+		r.hs.SetKeepAlivesEnabled(true)
 		r.f.log.Info("agent awake", "agent", r.name)
 	}
 	r.inflight++
@@ -414,6 +475,13 @@ func (r *running) sleep() {
 	}
 	r.held = nil
 	r.stale = false
+	// Its idle connections closed, and its listener paused for the
+	// waiter: nothing of it waits but the waiter's watch.
+	r.hs.SetKeepAlivesEnabled(false)
+	if r.f.waiter != nil {
+		r.ln.asleep.Store(true)
+		r.ln.SetDeadline(time.Now())
+	}
 	r.f.log.Info("agent asleep", "agent", r.name)
 	select {
 	case r.f.dozed <- struct{}{}:

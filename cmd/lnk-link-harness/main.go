@@ -136,6 +136,11 @@ func serve(args, environ []string) error {
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
 	f.sleepAfter.Store(int64(sleepAfter))
+	if sleepAfter > 0 {
+		if f.waiter, err = newWaiter(); err != nil {
+			log.Warn("sleeping agents keep their accept goroutines", "error", err)
+		}
+	}
 	// The signals are caught before the first "listening on" line: a
 	// supervisor may stop the process as soon as it reads one, and a SIGTERM
 	// before Notify would end it at once, with nothing stopped gracefully.

@@ -42,18 +42,19 @@ func settle(t *testing.T, goroutines, files int) {
 		}
 		if time.Now().After(hang) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("asleep, the agents hold %d goroutines and %d open files more than asleep before they answered:\n%s",
+			t.Fatalf("asleep, the agents hold %d goroutines and %d open files more than their listeners' sockets:\n%s",
 				g-goroutines, f-files, buf[:runtime.Stack(buf, true)])
 		}
 		runtime.Gosched()
 	}
 }
 
-// An agent asleep holds nothing of its own beyond its listener: once
-// agents that answered a message with a tool call have slept, the process
-// holds the goroutines and open files it held when they slept fresh,
-// before any message; awake they held more (their homes' locks, their
-// connections).
+// An agent asleep holds nothing of its own beyond its listener's socket,
+// not even a goroutine accepting on it (the process's one waiter watches
+// them all): asleep, fresh or once they answered a message with a tool
+// call and woke again for the next, the agents hold the goroutines and
+// open files the process held with none, and one socket each; awake they
+// held more (their homes' locks, their connections).
 func TestAsleepHoldsNothing(t *testing.T) {
 	const n = 5
 	dir := t.TempDir()
@@ -97,6 +98,13 @@ text = "kept"
 	var out strings.Builder
 	f := &fleet{srv: srv, environ: os.Environ(), log: slog.New(slog.DiscardHandler), ending: context.Background(),
 		out: &out, named: true, errc: make(chan error, 1), dozed: make(chan struct{}, n), running: map[string]*running{}}
+	if f.waiter, err = newWaiter(); err != nil {
+		t.Skipf("no waiter: %v", err)
+	}
+	// What the process holds with no agent: asleep, each agent adds its
+	// listener's socket alone, and no goroutine.
+	runtime.GC()
+	goroutines, files := runtime.NumGoroutine(), openFiles(t)+n
 	js, err := f.prepare(file.units)
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +133,7 @@ text = "kept"
 		}
 	}
 	sleepAll()
-	runtime.GC()
-	goroutines, files := runtime.NumGoroutine(), openFiles(t)
+	settle(t, goroutines, files)
 	// No collection from here: a file or connection let go of without
 	// being closed would be closed by its finalizer, and go unseen.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
@@ -146,8 +153,8 @@ text = "kept"
 				t.Fatalf("%s, round %d: %s %s", name, round, resp.Status, b)
 			}
 		}
-		if g, fs := runtime.NumGoroutine(), openFiles(t); fs < files+n {
-			t.Errorf("awake, the agents hold %d goroutines and %d open files more than asleep: their homes' locks are not seen", g-goroutines, fs-files)
+		if g, fs := runtime.NumGoroutine(), openFiles(t); fs < files+n || g <= goroutines {
+			t.Errorf("awake, the agents hold %d goroutines and %d open files more than asleep: their accept loops and homes' locks are not seen", g-goroutines, fs-files)
 		}
 		sleepAll()
 		settle(t, goroutines, files)
