@@ -237,7 +237,7 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (s
 	agent := home.Agent{Name: name, Dir: dir}
 	servers, _ := tools.FromEnviron(env) // a variable that names no usable tool offers none
 	m := &metrics.Agent{Name: name}
-	own.Synced, own.Log = m.Synced, log
+	own.Synced, own.Log, own.Environ = m.Synced, log, env
 	// The agent's own clients for the model proxy and its tool servers:
 	// their connections are never another agent's.
 	hc := &http.Client{Transport: transport()}
