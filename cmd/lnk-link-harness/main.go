@@ -183,9 +183,18 @@ loop:
 		case <-stop:
 			break loop
 		case <-f.dozed:
-			if *exitAsleep && f.asleep() {
+			if !f.asleep() {
+				continue
+			}
+			if *exitAsleep {
 				log.Info("every agent asleep: stopping")
 				break loop
+			}
+			// What the agents let go of goes back to the system now,
+			// the garbage of their making at the start too, which no
+			// turn's end would free.
+			if *idleFree > 0 {
+				freeMemory()
 			}
 		case <-hup:
 			if err := f.reload(*agents); err != nil {
