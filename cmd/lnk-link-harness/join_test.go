@@ -23,7 +23,7 @@ import (
 type lines chan string
 
 func readLines(r io.Reader) lines {
-	c := make(lines, 1024)
+	c := make(lines, 1<<16) // room for every line a test reads later: a full pipe would stall the program
 	go func() {
 		defer close(c)
 		sc := bufio.NewScanner(r)

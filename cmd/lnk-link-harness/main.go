@@ -175,6 +175,13 @@ func serve(args, environ []string) error {
 	}
 	f.named = *agents != ""
 	var serveErr error
+	var freeing *time.Timer // gives back memory once every agent stayed asleep
+	freeAsleep := make(chan struct{}, 1)
+	defer func() {
+		if freeing != nil {
+			freeing.Stop()
+		}
+	}()
 loop:
 	for {
 		select {
@@ -190,11 +197,26 @@ loop:
 				log.Info("every agent asleep: stopping")
 				break loop
 			}
-			// What the agents let go of goes back to the system now,
-			// the garbage of their making at the start too, which no
-			// turn's end would free.
+			// What the agents let go of goes back to the system once
+			// they stay asleep for --idle-free (their connections' last
+			// goroutines ended by then), the garbage of their making at
+			// the start too, which no turn's end would free.
 			if *idleFree > 0 {
+				if freeing == nil {
+					freeing = time.AfterFunc(*idleFree, func() {
+						select {
+						case freeAsleep <- struct{}{}:
+						default:
+						}
+					})
+				} else {
+					freeing.Reset(*idleFree)
+				}
+			}
+		case <-freeAsleep:
+			if f.asleep() {
 				freeMemory()
+				log.Info("every agent asleep: memory given back")
 			}
 		case <-hup:
 			if err := f.reload(*agents); err != nil {
