@@ -8,36 +8,28 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
-	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 )
 
@@ -57,12 +49,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	opener, err := stores.FromEnv(os.Getenv)
-	if err == nil {
-		err = serve(os.Args[2:], os.Environ(), opener)
-		opener.Close()
-	}
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	if err := serve(os.Args[2:], os.Environ()); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "lnk-link-harness:", err)
 		os.Exit(1)
 	}
@@ -72,20 +59,13 @@ func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
-// unit is one agent to serve: its name, home, key and address.
-type unit struct {
-	Name    string `toml:"name"`
-	Home    string `toml:"home"`
-	Listen  string `toml:"listen"`
-	KeyFile string `toml:"key_file"`
-}
-
-// serve serves the agents args name, in the environment environ, opening
-// their conversations with opener.
-func serve(args, environ []string, opener *stores.Opener) error {
+// serve serves the agents args name, in the environment environ: each
+// agent opens its conversations through the store bridge its environment
+// names, or through each driver's program.
+func serve(args, environ []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]\n       lnk-link-harness serve --agents FILE\n\nServes the agents' turns over HTTP, printing \"listening on ADDR\" for each. It refuses to\nstart without a model proxy for an agent's provider (LNK_MODEL_PROXY, or\nLNK_MODEL_PROXY_<PROVIDER>), or with a [storage] conversations it cannot keep.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]\n       lnk-link-harness serve --agents FILE\n\nServes the agents' turns over HTTP, printing \"listening on ADDR\" for each. It refuses to\nstart without a model proxy for an agent's provider (LNK_MODEL_PROXY, or\nLNK_MODEL_PROXY_<PROVIDER>), or with a [storage] conversations it cannot keep.\nWith --agents, SIGHUP reads the file again: agents join and leave.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	homeDir := fs.String("home", "", "the agent's home folder")
@@ -93,10 +73,11 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
 	agent := fs.String("agent", "", "the agent's name (default: the home folder's name)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file when stopped")
-	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file")
+	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file and [agent.env]; SIGHUP reads it again")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM or SIGINT, how long running turns may go on before they are ended (a second signal ends them at once)")
+	exitAsleep := fs.Bool("exit-when-asleep", false, "with --agents, end the process once every agent sleeps ([serve] sleep_after in the agents file)")
 	idleFree := fs.Duration("idle-free", server.DefaultIdleFree, "once no turn has run for this long after the last one ended, give the memory the turns freed back to the system; 0 never")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -115,6 +96,7 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		return err
 	}
 	var units []unit
+	var sleepAfter time.Duration
 	switch {
 	case *blank != "":
 		return errors.New("--blank is not in this version: serve agents with --home or --agents")
@@ -122,88 +104,125 @@ func serve(args, environ []string, opener *stores.Opener) error {
 		if *homeDir != "" || *keyFile != "" {
 			return errors.New("--agents names every agent's home and key: give no --home or --key-file with it")
 		}
-		var err error
-		if units, err = readAgents(*agents); err != nil {
+		file, err := readAgents(*agents)
+		if err != nil {
 			return err
 		}
+		units, sleepAfter = file.units, file.sleepAfter
+		if *exitAsleep && sleepAfter == 0 {
+			return fmt.Errorf("--exit-when-asleep: the agents of %s never sleep ([serve] sleep_after = \"never\")", *agents)
+		}
+	case *exitAsleep:
+		return errors.New("--exit-when-asleep is for --agents, whose agents sleep")
 	case *homeDir == "" || *keyFile == "":
 		return errors.New("serve needs --home and --key-file, or --agents FILE")
 	default:
 		units = []unit{{Name: *agent, Home: *homeDir, Listen: *listen, KeyFile: *keyFile}}
 	}
-	// One client for the model proxy, its connections shared by every agent.
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}}
-	getenv := lookup(environ)
 	// Done once a graceful stop's grace is over: every running turn ends.
 	ending, endTurns := context.WithCancel(context.Background())
 	defer endTurns()
-	var served []server.Agent
-	for _, u := range units {
-		a, held, err := u.agent(hc, environ, opener, log, ending)
-		if err != nil {
-			return err
-		}
-		defer held.Close()
-		if err := ready(a.Runner, getenv, opener); err != nil {
-			return err
-		}
-		served = append(served, a)
-	}
 	opts := server.Options{Log: log}
 	if *idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
 	}
-	srv, err := server.New(opts, served...)
+	srv, err := server.New(opts)
 	if err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	f := &fleet{
+		srv: srv, environ: environ, log: log, ending: ending, out: os.Stdout,
+		named: len(units) > 1, grace: *grace,
+		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
-	// Each agent on its own port, as itself; a request naming another agent
-	// needs that agent's key.
+	f.sleepAfter.Store(int64(sleepAfter))
+	if sleepAfter > 0 {
+		if f.waiter, err = newWaiter(); err != nil {
+			log.Warn("sleeping agents keep their accept goroutines", "error", err)
+		}
+	}
 	// The signals are caught before the first "listening on" line: a
 	// supervisor may stop the process as soon as it reads one, and a SIGTERM
 	// before Notify would end it at once, with nothing stopped gracefully.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(stop)
-	var servers []*http.Server
-	errc := make(chan error, len(units))
-	for i, u := range units {
-		ln, err := net.Listen("tcp", u.Listen)
-		if err != nil {
-			for _, hs := range servers {
-				hs.Close()
-			}
-			return fmt.Errorf("agent %s: %w", served[i].Runner.Agent.Name, err)
-		}
-		if len(units) == 1 {
-			fmt.Printf("listening on %s\n", ln.Addr())
-		} else {
-			fmt.Printf("listening on %s for %s\n", ln.Addr(), served[i].Runner.Agent.Name)
-		}
-		hs := &http.Server{
-			Handler:           srv,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    server.MaxHeaderBytes,
-		}
-		servers = append(servers, hs)
-		go func() { errc <- hs.Serve(ln) }()
+	hup := make(chan os.Signal, 1)
+	if *agents != "" {
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
 	}
+	// Each agent on its own port, as itself; a request naming another agent
+	// needs that agent's key.
+	js, err := f.prepare(units)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
+	// Later agents of a file that reads again print their names too.
+	if err := f.join(js); err != nil {
+		f.stopAll()
+		return err
+	}
+	f.named = *agents != ""
 	var serveErr error
-	select {
-	case serveErr = <-errc:
-	case <-stop:
+	var freeing *time.Timer // gives back memory once every agent stayed asleep
+	freeAsleep := make(chan struct{}, 1)
+	defer func() {
+		if freeing != nil {
+			freeing.Stop()
+		}
+	}()
+loop:
+	for {
+		select {
+		case serveErr = <-f.errc:
+			break loop
+		case <-stop:
+			break loop
+		case <-f.dozed:
+			if !f.asleep() {
+				continue
+			}
+			if *exitAsleep {
+				log.Info("every agent asleep: stopping")
+				break loop
+			}
+			// What the agents let go of goes back to the system once
+			// they stay asleep for --idle-free (their connections' last
+			// goroutines ended by then), the garbage of their making at
+			// the start too, which no turn's end would free.
+			if *idleFree > 0 {
+				if freeing == nil {
+					freeing = time.AfterFunc(*idleFree, func() {
+						select {
+						case freeAsleep <- struct{}{}:
+						default:
+						}
+					})
+				} else {
+					freeing.Reset(*idleFree)
+				}
+			}
+		case <-freeAsleep:
+			if f.asleep() {
+				freeMemory()
+				log.Info("every agent asleep: memory given back")
+			}
+		case <-hup:
+			if err := f.reload(*agents); err != nil {
+				log.Error("agents file not read again: nothing changed", "file", *agents, "error", err)
+			}
+		}
 	}
 	// A graceful stop: no new connection is taken, every message already
 	// asked is answered, and turns whose caller left run to their end, for
@@ -228,24 +247,9 @@ func serve(args, environ []string, opener *stores.Opener) error {
 	}()
 	// A connection that is no turn's (a slow body) is closed a little after
 	// the grace, so the process exits within it and that margin.
-	closing, stopClosing := context.WithTimeout(context.Background(), *grace+stopMargin)
-	defer stopClosing()
-	var wg sync.WaitGroup
-	for _, hs := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if hs.Shutdown(closing) != nil {
-				hs.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	f.stopAll()
 	srv.Wait()
 	log.Info("stopped", "turns", running, "seconds", time.Since(stopping).Seconds())
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		serveErr = nil
-	}
 	return serveErr
 }
 
@@ -280,45 +284,6 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
-}
-
-// agent makes the served agent of u, in the environment environ, and
-// returns it with its home held (holdHome) and its own opener, which
-// reaches the stores the way opener does, times its fsyncs into the
-// agent's metrics and logs its drivers' starts; closing the returned
-// Closer lets go of both.
-func (u unit) agent(hc *http.Client, environ []string, opener *stores.Opener, log *slog.Logger, stop context.Context) (server.Agent, io.Closer, error) {
-	dir, err := filepath.Abs(u.Home)
-	if err != nil {
-		return server.Agent{}, nil, err
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return server.Agent{}, nil, fmt.Errorf("home %s is not a folder", u.Home)
-	}
-	key, err := readKey(u.KeyFile)
-	if err != nil {
-		return server.Agent{}, nil, err
-	}
-	name := u.Name
-	if name == "" {
-		name = filepath.Base(dir)
-	}
-	if err := home.Plain(name); err != nil {
-		return server.Agent{}, nil, fmt.Errorf("agent name %q: %w", name, err)
-	}
-	held, err := holdHome(dir)
-	if err != nil {
-		return server.Agent{}, nil, err
-	}
-	agent := home.Agent{Name: name, Dir: dir}
-	servers, _ := tools.FromEnviron(environ) // a variable that names no usable tool offers none
-	m := &metrics.Agent{Name: name}
-	own := &stores.Opener{Bridge: opener.Bridge, BridgeKey: opener.BridgeKey, Synced: m.Synced, Log: log}
-	r := &turn.Runner{
-		Agent: agent, Getenv: lookup(environ), Open: own.Open, HTTP: hc, Metrics: m, Log: log, Stop: stop,
-		Tools: tools.New(agent, servers, tools.Options{Log: log}),
-	}
-	return server.Agent{Key: key, Runner: r}, closers{held, own}, nil
 }
 
 // ready says why the agent r serves cannot take a turn as its settings
@@ -375,38 +340,6 @@ func lookup(environ []string) func(string) string {
 		}
 	}
 	return func(k string) string { return env[k] }
-}
-
-// readAgents reads serve --agents' file, strictly.
-func readAgents(path string) ([]unit, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var f struct {
-		Agent []unit `toml:"agent"`
-	}
-	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			row, _ := de.Position()
-			return nil, fmt.Errorf("%s:%d: %v", path, row, err)
-		}
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if len(f.Agent) == 0 {
-		return nil, fmt.Errorf("%s names no [[agent]]", path)
-	}
-	for i, u := range f.Agent {
-		if u.Home == "" || u.KeyFile == "" {
-			return nil, fmt.Errorf("%s: agent %d needs home and key_file", path, i+1)
-		}
-		if u.Listen == "" {
-			f.Agent[i].Listen = "127.0.0.1:0"
-		}
-	}
-	return f.Agent, nil
 }
 
 func readKey(path string) (string, error) {

@@ -16,18 +16,22 @@ import (
 // fsyncs and bytes (harness/metrics), the refusals, the answers waiting at
 // _link/recover, and the process's allocations and goroutines.
 func (s *Server) metrics(w http.ResponseWriter) {
-	names := make([]string, 0, len(s.agents))
-	agents := make([]*lnkmetrics.Agent, 0, len(s.agents))
-	for n, a := range s.agents {
+	all := s.all()
+	names := make([]string, 0, len(all))
+	agents := make([]*lnkmetrics.Agent, 0, len(all))
+	byName := make(map[string]*served, len(all))
+	for _, a := range all {
+		n := a.Runner.Agent.Name
 		names = append(names, n)
 		agents = append(agents, a.Runner.Metrics)
+		byName[n] = a
 	}
 	sort.Strings(names)
 	var b bytes.Buffer
 	lnkmetrics.Write(&b, agents)
 	s.refusals.Write(&b)
 	lnkmetrics.Gauge(&b, "lnk_recover_waiting", "Answers waiting at _link/recover for their bridge.", names, func(n string) int64 {
-		return waiting(s.agents[n].Runner.Agent)
+		return waiting(byName[n].Runner.Agent)
 	})
 	samples := []metrics.Sample{
 		{Name: "/gc/heap/allocs:objects"},

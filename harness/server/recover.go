@@ -26,12 +26,13 @@ const maxRecover = 256
 
 // recover hands over the answers whose caller left before it was told,
 // each once: it is removed once read into the reply. The request proves
-// the key of an agent served here, and gets that agent's answers.
-func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
+// the key of an agent served here (own's, when set: the agent whose
+// address it came to), and gets that agent's answers.
+func (s *Server) recover(w http.ResponseWriter, r *http.Request, own string) {
 	if !s.method(w, r, "", http.MethodGet) {
 		return
 	}
-	a := s.byKey(r)
+	a := s.byKey(r, own)
 	if a == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lnk"`)
 		s.refuse(w, "", "", http.StatusUnauthorized, "no key of an agent served here")
@@ -69,13 +70,21 @@ func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// byKey finds the agent whose key the request carries.
-func (s *Server) byKey(r *http.Request) *served {
+// byKey finds the agent whose key the request carries: own, when set, or
+// any served here.
+func (s *Server) byKey(r *http.Request, own string) *served {
 	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || key == "" {
 		return nil
 	}
-	for _, a := range s.agents {
+	agents := s.all()
+	if own != "" {
+		agents = agents[:0]
+		if a := s.agent(own); a != nil {
+			agents = append(agents, a)
+		}
+	}
+	for _, a := range agents {
 		if keyMatches(a, key) {
 			return a
 		}

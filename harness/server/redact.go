@@ -48,7 +48,7 @@ var proxyEnv = []string{
 
 // said is msg as agent's caller is told it (see redact).
 func (s *Server) said(agent, msg string) string {
-	a := s.agents[agent]
+	a := s.agent(agent)
 	if a == nil || a.Runner == nil {
 		return msg
 	}

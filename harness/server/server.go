@@ -63,7 +63,6 @@ const DefaultIdleFree = 2 * time.Second
 // Server answers DESIGN.md's HTTP API for its agents. It is safe for
 // concurrent use. Its zero value serves no agent; use New.
 type Server struct {
-	agents   map[string]*served
 	log      *slog.Logger
 	refusals metrics.Refusals
 	turns    sync.WaitGroup // turns running, including those whose caller left
@@ -75,11 +74,17 @@ type Server struct {
 	freeMu sync.Mutex
 	// guarded by freeMu
 	freeTimer *time.Timer // calls release once no turn ran for idleFree; reset at each idle
+
+	mu sync.RWMutex
+	// guarded by mu
+	agents map[string]*served
 }
 
 type served struct {
 	Agent
 	keyHash [32]byte
+	turns   sync.WaitGroup // the agent's turns running, those whose caller left too
+	active  atomic.Int64   // how many of them
 }
 
 // New returns a server answering for agents, each by its runner's agent
@@ -93,26 +98,78 @@ func New(o Options, agents ...Agent) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	for _, a := range agents {
-		name := a.Runner.Agent.Name
-		if name == "" || a.Key == "" {
-			return nil, fmt.Errorf("server: agent %q needs a name and a key", name)
+		if err := s.Add(a); err != nil {
+			return nil, err
 		}
-		if _, dup := s.agents[name]; dup {
-			return nil, fmt.Errorf("server: agent %q twice", name)
-		}
-		if a.Runner.Metrics == nil {
-			a.Runner.Metrics = &metrics.Agent{Name: name}
-		}
-		if a.Runner.Log == nil {
-			a.Runner.Log = o.Log
-		}
-		if a.Runner.Untold == nil {
-			ag := a.Runner.Agent
-			a.Runner.Untold = func(thread string, ans turn.Answer) { s.keepCrashed(ag, thread, ans) }
-		}
-		s.agents[name] = &served{Agent: a, keyHash: sha256.Sum256([]byte(a.Key))}
 	}
 	return s, nil
+}
+
+// Add answers for agent a from now on, by its runner's agent name: an
+// agent joining a process that runs. A runner with no metrics is given its
+// own.
+func (s *Server) Add(a Agent) error {
+	name := a.Runner.Agent.Name
+	if name == "" || a.Key == "" {
+		return fmt.Errorf("server: agent %q needs a name and a key", name)
+	}
+	if a.Runner.Metrics == nil {
+		a.Runner.Metrics = &metrics.Agent{Name: name}
+	}
+	if a.Runner.Log == nil {
+		a.Runner.Log = s.log
+	}
+	if a.Runner.Untold == nil {
+		ag := a.Runner.Agent
+		a.Runner.Untold = func(thread string, ans turn.Answer) { s.keepCrashed(ag, thread, ans) }
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.agents[name]; dup {
+		return fmt.Errorf("server: agent %q twice", name)
+	}
+	s.agents[name] = &served{Agent: a, keyHash: sha256.Sum256([]byte(a.Key))}
+	return nil
+}
+
+// Remove stops answering for the agent name, an agent leaving: requests
+// naming it are refused as for one never served, and Remove returns once
+// its turns have ended, those whose caller left too, so what the agent
+// holds (its home's lock, its drivers) can be let go of. Its listener is
+// the caller's to shut down first, so no message already asked is cut off.
+func (s *Server) Remove(name string) {
+	s.mu.Lock()
+	a := s.agents[name]
+	delete(s.agents, name)
+	s.mu.Unlock()
+	if a != nil {
+		a.turns.Wait()
+	}
+}
+
+// Busy says whether a turn of the agent name runs now, one whose caller
+// left too.
+func (s *Server) Busy(name string) bool {
+	a := s.agent(name)
+	return a != nil && a.active.Load() > 0
+}
+
+// agent is the agent served by name, or nil.
+func (s *Server) agent(name string) *served {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.agents[name]
+}
+
+// all is a snapshot of the agents served now.
+func (s *Server) all() []*served {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*served, 0, len(s.agents))
+	for _, a := range s.agents {
+		out = append(out, a)
+	}
+	return out
 }
 
 // idle ends a turn's share of the process: when it was the last turn
@@ -149,7 +206,7 @@ func (s *Server) release() {
 	if s.active.Load() != 0 {
 		return
 	}
-	for _, a := range s.agents {
+	for _, a := range s.all() {
 		if a.Runner.HTTP != nil {
 			a.Runner.HTTP.CloseIdleConnections()
 		}
@@ -171,6 +228,19 @@ func (s *Server) Running() int64 { return s.active.Load() }
 // by the one function that makes names into paths, never cleaned into
 // another path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, "")
+}
+
+// For is the handler of agent name's own address: as the Server's, but its
+// _link/recover answers only to that agent's key, so another agent's key
+// is refused there as on every path naming this agent.
+func (s *Server) For(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, name) })
+}
+
+// serve routes a request; own, when set, is the agent whose address it
+// came to.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, own string) {
 	seg := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
 	for i, p := range seg {
 		u, err := url.PathUnescape(p)
@@ -187,7 +257,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 1 && seg[0] == "metrics":
 		s.metrics(w)
 	case len(seg) == 2 && seg[0] == "_link" && seg[1] == "recover":
-		s.recover(w, r)
+		s.recover(w, r, own)
 	case len(seg) >= 1 && seg[0] == "asp":
 		s.asp(w, r, seg)
 	case len(seg) >= 4 && seg[0] == "v1" && seg[1] == "agents" && seg[3] == "chats":
@@ -247,7 +317,7 @@ func (s *Server) refuse(w http.ResponseWriter, agent, thread string, code int, f
 		return
 	}
 	label := agent
-	if s.agents[agent] == nil {
+	if s.agent(agent) == nil {
 		label = ""
 	}
 	s.refusals.Add(label, code)
@@ -264,7 +334,7 @@ func (s *Server) refuse(w http.ResponseWriter, agent, thread string, code int, f
 // authorize checks the request's bearer key against the named agent's, in
 // constant time (the hashes are compared, so not even the length leaks).
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, agent, thread string) (*served, bool) {
-	a := s.agents[agent]
+	a := s.agent(agent)
 	if a == nil {
 		s.refuse(w, agent, thread, http.StatusForbidden, "agent %q is not served here", agent)
 		return nil, false
@@ -366,9 +436,13 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	var mu sync.Mutex // guards left, finished and the stream's writes
 	left, finished := false, false
 	s.turns.Add(1)
+	a.turns.Add(1)
+	a.active.Add(1)
 	s.active.Add(1)
 	go func() {
 		defer s.turns.Done()
+		defer a.turns.Done()
+		defer a.active.Add(-1)
 		defer s.idle()
 		onText := func(string) {}
 		if sse != nil {

@@ -139,6 +139,27 @@ func TestCallStopped(t *testing.T) {
 	}
 }
 
+// TestEnv starts the plugin program in the environment Env gives it, not
+// this process's: the pid file it is told of there alone is written.
+func TestEnv(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := driver.NewProcess(self, "--home", t.TempDir())
+	p.Env = []string{"LNK_DRIVER_TEST_CHILD=log", "LNK_DRIVER_TEST_PIDFILE=" + pidFile}
+	d := driver.New(p)
+	defer d.Close()
+	c, _ := d.Open("t")
+	if _, err := c.Last(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pidFile); err != nil {
+		t.Errorf("the program was not started in Env: %v", err)
+	}
+}
+
 // TestIdleEnds has the plugin program end once no call is made for its idle
 // time, and start again for the next call.
 func TestIdleEnds(t *testing.T) {

@@ -34,6 +34,9 @@ type Process struct {
 	Idle   time.Duration
 	Stderr io.Writer
 	Log    *slog.Logger
+	// Env is the child's environment, as os.Environ gives one; nil means
+	// this process's. Set it before the first call.
+	Env []string
 
 	// wmu serializes writes to the child's standard input.
 	wmu sync.Mutex
@@ -157,6 +160,7 @@ func (p *Process) end(c *child, id int64) {
 // start starts the program. The caller holds p.mu.
 func (p *Process) start() (*child, error) {
 	cmd := exec.Command(p.path, p.args...)
+	cmd.Env = p.Env
 	cmd.Stderr = p.Stderr
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr

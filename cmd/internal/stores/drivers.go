@@ -79,7 +79,7 @@ func (o *Opener) driverFor(home, name string) (*driver.Driver, error) {
 			return nil, err
 		}
 		p := driver.NewProcess(path, "--home", home)
-		p.Log = o.Log
+		p.Log, p.Env = o.Log, o.Environ
 		t = p
 	}
 	if o.drivers == nil {

@@ -48,6 +48,10 @@ type Opener struct {
 	Synced func(time.Duration)
 	// Log gets a plugin program's start and restart; nil logs nothing.
 	Log *slog.Logger
+	// Environ is the environment a plugin program is started in, as
+	// os.Environ gives one: the agent's own, where an agents file gives
+	// it one; nil is this process's.
+	Environ []string
 
 	// mu guards drivers.
 	mu      sync.Mutex

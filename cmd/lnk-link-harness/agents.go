@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/turn"
+)
+
+// unit is one agent to serve: its name, home, key and address, and, from
+// an agents file, its own environment.
+type unit struct {
+	Name    string `toml:"name"`
+	Home    string `toml:"home"`
+	Listen  string `toml:"listen"`
+	KeyFile string `toml:"key_file"`
+	// Env, when the agent's entry has an env table, is the agent's whole
+	// environment of Link's variables (LNK_MEMORY, LNK_TOOL_<NAME>,
+	// LNK_STORE_BRIDGE, LNK_MODEL_PROXY…): none of the process's LNK_
+	// variables reaches it, and none of another agent's. Without the table
+	// (nil), the agent is served in the process's environment.
+	Env map[string]string `toml:"env"`
+
+	line int // the line of its [[agent]] in the agents file; 0 from flags
+}
+
+// same says whether u and v serve one agent the same way, so a reload
+// leaves it untouched.
+func (u unit) same(v unit) bool {
+	return u.Name == v.Name && u.Home == v.Home && u.Listen == v.Listen && u.KeyFile == v.KeyFile &&
+		(u.Env == nil) == (v.Env == nil) && maps.Equal(u.Env, v.Env)
+}
+
+// environ is the environment the agent of u is served in, from environ,
+// the process's: with an env table, the process's variables less every
+// LNK_ one, then the table's; without, the process's.
+func (u unit) environ(environ []string) []string {
+	if u.Env == nil {
+		return environ
+	}
+	out := make([]string, 0, len(environ)+len(u.Env))
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "LNK_") {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
+		out = append(out, k+"="+u.Env[k])
+	}
+	return out
+}
+
+// errAgents comes when an agents file cannot be served as it reads; the
+// error says where, by file and line.
+var errAgents = errors.New("agents file")
+
+// DefaultSleepAfter is how long an agent of an agents file answers nothing
+// before it sleeps, unless [serve] sleep_after says otherwise.
+const DefaultSleepAfter = 10 * time.Minute
+
+// agentsFile is serve --agents' file as read.
+type agentsFile struct {
+	units      []unit
+	sleepAfter time.Duration // 0: never
+}
+
+// readAgents reads serve --agents' file, strictly: every agent needs a
+// home and a key file, names are plain and each once, and an env table
+// holds only Link's variables (LNK_…); [serve] sleep_after is a duration
+// or "never". An error says the file's line.
+func readAgents(path string) (agentsFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return agentsFile{}, fmt.Errorf("%w: %v", errAgents, err)
+	}
+	var f struct {
+		Serve struct {
+			SleepAfter *string `toml:"sleep_after"`
+		} `toml:"serve"`
+		Agent []unit `toml:"agent"`
+	}
+	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return agentsFile{}, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, err)
+		}
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+			row, _ := sm.Errors[0].Position()
+			return agentsFile{}, fmt.Errorf("%w %s:%d: %v", errAgents, path, row, sm.Errors[0].Error())
+		}
+		return agentsFile{}, fmt.Errorf("%w %s: %v", errAgents, path, err)
+	}
+	if len(f.Agent) == 0 {
+		return agentsFile{}, fmt.Errorf("%w %s names no [[agent]]", errAgents, path)
+	}
+	// An env table, even empty, is the agent's whole environment: seen
+	// in the file as read loosely, since an empty table decodes as none.
+	var loose struct {
+		Agent []map[string]any `toml:"agent"`
+	}
+	if err := toml.Unmarshal(b, &loose); err != nil {
+		return agentsFile{}, fmt.Errorf("%w %s: %v", errAgents, path, err)
+	}
+	for i, a := range loose.Agent {
+		if _, has := a["env"]; has && i < len(f.Agent) && f.Agent[i].Env == nil {
+			f.Agent[i].Env = map[string]string{}
+		}
+	}
+	lines := agentLines(b)
+	names := map[string]int{}
+	for i := range f.Agent {
+		u := &f.Agent[i]
+		if i < len(lines) {
+			u.line = lines[i]
+		}
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%w %s:%d: agent %d: %s", errAgents, path, u.line, i+1, fmt.Sprintf(format, args...))
+		}
+		if u.Home == "" || u.KeyFile == "" {
+			return agentsFile{}, bad("needs home and key_file")
+		}
+		if u.Listen == "" {
+			u.Listen = "127.0.0.1:0"
+		}
+		name := nameOf(*u)
+		if err := home.Plain(name); err != nil {
+			return agentsFile{}, bad("name %q: %v", name, err)
+		}
+		if at, twice := names[name]; twice {
+			return agentsFile{}, bad("%q is named on line %d too", name, at)
+		}
+		names[name] = u.line
+		for k := range u.Env {
+			if !strings.HasPrefix(k, "LNK_") || strings.ContainsAny(k, "= \t\n") {
+				return agentsFile{}, bad("env %q: only Link's variables (LNK_…) are an agent's own", k)
+			}
+		}
+	}
+	sleepAfter := DefaultSleepAfter
+	if v := f.Serve.SleepAfter; v != nil {
+		d, err := time.ParseDuration(*v)
+		switch {
+		case *v == "never":
+			sleepAfter = 0
+		case err != nil || d <= 0:
+			return agentsFile{}, fmt.Errorf("%w %s:%d: [serve] sleep_after %q: want a duration over 0 (\"10m\") or \"never\"", errAgents, path, keyLine(b, "sleep_after"), *v)
+		default:
+			sleepAfter = d
+		}
+	}
+	return agentsFile{units: f.Agent, sleepAfter: sleepAfter}, nil
+}
+
+// keyLine is the line where key is first set in an agents file, or 0.
+func keyLine(b []byte, key string) int {
+	for n, l := range strings.Split(string(b), "\n") {
+		if k, _, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == key {
+			return n + 1
+		}
+	}
+	return 0
+}
+
+// agentLines is the line of each [[agent]] header in an agents file, in
+// order.
+func agentLines(b []byte) []int {
+	var lines []int
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, len(b)+1)
+	for n := 1; sc.Scan(); n++ {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "[[") && strings.TrimSpace(strings.Trim(l, "[] \t")) == "agent" {
+			lines = append(lines, n)
+		}
+	}
+	return lines
+}
+
+// agent makes the served agent of u, in the process's environment
+// environ as u.environ makes it its own, and returns it with its home held
+// (holdHome) and its own opener, reaching the store bridge its
+// environment names (or each driver's program), timing its fsyncs into the
+// agent's metrics and logging its drivers' starts; closing the returned
+// Closer lets go of both. Nothing of one agent is another's: its tool
+// servers and their sessions, its model-proxy client and its store's
+// connections are its own.
+func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (server.Agent, io.Closer, error) {
+	dir, err := filepath.Abs(u.Home)
+	if err != nil {
+		return server.Agent{}, nil, err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return server.Agent{}, nil, fmt.Errorf("home %s is not a folder", u.Home)
+	}
+	key, err := readKey(u.KeyFile)
+	if err != nil {
+		return server.Agent{}, nil, err
+	}
+	name := u.Name
+	if name == "" {
+		name = filepath.Base(dir)
+	}
+	if err := home.Plain(name); err != nil {
+		return server.Agent{}, nil, fmt.Errorf("agent name %q: %w", name, err)
+	}
+	env := u.environ(environ)
+	getenv := lookup(env)
+	own, err := stores.FromEnv(getenv)
+	if err != nil {
+		return server.Agent{}, nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	held, err := holdHome(dir)
+	if err != nil {
+		return server.Agent{}, nil, err
+	}
+	agent := home.Agent{Name: name, Dir: dir}
+	servers, _ := tools.FromEnviron(env) // a variable that names no usable tool offers none
+	m := &metrics.Agent{Name: name}
+	own.Synced, own.Log, own.Environ = m.Synced, log, env
+	// The agent's own clients for the model proxy and its tool servers:
+	// their connections are never another agent's.
+	hc := &http.Client{Transport: transport()}
+	th := &http.Client{Transport: transport()}
+	set := tools.New(agent, servers, tools.Options{Log: log, HTTP: th})
+	r := &turn.Runner{
+		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: hc, Metrics: m, Log: log, Stop: stop,
+		Tools: set,
+	}
+	owned := closers{held, own, closeFunc(set.Close), closeFunc(hc.CloseIdleConnections), closeFunc(th.CloseIdleConnections)}
+	if err := ready(r, getenv, own); err != nil {
+		owned.Close()
+		return server.Agent{}, nil, err
+	}
+	return server.Agent{Key: key, Runner: r}, owned, nil
+}
+
+// transport is an agent's own pool of connections, to its model proxy or
+// its tool servers.
+func transport() *http.Transport {
+	return &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
+}
+
+// closeFunc is a Closer calling itself.
+type closeFunc func()
+
+func (f closeFunc) Close() error { f(); return nil }

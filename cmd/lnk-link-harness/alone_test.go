@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/loadgen/memory"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store"
+)
+
+// memoryServer serves the memory tool server over dir at /mcp, counting
+// the requests it is sent.
+func memoryServer(t *testing.T, dir string, hits *atomic.Int64) string {
+	t.Helper()
+	inner := mcpserver.NewStreamableHTTPServer(memory.New(dir))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// The isolation matrix: 20 agents of one agents file, each with its own
+// memory tool server and home (its store), in a process whose own
+// environment names a tool server and a memory of its own. Each agent's
+// turn calls memory__remember: every call reaches its own agent's server
+// and none the process's, and every event lands in its own home. Then each
+// agent's key on each other agent's address (380 pairs) is refused alike,
+// on its messages, its conversation and _link/recover, with nothing opened
+// of any store.
+func TestAgentsAlone(t *testing.T) {
+	const n = 20
+	dir := t.TempDir()
+	names := make([]string, n)
+	var script scripted.Script
+	for i := range names {
+		names[i] = fmt.Sprintf("a%02d", i)
+		script.Rules = append(script.Rules, scripted.Rule{Match: "note for " + names[i], Results: "no",
+			Calls: []scripted.Call{{Name: "memory__remember", Args: fmt.Sprintf(`{"note":"kept by %s"}`, names[i])}}})
+	}
+	script.Rules = append(script.Rules, scripted.Rule{Match: "any", Results: "yes", Text: "kept"})
+	model := httptest.NewServer(scripted.New(&script))
+	t.Cleanup(model.Close)
+
+	// The process's own: no agent with an env table may reach them.
+	var trapHits atomic.Int64
+	trap := memoryServer(t, filepath.Join(dir, "trap"), &trapHits)
+	environ := []string{"PATH=" + os.Getenv("PATH"), "LNK_MEMORY=" + trap, "LNK_TOOL_TRAP=" + trap,
+		"LNK_MODEL_PROXY=http://127.0.0.1:1", "LNK_HOME=" + filepath.Join(dir, "trap")}
+
+	hits := make([]atomic.Int64, n)
+	var text strings.Builder
+	keys := make([]string, n)
+	for i, name := range names {
+		home := filepath.Join(dir, name)
+		os.Mkdir(home, 0o700)
+		keys[i] = "key-of-" + name + "-0123456789abcdef"
+		keyFile := filepath.Join(dir, name+".key")
+		os.WriteFile(keyFile, []byte(keys[i]+"\n"), 0o600)
+		mem := memoryServer(t, filepath.Join(dir, "tools-"+name), &hits[i])
+		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
+			name, home, keyFile, mem, model.URL, filepath.Join(dir, "lnk-"+name))
+	}
+	path := filepath.Join(dir, "agents.toml")
+	os.WriteFile(path, []byte(text.String()), 0o600)
+	file, err := readAgents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv, err := server.New(server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	f := &fleet{srv: srv, environ: environ, log: slog.New(slog.DiscardHandler), ending: context.Background(),
+		out: &out, named: true, errc: make(chan error, 1), running: map[string]*running{}}
+	js, err := f.prepare(file.units)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store opener of each agent, wrapped: every conversation opened
+	// is counted, so a refused request is seen to read nothing.
+	var opened atomic.Int64
+	for _, j := range js {
+		open := j.agent.Runner.Open
+		j.agent.Runner.Open = func(dir, kind string) (store.Conversation, error) {
+			opened.Add(1)
+			return open(dir, kind)
+		}
+	}
+	if err := f.join(js); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.stopAll)
+	addrs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var addr, name string
+		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
+			t.Fatalf("printed %q: %v", line, err)
+		}
+		addrs[name] = "http://" + addr
+	}
+
+	do := func(method, url, key, body string) (int, string) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for i, name := range names {
+		code, body := do("POST", addrs[name]+"/v1/agents/"+name+"/chats/t/messages", keys[i], `{"id":"m1","text":"note for `+name+`"}`)
+		if code != 200 || !strings.Contains(body, `"kept"`) {
+			t.Fatalf("%s's message: %d %s", name, code, body)
+		}
+	}
+	for i, name := range names {
+		notes, err := os.ReadFile(filepath.Join(dir, "tools-"+name, "memory", "notes.md"))
+		if err != nil || strings.Count(string(notes), "kept by ") != 1 || !strings.Contains(string(notes), "kept by "+name) {
+			t.Errorf("%s's tool server holds %q (%v), want its own note alone", name, notes, err)
+		}
+		if hits[i].Load() == 0 {
+			t.Errorf("%s's tool server was never asked", name)
+		}
+		events, err := os.ReadFile(filepath.Join(dir, name, "chats", "t", "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, other := range names {
+			if has := strings.Contains(string(events), "note for "+other); has != (other == name) {
+				t.Errorf("%s's conversation holding %s's message: %v", name, other, has)
+			}
+		}
+		if !strings.Contains(string(events), `"type":"result"`) {
+			t.Errorf("%s's conversation holds no tool result:\n%s", name, events)
+		}
+	}
+	if trapHits.Load() != 0 {
+		t.Errorf("the process's own tool server was asked %d times", trapHits.Load())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "trap", "memory")); err == nil {
+		t.Errorf("the process's own memory holds notes")
+	}
+
+	before := opened.Load()
+	refusals := map[string]int{}
+	pairs := 0
+	for i := range names {
+		for j, other := range names {
+			if i == j {
+				continue
+			}
+			pairs++
+			base := addrs[other] + "/v1/agents/" + other + "/chats/t"
+			for _, r := range []struct{ method, url, body string }{
+				{"POST", base + "/messages", `{"id":"m2","text":"note for ` + other + `"}`},
+				{"GET", base, ""},
+				{"GET", addrs[other] + "/_link/recover", ""},
+			} {
+				code, body := do(r.method, r.url, keys[i], r.body)
+				body = strings.ReplaceAll(body, other, "AGENT")
+				refusals[fmt.Sprintf("%s %d %s", r.method, code, strings.TrimSpace(body))]++
+			}
+		}
+	}
+	if pairs != n*(n-1) {
+		t.Fatalf("%d pairs", pairs)
+	}
+	if got := opened.Load() - before; got != 0 {
+		t.Errorf("refused requests opened %d conversations", got)
+	}
+	// Alike: one answer for each kind of request, the same for every pair,
+	// each a 401.
+	if len(refusals) != 3 {
+		t.Errorf("the refusals differ: %v", refusals)
+	}
+	for r, count := range refusals {
+		if !strings.Contains(r, " 401 ") || count != pairs {
+			t.Errorf("refused %d times: %s", count, r)
+		}
+	}
+}
+
+// An agents file that cannot be served is refused with its line.
+func TestReadAgentsRefuses(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n\n[[agent]]\nname = \"h\"\nhome = \"i\"\nkey_file = \"k\"\n", `:5: agent 2: "h" is named on line 1 too`},
+		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n[agent.env]\nPATH = \"/bin\"\n", `:1: agent 1: env "PATH": only Link's variables`},
+		{"\n[[agent]]\nname = \"x\"\nkey_file = \"k\"\n", ":2: agent 1: needs home and key_file"},
+		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\nport = 3\n", ":4: "},
+		{"[[agent]]\nname = \"a/b\"\nhome = \"h\"\nkey_file = \"k\"\n", `:1: agent 1: name "a/b"`},
+		{"", "names no [[agent]]"},
+		{"[serve]\nsleep_after = \"soon\"\n[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n", `:2: [serve] sleep_after "soon"`},
+		{"[serve]\nsleep_after = \"0s\"\n[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n", `:2: [serve] sleep_after "0s"`},
+	} {
+		path := filepath.Join(t.TempDir(), "agents.toml")
+		os.WriteFile(path, []byte(tc.file), 0o600)
+		_, err := readAgents(path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, errAgents) {
+			t.Errorf("%q: %v, want %q", tc.file, err, tc.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "agents.toml")
+	os.WriteFile(path, []byte("[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n[agent.env]\n\n[[agent]]\nhome = \"i\"\nkey_file = \"k\"\n"), 0o600)
+	file, err := readAgents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := file.units
+	if file.sleepAfter != DefaultSleepAfter {
+		t.Errorf("sleep_after %v unset, want %v", file.sleepAfter, DefaultSleepAfter)
+	}
+	if units[0].Env == nil || units[1].Env != nil {
+		t.Errorf("an empty env table must be an environment of its own, and none a table: %v %v", units[0].Env, units[1].Env)
+	}
+	if env := units[0].environ([]string{"PATH=/bin", "LNK_MEMORY=http://m"}); strings.Join(env, " ") != "PATH=/bin" {
+		t.Errorf("an empty env table's environment: %q", env)
+	}
+}

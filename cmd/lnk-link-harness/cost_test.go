@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestAsleepCost measures what an agent asleep costs the process: its
+// resident memory, in one process of 1 agent and of LNK_ASLEEP_AGENTS
+// (1,000 in BENCHMARKS.md), each asleep fresh and asleep again after it
+// answered a message; the slope, per extra agent, is at most 8 KiB. Run
+// with LNK_ASLEEP_AGENTS=1000 go test -run TestAsleepCost -v.
+func TestAsleepCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LNK_ASLEEP_AGENTS"))
+	if n < 2 {
+		t.Skip("LNK_ASLEEP_AGENTS is not set to a count of agents over 1")
+	}
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	one, oneWorked := asleepRSS(t, 1, modelAddr)
+	many, manyWorked := asleepRSS(t, n, modelAddr)
+	fresh := float64(many-one) / float64(n-1)
+	worked := float64(manyWorked-oneWorked) / float64(n-1)
+	t.Logf("resident: 1 agent %d / %d KiB, %d agents %d / %d KiB (asleep fresh / after a message); per extra agent asleep: %.1f KiB fresh, %.1f KiB after a message",
+		one, oneWorked, n, many, manyWorked, fresh, worked)
+	if fresh > 8 || worked > 8 {
+		t.Errorf("an agent asleep costs %.1f / %.1f KiB, over 8 KiB", fresh, worked)
+	}
+}
+
+// asleepRSS serves n agents that sleep after a second, and returns the
+// process's resident KiB once all sleep fresh, and once all sleep again
+// after each answered one message.
+func asleepRSS(t *testing.T, n int, modelAddr string) (fresh, worked int) {
+	dir := t.TempDir()
+	var text strings.Builder
+	text.WriteString("[serve]\nsleep_after = \"1s\"\n\n")
+	for i := range n {
+		name := fmt.Sprintf("a%d", i)
+		os.Mkdir(filepath.Join(dir, name), 0o700)
+		key := filepath.Join(dir, name+".key")
+		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
+		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), key)
+	}
+	path := filepath.Join(dir, "agents.toml")
+	os.WriteFile(path, []byte(text.String()), 0o600)
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", path)
+	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir)
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	out, log := readLines(stdout), readLines(stderr)
+	addrs := map[string]string{}
+	for range n {
+		var addr, name string
+		fmt.Sscanf(out.wait(t, "a listening line", "listening on "), "listening on %s for %s", &addr, &name)
+		if n == 1 {
+			name = "a0"
+		}
+		addrs[name] = "http://" + addr
+	}
+	allAsleep := func() {
+		// Once all sleep, the process gives back what they let go of,
+		// then says so.
+		log.wait(t, "every agent asleep", `"every agent asleep: memory given back"`)
+	}
+	rss := func() int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		if err != nil {
+			t.Skipf("no /proc to read the resident memory: %v", err)
+		}
+		m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
+		kb, _ := strconv.Atoi(string(m[1]))
+		return kb
+	}
+	allAsleep()
+	fresh = rss()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for name, base := range addrs {
+		req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"text":"hello"}`))
+		req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %s", name, resp.Status)
+		}
+	}
+	allAsleep()
+	return fresh, rss()
+}

@@ -1,0 +1,490 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"lnk.dev/linkharness/harness/server"
+)
+
+// fleet is the agents a process serves, each on its own listener, joining
+// and leaving while it runs. Its methods are called from serve's one loop,
+// never at once; stopping an agent runs on beside it.
+type fleet struct {
+	srv     *server.Server
+	environ []string // the process's environment
+	log     *slog.Logger
+	ending  context.Context // done once a graceful stop's grace is over
+	out     io.Writer       // where "listening on" lines go
+	named   bool            // whether a listening line names its agent
+	grace   time.Duration   // how long a stopping agent's connections are waited for, with stopMargin
+	errc    chan error      // a listener's end other than a stop
+	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
+	waiter  *waiter         // watches sleeping agents' listeners; nil: each keeps its accept goroutine
+
+	// sleepAfter is how long an agent answers nothing before it sleeps
+	// (in nanoseconds); 0 never. A reload sets it.
+	sleepAfter atomic.Int64
+
+	running map[string]*running // by agent name
+	leaving sync.WaitGroup      // agents stopping
+}
+
+// running is one agent served: its unit, its listener's server, and, while
+// it is awake, what it holds. Asleep, it holds its listener alone: its
+// runner, tool sessions, connections, drivers and home's lock are let go
+// of, and made again by the first request that comes. It is safe for
+// concurrent use.
+type running struct {
+	f     *fleet
+	unit  unit
+	name  string
+	hs    *http.Server
+	ln    *pausable
+	inner http.Handler // the server's handler of the agent's address
+
+	mu sync.Mutex
+	// guarded by mu
+	held     io.Closer // what the agent holds awake; nil asleep
+	inflight int       // requests being answered
+	gen      int       // the sleep timer armed last; an earlier one does nothing
+	timer    *time.Timer
+	stopped  bool // it left: it never wakes again
+	stale    bool // its entry changed while it was busy: it sleeps once idle, to wake as the new one
+}
+
+// joining is an agent made and listening, not served yet.
+type joining struct {
+	unit  unit
+	name  string
+	held  io.Closer
+	agent server.Agent
+	ln    net.Listener
+}
+
+// prepare makes the agents of units and their listeners, serving none of
+// them yet; on an error, what it made is let go of and nothing has
+// changed.
+func (f *fleet) prepare(units []unit) ([]*joining, error) {
+	var made []*joining
+	undo := func() {
+		for _, j := range made {
+			j.ln.Close()
+			j.held.Close()
+		}
+	}
+	for _, u := range units {
+		a, held, err := u.agent(f.environ, f.log, f.ending)
+		if err != nil {
+			undo()
+			return nil, where(u, err)
+		}
+		name := a.Runner.Agent.Name
+		ln, err := net.Listen("tcp", u.Listen)
+		if err != nil {
+			held.Close()
+			undo()
+			return nil, where(u, fmt.Errorf("agent %s: %w", name, err))
+		}
+		made = append(made, &joining{unit: u, name: name, held: held, agent: a, ln: ln})
+	}
+	return made, nil
+}
+
+// where puts the agents file's line of u before err.
+func where(u unit, err error) error {
+	if u.line == 0 {
+		return err
+	}
+	return fmt.Errorf("agents file line %d: %w", u.line, err)
+}
+
+// join serves the agents prepare made, each printing where it listens.
+func (f *fleet) join(js []*joining) error {
+	for i, j := range js {
+		if err := f.srv.Add(j.agent); err != nil {
+			for _, rest := range js[i:] {
+				rest.ln.Close()
+				rest.held.Close()
+			}
+			return err
+		}
+		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held,
+			ln: &pausable{TCPListener: j.ln.(*net.TCPListener)}}
+		r.hs = &http.Server{
+			Handler:           r,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    server.MaxHeaderBytes,
+		}
+		f.running[j.name] = r
+		r.mu.Lock()
+		r.arm()
+		r.mu.Unlock()
+		if f.named {
+			fmt.Fprintf(f.out, "listening on %s for %s\n", j.ln.Addr(), j.name)
+		} else {
+			fmt.Fprintf(f.out, "listening on %s\n", j.ln.Addr())
+		}
+		go r.serve()
+	}
+	return nil
+}
+
+// errAsleep ends a paused listener's Accept, so its server's Serve returns
+// and no goroutine of the agent waits on it.
+var errAsleep = errors.New("the agent sleeps")
+
+// pausable is an agent's listener. Paused (asleep), its Accept ends with
+// errAsleep once its deadline passes, and Close, as Serve calls it on
+// return, leaves it open for the waiter to watch.
+type pausable struct {
+	*net.TCPListener
+	asleep atomic.Bool
+}
+
+func (p *pausable) Accept() (net.Conn, error) {
+	c, err := p.TCPListener.Accept()
+	if err != nil && p.asleep.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, errAsleep
+	}
+	return c, err
+}
+
+func (p *pausable) Close() error {
+	if p.asleep.Load() {
+		return nil
+	}
+	return p.TCPListener.Close()
+}
+
+// serve accepts the agent's connections until its listener is paused, when
+// the waiter takes it, or it stops.
+func (r *running) serve() {
+	err := r.hs.Serve(r.ln)
+	switch {
+	case errors.Is(err, errAsleep):
+		if err := r.f.waiter.watch(r.ln.TCPListener, r.resume); err != nil {
+			r.f.log.Warn("agent asleep: its listener not watched, accepting on", "agent", r.name, "error", err)
+			r.resume()
+		}
+	case errors.Is(err, http.ErrServerClosed):
+	default:
+		select {
+		case r.f.errc <- err:
+		default: // the process is stopping for an earlier one
+		}
+	}
+}
+
+// resume accepts on the agent's paused listener again: a connection came.
+func (r *running) resume() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.ln.asleep.Store(false)
+	r.ln.SetDeadline(time.Time{})
+	r.mu.Unlock()
+	r.serve()
+}
+
+// leave stops serving the agent name as a graceful stop does: its
+// listener takes no new connection, each it has is answered until its
+// client closes it, for the grace and a margin; then the agent's turns
+// end (those whose caller left too) and what it holds is let go of. It
+// runs on beside the caller; stopAll waits for it.
+func (f *fleet) leave(name string) {
+	r := f.running[name]
+	if r == nil {
+		return
+	}
+	delete(f.running, name)
+	f.leaving.Add(1)
+	go func() {
+		defer f.leaving.Done()
+		closing, cancel := context.WithTimeout(context.Background(), f.grace+stopMargin)
+		defer cancel()
+		if r.hs.Shutdown(closing) != nil {
+			r.hs.Close()
+		}
+		r.mu.Lock()
+		r.stopped = true
+		r.disarm()
+		held := r.held
+		r.held = nil
+		r.mu.Unlock()
+		if f.waiter != nil {
+			f.waiter.forget(r.ln.TCPListener)
+		}
+		r.ln.TCPListener.Close() // paused, Shutdown did not close it
+		f.srv.Remove(name)
+		if held != nil {
+			held.Close()
+		}
+		f.log.Info("agent left", "agent", name)
+	}()
+}
+
+// reload serves the agents file at path as it reads now: an agent no
+// longer in it leaves, a new one joins, one whose entry changed takes it
+// (see renew), and the others are untouched. A file that cannot be served
+// (unreadable, malformed, an agent served moved to another address, a new
+// or changed agent's home, key, settings or address not usable) changes
+// nothing, and the error says why and where.
+func (f *fleet) reload(path string) error {
+	file, err := readAgents(path)
+	if err != nil {
+		return err
+	}
+	units := file.units
+	want := map[string]bool{}
+	var join []unit
+	changed := map[*running]unit{}
+	for _, u := range units {
+		name := nameOf(u)
+		want[name] = true
+		r := f.running[name]
+		if r == nil {
+			join = append(join, u)
+			continue
+		}
+		was := r.entry()
+		switch {
+		case was.same(u):
+		case was.Listen != u.Listen:
+			return where(u, fmt.Errorf("agent %s moves from %s to %s: take it out of the file and send SIGHUP, then put it back", name, was.Listen, u.Listen))
+		default:
+			// Made once to see it can be, then let go of: it is made
+			// again when it wakes.
+			_, held, err := u.agent(f.environ, f.log, f.ending)
+			if err != nil {
+				return where(u, err)
+			}
+			held.Close()
+			changed[r] = u
+		}
+	}
+	js, err := f.prepare(join)
+	if err != nil {
+		return err
+	}
+	for r, u := range changed {
+		r.renew(u)
+	}
+	var leave []string
+	for name := range f.running {
+		if !want[name] {
+			leave = append(leave, name)
+			f.leave(name)
+		}
+	}
+	f.sleepAfter.Store(int64(file.sleepAfter)) // each agent's next timer
+	if err := f.join(js); err != nil {
+		return err
+	}
+	f.log.Info("agents file read again", "file", path, "agents", len(f.running), "joined", len(join), "left", len(leave), "changed", len(changed))
+	return nil
+}
+
+// nameOf is the name u serves its agent by: its name, or its home
+// folder's.
+func nameOf(u unit) string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return filepath.Base(u.Home)
+}
+
+// stopAll stops every agent (see leave) and waits for them all.
+func (f *fleet) stopAll() {
+	for name := range f.running {
+		f.leave(name)
+	}
+	f.leaving.Wait()
+}
+
+// asleep says whether every agent sleeps.
+func (f *fleet) asleep() bool {
+	for _, r := range f.running {
+		r.mu.Lock()
+		awake := r.held != nil || r.inflight > 0
+		r.mu.Unlock()
+		if awake {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP answers a request to the agent's address, waking the agent
+// first if it sleeps; /healthz wakes no one.
+func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path == "/healthz" {
+		r.inner.ServeHTTP(w, req)
+		return
+	}
+	if err := r.wake(); err != nil {
+		r.f.log.Error("agent not woken", "agent", r.name, "error", err)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b, _ := json.Marshal(struct {
+			Error string `json:"error"`
+		}{fmt.Sprintf("agent %s could not wake: %v", r.name, err)})
+		w.Write(append(b, '\n'))
+		return
+	}
+	defer r.rest()
+	r.inner.ServeHTTP(w, req)
+}
+
+// wake counts a request in, making the agent again if it sleeps. An error
+// leaves it asleep and the request not counted.
+func (r *running) wake() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disarm()
+	if r.held == nil && !r.stopped {
+		a, held, err := r.unit.agent(r.f.environ, r.f.log, r.f.ending)
+		if err != nil {
+			return err
+		}
+		if err := r.f.srv.Add(a); err != nil {
+			held.Close()
+			return err
+		}
+		r.held = held
+		r.hs.SetKeepAlivesEnabled(true)
+		r.f.log.Info("agent awake", "agent", r.name)
+	}
+	r.inflight++
+	return nil
+}
+
+// rest counts a request out: the last one arms the sleep timer, or puts
+// an agent whose entry changed to sleep at once.
+func (r *running) rest() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight--
+	if r.inflight == 0 {
+		r.settle()
+	}
+}
+
+// entry is the agent's entry as served now.
+func (r *running) entry() unit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unit
+}
+
+// renew serves the agent by its changed entry u (its address the same):
+// asleep, it wakes as u; awake, it sleeps as soon as no request or turn of
+// it runs, and wakes as u at its next request. Its connections stay
+// open: the requests already asked are answered as it was.
+func (r *running) renew(u unit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unit = u
+	if r.held == nil {
+		return
+	}
+	r.stale = true
+	if r.inflight == 0 {
+		r.disarm()
+		r.settle()
+	}
+}
+
+// settle puts an idle agent whose entry changed to sleep, or arms its
+// sleep timer. r.mu is held, and no request of the agent is answered.
+func (r *running) settle() {
+	if r.stale && r.held != nil && !r.f.srv.Busy(r.name) {
+		r.sleep()
+		return
+	}
+	r.arm()
+}
+
+// arm starts the sleep timer, when the agent sleeps at all, or sooner
+// when its entry changed. r.mu is held.
+func (r *running) arm() {
+	d := time.Duration(r.f.sleepAfter.Load())
+	if r.stale && (d <= 0 || d > staleRetry) {
+		d = staleRetry
+	}
+	if d <= 0 || r.held == nil || r.stopped {
+		return
+	}
+	r.gen++
+	gen := r.gen
+	r.timer = time.AfterFunc(d, func() { r.doze(gen) })
+}
+
+// disarm stops the sleep timer. r.mu is held.
+func (r *running) disarm() {
+	r.gen++
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+}
+
+// doze puts the agent to sleep, if the timer gen is the one armed last
+// and no request is being answered; a turn whose caller left puts it off
+// for another sleepAfter.
+func (r *running) doze(gen int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen || r.inflight > 0 || r.held == nil || r.stopped {
+		return
+	}
+	r.timer = nil
+	if r.f.srv.Busy(r.name) {
+		r.arm()
+		return
+	}
+	r.sleep()
+}
+
+// staleRetry is how soon an agent whose entry changed, kept awake by a
+// turn whose caller left, looks again whether it can sleep.
+const staleRetry = time.Second
+
+// sleep lets go of everything the agent holds but its listener. r.mu is
+// held, and no request or turn of the agent runs.
+func (r *running) sleep() {
+	r.f.srv.Remove(r.name)
+	if err := r.held.Close(); err != nil {
+		r.f.log.Warn("agent asleep: letting go", "agent", r.name, "error", err)
+	}
+	r.held = nil
+	r.stale = false
+	// Its idle connections closed, and its listener paused for the
+	// waiter: nothing of it waits but the waiter's watch.
+	r.hs.SetKeepAlivesEnabled(false)
+	if r.f.waiter != nil {
+		r.ln.asleep.Store(true)
+		r.ln.SetDeadline(time.Now())
+	}
+	r.f.log.Info("agent asleep", "agent", r.name)
+	select {
+	case r.f.dozed <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/harness/server"
+)
+
+// openFiles counts the process's open files, sockets among them.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	return len(fds)
+}
+
+// settle waits for the goroutines and open files to come back to want:
+// what an agent let go of ends a moment after (a connection's reader
+// goroutine, say). The wait is bounded only to report a hang.
+func settle(t *testing.T, goroutines, files int) {
+	t.Helper()
+	hang := time.Now().Add(30 * time.Second)
+	for {
+		g, f := runtime.NumGoroutine(), openFiles(t)
+		if g <= goroutines && f <= files {
+			return
+		}
+		if time.Now().After(hang) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("asleep, the agents hold %d goroutines and %d open files more than their listeners' sockets:\n%s",
+				g-goroutines, f-files, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.Gosched()
+	}
+}
+
+// An agent asleep holds nothing of its own beyond its listener's socket,
+// not even a goroutine accepting on it (the process's one waiter watches
+// them all): asleep, fresh or once they answered a message with a tool
+// call and woke again for the next, the agents hold the goroutines and
+// open files the process held with none, and one socket each; awake they
+// held more (their homes' locks, their connections).
+func TestAsleepHoldsNothing(t *testing.T) {
+	const n = 5
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.toml")
+	os.WriteFile(script, []byte(`
+[[rule]]
+match = "note"
+results = "no"
+[[rule.call]]
+name = "memory__remember"
+args = '{"note":"kept"}'
+
+[[rule]]
+match = "any"
+results = "yes"
+text = "kept"
+`), 0o600)
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0", "--script", script)
+	_, said := start(t, nil, "lnk", "tool-server", "memory", "--listen", "127.0.0.1:0", "--home", filepath.Join(dir, "tools"))
+	mem := strings.Fields(said)[1]
+
+	var text strings.Builder
+	for i := range n {
+		name := fmt.Sprintf("a%d", i)
+		os.Mkdir(filepath.Join(dir, name), 0o700)
+		key := filepath.Join(dir, name+".key")
+		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
+		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
+			name, filepath.Join(dir, name), key, mem, "http://"+modelAddr, dir)
+	}
+	path := filepath.Join(dir, "agents.toml")
+	os.WriteFile(path, []byte(text.String()), 0o600)
+	file, err := readAgents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	f := &fleet{srv: srv, environ: os.Environ(), log: slog.New(slog.DiscardHandler), ending: context.Background(),
+		out: &out, named: true, errc: make(chan error, 1), dozed: make(chan struct{}, n), running: map[string]*running{}}
+	if f.waiter, err = newWaiter(); err != nil {
+		t.Skipf("no waiter: %v", err)
+	}
+	// What the process holds with no agent: asleep, each agent adds its
+	// listener's socket alone, and no goroutine.
+	runtime.GC()
+	goroutines, files := runtime.NumGoroutine(), openFiles(t)+n
+	js, err := f.prepare(file.units)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.join(js); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.stopAll)
+	addrs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var addr, name string
+		fmt.Sscanf(line, "listening on %s for %s", &addr, &name)
+		addrs[name] = "http://" + addr
+	}
+	// Each asleep as the timer would put it, no request or turn running.
+	sleepAll := func() {
+		for _, r := range f.running {
+			r.mu.Lock()
+			if r.held != nil {
+				r.sleep()
+			}
+			r.mu.Unlock()
+		}
+		if !f.asleep() {
+			t.Fatal("an agent is awake after sleeping")
+		}
+	}
+	sleepAll()
+	settle(t, goroutines, files)
+	// No collection from here: a file or connection let go of without
+	// being closed would be closed by its finalizer, and go unseen.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for round := range 2 { // the first message after waking is answered like any other, each time
+		for name, base := range addrs {
+			req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":"note %d"}`, round)))
+			req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"kept"`) {
+				t.Fatalf("%s, round %d: %s %s", name, round, resp.Status, b)
+			}
+		}
+		if g, fs := runtime.NumGoroutine(), openFiles(t); fs < files+n || g <= goroutines {
+			t.Errorf("awake, the agents hold %d goroutines and %d open files more than asleep: their accept loops and homes' locks are not seen", g-goroutines, fs-files)
+		}
+		sleepAll()
+		settle(t, goroutines, files)
+	}
+	notes, _ := os.ReadFile(filepath.Join(dir, "tools", "memory", "notes.md"))
+	if got := strings.Count(string(notes), "kept"); got != 2*n {
+		t.Errorf("the tool was called %d times, want %d", got, 2*n)
+	}
+}
+
+// Agents of a file with [serve] sleep_after sleep once idle, each logged,
+// and wake for their next message; with --exit-when-asleep the process
+// ends once every agent sleeps.
+func TestAgentsSleep(t *testing.T) {
+	dir := t.TempDir()
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	text := "[serve]\nsleep_after = \"100ms\"\n\n"
+	for _, name := range []string{"a", "b"} {
+		os.Mkdir(filepath.Join(dir, name), 0o700)
+		key := filepath.Join(dir, name+".key")
+		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
+		text += fmt.Sprintf("[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), key)
+	}
+	path := filepath.Join(dir, "agents.toml")
+	os.WriteFile(path, []byte(text), 0o600)
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (*exec.Cmd, lines, map[string]string) {
+		cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), append([]string{"serve", "--agents", path}, args...)...)
+		cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr)
+		stdout, _ := cmd.StdoutPipe()
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+		})
+		out, log := readLines(stdout), readLines(stderr)
+		addrs := map[string]string{}
+		for range 2 {
+			var addr, name string
+			fmt.Sscanf(out.wait(t, "a listening line", "listening on "), "listening on %s for %s", &addr, &name)
+			addrs[name] = "http://" + addr
+		}
+		return cmd, log, addrs
+	}
+	message := func(addrs map[string]string, name, id string) {
+		req, _ := http.NewRequest("POST", addrs[name]+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"id":"`+id+`","text":"hello"}`))
+		req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s's message %s: %s %s", name, id, resp.Status, b)
+		}
+	}
+
+	cmd, log, addrs := run()
+	message(addrs, "a", "m1")
+	log.wait(t, "a asleep", `"agent asleep"`, `"agent":"a"`)
+	message(addrs, "a", "m2")
+	log.wait(t, "a awake", `"agent awake"`, `"agent":"a"`)
+	log.wait(t, "a asleep again", `"agent asleep"`, `"agent":"a"`)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "a", "chats", "t", "events.jsonl"))
+	if n := strings.Count(string(b), `"type":"answer"`); n != 2 {
+		t.Errorf("a holds %d answers, want 2:\n%s", n, b)
+	}
+
+	cmd, log, _ = run("--exit-when-asleep")
+	log.wait(t, "every agent asleep", "every agent asleep")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit once every agent slept: %v", err)
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// waiter watches the listeners of sleeping agents, all of them in one
+// goroutine of the process, so a sleeping agent holds no goroutine of its
+// own waiting for a connection: the first connection to come to one calls
+// its wake function, once. It is safe for concurrent use.
+type waiter struct {
+	epfd int
+
+	mu sync.Mutex
+	// guarded by mu
+	wakes map[int32]func() // by the listener's descriptor
+}
+
+// newWaiter starts the process's waiter.
+func newWaiter() (*waiter, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	w := &waiter{epfd: fd, wakes: map[int32]func(){}}
+	go w.loop()
+	return w, nil
+}
+
+// fd is ln's descriptor.
+func fd(ln *net.TCPListener) (int32, error) {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	if err := rc.Control(func(s uintptr) { n = int32(s) }); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// watch calls wake, on a goroutine of its own, once ln has a connection
+// waiting; until then ln has no goroutine of its own.
+func (w *waiter) watch(ln *net.TCPListener, wake func()) error {
+	n, err := fd(ln)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wakes[n] = wake
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: n}
+	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, int(n), &ev); err != nil {
+		delete(w.wakes, n)
+		return err
+	}
+	return nil
+}
+
+// forget stops watching ln, before it is closed.
+func (w *waiter) forget(ln *net.TCPListener) {
+	n, err := fd(ln)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.wakes[n]; ok {
+		delete(w.wakes, n)
+		unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(n), nil)
+	}
+}
+
+func (w *waiter) loop() {
+	events := make([]unix.EpollEvent, 64)
+	for {
+		n, err := unix.EpollWait(w.epfd, events, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		for _, ev := range events[:n] {
+			w.mu.Lock()
+			wake := w.wakes[ev.Fd]
+			if wake != nil {
+				delete(w.wakes, ev.Fd)
+				unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(ev.Fd), nil)
+			}
+			w.mu.Unlock()
+			if wake != nil {
+				go wake()
+			}
+		}
+	}
+}
