@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	"modernc.org/sqlite" // the database/sql driver "sqlite"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/lease"
@@ -97,13 +97,13 @@ func Open(path string) (*Driver, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 	d := &Driver{db: db, path: path}
 	var v int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+	if err := whileBusy(func() error { return db.QueryRow("PRAGMA user_version").Scan(&v) }); err != nil {
 		db.Close()
 		return nil, d.errorf("read the schema version: %w", err)
 	}
 	switch v {
 	case 0:
-		if _, err := db.Exec(schema); err != nil {
+		if err := whileBusy(func() error { _, err := db.Exec(schema); return err }); err != nil {
 			db.Close()
 			return nil, d.errorf("make the tables: %w", err)
 		}
@@ -113,6 +113,31 @@ func Open(path string) (*Driver, error) {
 		return nil, d.errorf("schema version %d, this program knows %d", v, SchemaVersion)
 	}
 	return d, nil
+}
+
+// whileBusy runs f, the first uses of a new file's connections, again
+// while it meets SQLITE_BUSY, for at most BusyTimeout. Two processes
+// opening one new file at once meet it although the busy timeout is set:
+// SQLite calls no busy handler while a connection is being set up, as
+// when the other turns the file to WAL or recovers its index.
+func whileBusy(f func() error) error {
+	deadline := time.Now().Add(BusyTimeout)
+	wait := time.Millisecond
+	for {
+		err := f()
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait) // a back-off on another process's lock, not a wait in a test
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// busy says err is SQLite's SQLITE_BUSY, "database is locked", with any
+// extended code.
+func busy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
 
 // private makes the file at path, empty and 0600, when it is not there:
