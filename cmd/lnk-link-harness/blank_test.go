@@ -10,8 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // blankUnit is a blank unit started ahead: its control socket, and its
@@ -169,4 +174,112 @@ func TestBlankFlags(t *testing.T) {
 			t.Errorf("serve %q: %v, want a refusal naming --blank", args, err)
 		}
 	}
+}
+
+// TestBlankBindCost measures what a blank unit saves: LNK_BLANK_UNITS
+// units (50 in BENCHMARKS.md) started ahead, then bound and sent their
+// first message all at once, each timed from its bind line to its first
+// answer; beside it, as many cold serve --home starts at once, each timed
+// from its start to its first answer. Run with
+// LNK_BLANK_UNITS=50 go test -run TestBlankBindCost -v.
+func TestBlankBindCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LNK_BLANK_UNITS"))
+	if n < 1 {
+		t.Skip("LNK_BLANK_UNITS is not set to a count of units")
+	}
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "made-for-this-binding-0123456789"
+	const settings = `{"model":{"name":"anthropic/claude-test"}}`
+	homes := make([]string, n)
+	units := make([]*blankUnit, n)
+	for i := range n {
+		dir := t.TempDir()
+		homes[i] = filepath.Join(dir, "ada")
+		os.Mkdir(homes[i], 0o700)
+		units[i] = startBlank(t, dir, modelAddr)
+	}
+	timed := func(what string, first func(i int) (time.Duration, error)) {
+		took := make([]time.Duration, n)
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				d, err := first(i)
+				took[i] = d
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+		slices.Sort(took)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		t.Logf("%s, %d at once: p50 %.1f ms, p99 %.1f ms, max %.1f ms", what, n, ms(took[n/2]), ms(took[(n*99)/100]), ms(took[n-1]))
+	}
+	message := func(addr string) error {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"text":"hello"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("first message: %s", resp.Status)
+		}
+		return nil
+	}
+	timed("blank unit, bind line to first answer", func(i int) (time.Duration, error) {
+		begin := time.Now()
+		c, err := net.Dial("unix", units[i].control)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		io.WriteString(c, bindLineOf("ada", homes[i], key, settings)+"\n")
+		var a bindAnswer
+		if err := json.NewDecoder(c).Decode(&a); err != nil || !a.OK {
+			return 0, fmt.Errorf("bind: %+v %v", a, err)
+		}
+		if err := message(a.Listen); err != nil {
+			return 0, err
+		}
+		return time.Since(begin), nil
+	})
+	timed("cold serve --home, start to first answer", func(i int) (time.Duration, error) {
+		// A home of its own, fresh as the blank unit's was, with the
+		// same settings.
+		dir := t.TempDir()
+		home := filepath.Join(dir, "ada")
+		os.Mkdir(home, 0o700)
+		os.WriteFile(filepath.Join(home, "config.json"), []byte(settings), 0o600)
+		keyFile := filepath.Join(dir, "key")
+		os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+		begin := time.Now()
+		cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--home", home, "--key-file", keyFile)
+		cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir)
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+		line, err := bufio.NewReader(out).ReadString('\n')
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+		if err != nil || !ok {
+			return 0, fmt.Errorf("printed %q: %v", line, err)
+		}
+		if err := message(addr); err != nil {
+			return 0, err
+		}
+		return time.Since(begin), nil
+	})
 }
