@@ -283,3 +283,44 @@ func TestBlankBindCost(t *testing.T) {
 		return time.Since(begin), nil
 	})
 }
+
+// A blank unit bound with a store bridge keeps its conversations through
+// it, proving each call with the key made for the binding: the bridge
+// knows that key alone, and runs the driver the bound settings name.
+func TestBlankUnitStoreBridge(t *testing.T) {
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lnk store-bridge finds its driver beside itself.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-sqlite"), "lnk.dev/linkharness/cmd/lnk-sqlite").CombinedOutput(); err != nil {
+		t.Fatalf("go build lnk-sqlite: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	ada := filepath.Join(dir, "ada")
+	os.Mkdir(ada, 0o700)
+	const key = "made-for-this-binding-0123456789"
+	keyFile := filepath.Join(dir, "bridge.key")
+	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	_, bridgeAddr := start(t, nil, "lnk", "store-bridge", "--home", ada, "--driver", "sqlite", "--key-file", keyFile)
+
+	u := startBlank(t, dir, modelAddr)
+	line, _ := json.Marshal(map[string]any{
+		"agent": "ada", "home": ada, "key": key, "store": "http://" + bridgeAddr,
+		"settings": json.RawMessage(`{"model":{"name":"anthropic/claude-test"},"storage":{"conversations":"sqlite"}}`),
+	})
+	a := u.bind(t, string(line))
+	if !a.OK {
+		t.Fatalf("the bind answered %+v", a)
+	}
+	if code, body := ask(t, a.Listen, "ada", key, "hello"); code != 200 {
+		t.Fatalf("the first message: %d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(ada, "chats", "events.sqlite")); err != nil {
+		t.Errorf("the conversation is not in the bridge's store: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ada, "chats", "t", "events.jsonl")); err == nil {
+		t.Error("the conversation was kept as a log beside the bridge")
+	}
+}
