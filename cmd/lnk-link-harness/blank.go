@@ -120,12 +120,12 @@ func control(ln net.Listener, binds chan<- binding, log *slog.Logger) {
 		go func() {
 			defer c.Close()
 			a := bindAnswer{}
-			u, err := readBind(c)
+			line, err := readBind(c)
 			if err == nil {
-				var bu unit
-				if bu, err = parseBind(u); err == nil {
+				var u unit
+				if u, err = parseBind(line); err == nil {
 					answer := make(chan bindAnswer, 1)
-					binds <- binding{unit: bu, answer: answer}
+					binds <- binding{unit: u, answer: answer}
 					a = <-answer
 				}
 			}

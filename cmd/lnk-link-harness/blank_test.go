@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/harness/home"
 )
 
 // blankUnit is a blank unit started ahead: its control socket, and its
@@ -323,4 +326,25 @@ func TestBlankUnitStoreBridge(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ada, "chats", "t", "events.jsonl")); err == nil {
 		t.Error("the conversation was kept as a log beside the bridge")
 	}
+}
+
+// A control line either binds a unit with a home, a key of one line and
+// 16 bytes at least and a plain name, or is refused with errBind.
+func FuzzParseBind(f *testing.F) {
+	f.Add([]byte(`{"agent":"ada","home":"/h","key":"0123456789abcdef","settings":{"model":{"name":"anthropic/x"}},"store":"http://s"}`))
+	f.Add([]byte(`{"home":"/h/ada","key":"0123456789abcdef","listen":"127.0.0.1:0"}`))
+	f.Add([]byte(`{"home":"/h","key":"short"} {}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		u, err := parseBind(line)
+		if err != nil {
+			if !errors.Is(err, errBind) {
+				t.Fatalf("%q: %v is not errBind", line, err)
+			}
+			return
+		}
+		if u.Home == "" || len(u.key) < 16 || strings.ContainsAny(u.key, "\r\n") || u.Listen == "" || home.Plain(nameOf(u)) != nil || u.KeyFile != "" {
+			t.Fatalf("%q bound %+v", line, u)
+		}
+	})
 }
