@@ -21,6 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 )
@@ -40,6 +41,15 @@ type unit struct {
 	Env map[string]string `toml:"env"`
 
 	line int // the line of its [[agent]] in the agents file; 0 from flags
+
+	// A blank unit's binding (see blank.go) holds these in memory: the
+	// key made for it (KeyFile is then empty), the settings it was bound
+	// with (nil: config.json is read at each turn) and the store bridge
+	// its conversations go through, proved with that key ("": as the
+	// environment says).
+	key      string
+	settings *settings.Settings
+	store    string
 }
 
 // same says whether u and v serve one agent the same way, so a reload
@@ -213,9 +223,11 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (s
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return server.Agent{}, nil, fmt.Errorf("home %s is not a folder", u.Home)
 	}
-	key, err := readKey(u.KeyFile)
-	if err != nil {
-		return server.Agent{}, nil, err
+	key := u.key
+	if u.KeyFile != "" {
+		if key, err = readKey(u.KeyFile); err != nil {
+			return server.Agent{}, nil, err
+		}
 	}
 	name := u.Name
 	if name == "" {
@@ -229,6 +241,9 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (s
 	own, err := stores.FromEnv(getenv)
 	if err != nil {
 		return server.Agent{}, nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	if u.store != "" {
+		own.Bridge, own.BridgeKey = u.store, []byte(key)
 	}
 	held, err := holdHome(dir)
 	if err != nil {
@@ -245,7 +260,7 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (s
 	set := tools.New(agent, servers, tools.Options{Log: log, HTTP: th})
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: hc, Metrics: m, Log: log, Stop: stop,
-		Tools: set,
+		Tools: set, Settings: u.settings,
 	}
 	owned := closers{held, own, closeFunc(set.Close), closeFunc(hc.CloseIdleConnections), closeFunc(th.CloseIdleConnections)}
 	if err := ready(r, getenv, own); err != nil {

@@ -5,6 +5,7 @@
 //
 //	lnk-link-harness serve --home DIR --listen ADDR --key-file F [--agent NAME]
 //	lnk-link-harness serve --agents FILE
+//	lnk-link-harness serve --blank CONTROL [--sleep-after D]
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -35,6 +37,7 @@ import (
 
 const usage = `usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]
        lnk-link-harness serve --agents FILE
+       lnk-link-harness serve --blank CONTROL [--sleep-after D]
 
 Takes an agent's turns over HTTP. The model is reached through Link's model
 proxy: LNK_MODEL_PROXY, or LNK_MODEL_PROXY_<PROVIDER> for one provider.
@@ -65,7 +68,7 @@ func isHelp(arg string) bool {
 func serve(args, environ []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]\n       lnk-link-harness serve --agents FILE\n\nServes the agents' turns over HTTP, printing \"listening on ADDR\" for each. It refuses to\nstart without a model proxy for an agent's provider (LNK_MODEL_PROXY, or\nLNK_MODEL_PROXY_<PROVIDER>), or with a [storage] conversations it cannot keep.\nWith --agents, SIGHUP reads the file again: agents join and leave.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]\n       lnk-link-harness serve --agents FILE\n       lnk-link-harness serve --blank CONTROL [--sleep-after D]\n\nServes the agents' turns over HTTP, printing \"listening on ADDR\" for each. It refuses to\nstart without a model proxy for an agent's provider (LNK_MODEL_PROXY, or\nLNK_MODEL_PROXY_<PROVIDER>), or with a [storage] conversations it cannot keep.\nWith --agents, SIGHUP reads the file again: agents join and leave. With --blank,\nit prints \"blank on CONTROL\" and serves nothing until one JSON line on the unix\nsocket CONTROL binds it to an agent; it ends once that agent sleeps.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	homeDir := fs.String("home", "", "the agent's home folder")
@@ -75,6 +78,7 @@ func serve(args, environ []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file when stopped")
 	agents := fs.String("agents", "", "serve many agents of one owner, from a TOML file of [[agent]] name, home, listen, key_file and [agent.env]; SIGHUP reads it again")
 	blank := fs.String("blank", "", "start a blank unit bound by one line on this unix socket")
+	blankSleep := fs.Duration("sleep-after", DefaultSleepAfter, "with --blank, how long the bound agent answers nothing before it sleeps and the unit ends; 0 never")
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM or SIGINT, how long running turns may go on before they are ended (a second signal ends them at once)")
 	exitAsleep := fs.Bool("exit-when-asleep", false, "with --agents, end the process once every agent sleeps ([serve] sleep_after in the agents file)")
@@ -97,9 +101,20 @@ func serve(args, environ []string) error {
 	}
 	var units []unit
 	var sleepAfter time.Duration
+	setFlags := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { setFlags[fl.Name] = true })
 	switch {
+	case *blank == "" && setFlags["sleep-after"]:
+		return errors.New("--sleep-after is for --blank; an agents file says [serve] sleep_after")
 	case *blank != "":
-		return errors.New("--blank is not in this version: serve agents with --home or --agents")
+		if *homeDir != "" || *keyFile != "" || *agents != "" || setFlags["agent"] || setFlags["listen"] {
+			return errors.New("--blank takes its agent from the control line: give no --home, --key-file, --agents, --agent or --listen with it")
+		}
+		if *blankSleep < 0 {
+			return fmt.Errorf("--sleep-after %v: want a duration of 0 or more", *blankSleep)
+		}
+		// Bound, the unit ends when its agent sleeps.
+		sleepAfter, *exitAsleep = *blankSleep, *blankSleep > 0
 	case *agents != "":
 		if *homeDir != "" || *keyFile != "" {
 			return errors.New("--agents names every agent's home and key: give no --home or --key-file with it")
@@ -157,6 +172,20 @@ func serve(args, environ []string) error {
 	js, err := f.prepare(units)
 	if err != nil {
 		return err
+	}
+	// A blank unit holds nothing of anyone's until a control line binds
+	// it; then it refuses every other.
+	var binds chan binding
+	bound := false
+	if *blank != "" {
+		ln, err := net.Listen("unix", *blank)
+		if err != nil {
+			return fmt.Errorf("--blank: %w", err)
+		}
+		defer ln.Close()
+		binds = make(chan binding)
+		go control(ln, binds, log)
+		fmt.Fprintf(os.Stdout, "blank on %s\n", *blank)
 	}
 	if *cpuProfile != "" {
 		pf, err := os.Create(*cpuProfile)
@@ -218,6 +247,8 @@ loop:
 				freeMemory()
 				log.Info("every agent asleep: memory given back")
 			}
+		case b := <-binds:
+			bound = f.bind(b, bound)
 		case <-hup:
 			if err := f.reload(*agents); err != nil {
 				log.Error("agents file not read again: nothing changed", "file", *agents, "error", err)
@@ -292,13 +323,17 @@ func newLogger(level string) (*slog.Logger, error) {
 // its model's provider (or its fallback's). Each turn reads the settings
 // again, and fails with the same error when one of these comes later.
 func ready(r *turn.Runner, getenv func(string) string, opener *stores.Opener) error {
-	path, err := r.Agent.Path(home.Config, "")
-	if err != nil {
-		return err
-	}
-	s, err := settings.Read(path)
-	if err != nil {
-		return fmt.Errorf("agent %s: %w", r.Agent.Name, err)
+	var s settings.Settings
+	if r.Settings != nil {
+		s = *r.Settings
+	} else {
+		path, err := r.Agent.Path(home.Config, "")
+		if err != nil {
+			return err
+		}
+		if s, err = settings.Read(path); err != nil {
+			return fmt.Errorf("agent %s: %w", r.Agent.Name, err)
+		}
 	}
 	if err := opener.Check(r.Agent.Dir, s.Storage.Conversations); err != nil {
 		return fmt.Errorf("agent %s: [storage] conversations: %w", r.Agent.Name, err)

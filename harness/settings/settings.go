@@ -129,14 +129,21 @@ func Read(path string) (Settings, error) {
 	if err != nil {
 		return s, err
 	}
+	return Decode(path, b)
+}
+
+// Decode reads settings as config.json holds them, from b, named name in
+// an error: keys missing keep Link's defaults.
+func Decode(name string, b []byte) (Settings, error) {
+	s := Defaults()
 	if len(b) > maxSpecBytes {
-		return s, fmt.Errorf("%w: %s: %d bytes, over %d", ErrBadSpec, path, len(b), maxSpecBytes)
+		return s, fmt.Errorf("%w: %s: %d bytes, over %d", ErrBadSpec, name, len(b), maxSpecBytes)
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("%w: %s: %v", ErrBadSpec, path, err)
+		return s, fmt.Errorf("%w: %s: %v", ErrBadSpec, name, err)
 	}
 	if err := s.check(); err != nil {
-		return s, fmt.Errorf("%w: %s: %v", ErrBadSpec, path, err)
+		return s, fmt.Errorf("%w: %s: %v", ErrBadSpec, name, err)
 	}
 	return s, nil
 }

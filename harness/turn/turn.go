@@ -80,6 +80,11 @@ type Runner struct {
 	// stop cancels it when its grace is over. Nil: turns run to their end.
 	Stop context.Context
 
+	// Settings, when not nil, are the agent's settings held in memory, as
+	// a blank unit is bound with them: config.json is not read. Nil: each
+	// turn reads config.json.
+	Settings *settings.Settings
+
 	locks    keyedMutex
 	telling  tellings     // answers given and not yet marked told
 	prompts  promptCache  // what the prompt read of the agent's files, until they change
@@ -463,6 +468,9 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error
 }
 
 func (t *turn) settings() (settings.Settings, error) {
+	if t.r.Settings != nil {
+		return *t.r.Settings, nil
+	}
 	path, err := t.r.Agent.Path(home.Config, "")
 	if err != nil {
 		return settings.Settings{}, err
