@@ -91,6 +91,7 @@ func ask(t *testing.T, addr, name, key, text string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"text":`+fmt.Sprintf("%q", text)+`}`))
 	req.Header.Set("Authorization", "Bearer "+key)
+	req.Close = true // a unit ending closes its idle connections
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,10 @@ func TestBlankUnit(t *testing.T) {
 	os.WriteFile(filepath.Join(ada, "config.json"), []byte(`{"model":{"name":"openai/gpt-x"}}`), 0o600)
 	const key = "made-for-this-binding-0123456789"
 	settings := `{"model":{"name":"anthropic/claude-test"}}`
-	u := startBlank(t, dir, modelAddr, "--sleep-after", "300ms")
+	// Long enough that the checks after the first answer come before the
+	// agent sleeps however loaded the machine; the end is waited for on
+	// the log, never timed.
+	u := startBlank(t, dir, modelAddr, "--sleep-after", "3s")
 
 	for _, c := range []struct{ what, line, want string }{
 		{"no such home", bindLineOf("ada", filepath.Join(dir, "nobody"), key, settings), "is not a folder"},

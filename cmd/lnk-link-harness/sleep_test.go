@@ -210,6 +210,9 @@ func TestAgentsSleep(t *testing.T) {
 	message := func(addrs map[string]string, name, id string) {
 		req, _ := http.NewRequest("POST", addrs[name]+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"id":"`+id+`","text":"hello"}`))
 		req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
+		// A connection of its own: an agent going to sleep closes its idle
+		// ones, and a POST on a connection closed under it is not sent again.
+		req.Close = true
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
