@@ -1,11 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +91,49 @@ func TestCrashedAnswerHandedOverOnce(t *testing.T) {
 	}
 	if n := f.operations(t, "ada", "hand_over"); n != 1 {
 		t.Errorf("hand-overs counted %v, want 1", n)
+	}
+}
+
+// toldAtReply is a ResponseWriter that reads the conversation's told
+// record as the reply's answer goes (the JSON body, or the stream's done
+// event): what a process killed right then would have left.
+type toldAtReply struct {
+	*httptest.ResponseRecorder
+	pend string
+	told int64 // -1 until the answer was written
+}
+
+func (w *toldAtReply) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"seq":`)) && w.told < 0 {
+		w.told = 0
+		if b, err := os.ReadFile(filepath.Join(w.pend, "told")); err == nil {
+			fmt.Sscan(string(b), &w.told)
+		}
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+// An answer is marked told before its reply's answer is written, in JSON
+// and streamed: a process killed once its caller has the answer leaves
+// nothing for a later turn to hand over again.
+func TestToldBeforeReply(t *testing.T) {
+	f := newFixture(t, nil)
+	for i, accept := range []string{"application/json", "text/event-stream"} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/agents/ada/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"id":"m%d","text":"hi","owner":true}`, i)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Accept", accept)
+		w := &toldAtReply{ResponseRecorder: httptest.NewRecorder(), pend: filepath.Join(f.home, "chats", "t", "pending"), told: -1}
+		f.srv.ServeHTTP(w, req)
+		body := w.Body.String()
+		if i := strings.LastIndex(body, "data: "); accept == "text/event-stream" && i >= 0 {
+			body = body[i+len("data: "):]
+		}
+		var a answerBody
+		if w.Code != 200 || json.Unmarshal([]byte(strings.TrimSpace(body)), &a) != nil || a.Seq == 0 {
+			t.Fatalf("%s: %d %s", accept, w.Code, w.Body)
+		}
+		if w.told < a.Seq {
+			t.Errorf("%s: the answer at seq %d went with %d recorded told", accept, a.Seq, w.told)
+		}
 	}
 }

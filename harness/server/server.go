@@ -494,12 +494,15 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 			writeError(w, code, "%s", msg)
 			return
 		}
+		// Told before the reply goes: a process that dies between the
+		// two leaves an answer its caller asks again for by the message's
+		// id, and is given from the conversation (see CHOICES.md).
+		s.told(a.Runner, thread, res.a)
 		if sse != nil {
 			sse.event("done", answerOf(res.a))
 		} else {
 			writeJSON(w, http.StatusOK, answerOf(res.a))
 		}
-		s.told(a.Runner, thread, res.a)
 	case <-gone:
 		mu.Lock()
 		left = true
@@ -541,7 +544,9 @@ func (s *Server) told(r *turn.Runner, thread string, ans turn.Answer) {
 	}
 	if err := r.MarkTold(thread, ans.Seq); err != nil {
 		s.log.Error("answer not marked told", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "error", err)
+		return
 	}
+	s.log.Debug("answer marked told", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq)
 }
 
 func writePending(a home.Agent, thread string, ans turn.Answer, crashed bool) error {

@@ -23,8 +23,9 @@ import (
 // Runner.Untold, once.
 //
 // What was told is the highest seq told, in chats/<dir>/pending/told,
-// written after each telling through a file renamed into place and not
-// synced: a process's death keeps it (the kernel holds it), a machine's
+// written as each answer is told (by the server, just before the reply
+// goes: a caller whose reply is lost asks again by the message's id)
+// through a file renamed into place and not synced: a process's death keeps it (the kernel holds it), a machine's
 // may lose the last few, which are then handed over once more rather than
 // never. Answers this process has made and is telling are held in memory
 // (telling), so its own next turn, which may begin before the telling is

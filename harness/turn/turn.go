@@ -504,6 +504,7 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 	}
 	if len(e.Calls) == 0 {
 		t.lastAnswer = e.Seq
+		t.log().Debug("answer written", "answer", e.Seq)
 	}
 	return &e, nil
 }
