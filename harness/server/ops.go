@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"lnk.dev/linkharness/harness/home"
@@ -67,18 +66,8 @@ func parseForkBody(data []byte) (forkBody, error) {
 // goes.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	name := a.Runner.Agent.Name
-	if _, err := home.ThreadDir(thread); err != nil {
-		s.refuse(w, name, "", http.StatusBadRequest, "thread: %v", err)
-		return
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.refuse(w, name, thread, http.StatusRequestEntityTooLarge, "body over %d bytes", MaxBodyBytes)
-			return
-		}
-		s.refuse(w, name, thread, http.StatusBadRequest, "reading the body: %v", err)
+	data, ok := s.threadBody(w, r, name, thread)
+	if !ok {
 		return
 	}
 	b, err := parseForkBody(data)

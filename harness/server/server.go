@@ -381,6 +381,27 @@ func answerOf(a turn.Answer) answerBody {
 		Usage: usageBody{a.Usage.Input, a.Usage.Output, a.Usage.CacheRead, a.Usage.CacheWrite}}
 }
 
+// threadBody checks the thread's name and reads the request's body, at
+// most MaxBodyBytes of it; when either is wrong it refuses the request and
+// reports false.
+func (s *Server) threadBody(w http.ResponseWriter, r *http.Request, name, thread string) ([]byte, bool) {
+	if _, err := home.ThreadDir(thread); err != nil {
+		s.refuse(w, name, "", http.StatusBadRequest, "thread: %v", err)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.refuse(w, name, thread, http.StatusRequestEntityTooLarge, "body over %d bytes", MaxBodyBytes)
+			return nil, false
+		}
+		s.refuse(w, name, thread, http.StatusBadRequest, "reading the body: %v", err)
+		return nil, false
+	}
+	return body, true
+}
+
 // message takes a message and answers it, streamed when the caller accepts
 // text/event-stream. The turn runs on when the caller goes; its answer is
 // then kept for _link/recover. A message sent while its conversation's turn
@@ -390,18 +411,8 @@ func answerOf(a turn.Answer) answerBody {
 // _link/recover, which the earlier caller's answer is.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	name := a.Runner.Agent.Name
-	if _, err := home.ThreadDir(thread); err != nil {
-		s.refuse(w, name, "", http.StatusBadRequest, "thread: %v", err)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.refuse(w, name, thread, http.StatusRequestEntityTooLarge, "body over %d bytes", MaxBodyBytes)
-			return
-		}
-		s.refuse(w, name, thread, http.StatusBadRequest, "reading the body: %v", err)
+	body, ok := s.threadBody(w, r, name, thread)
+	if !ok {
 		return
 	}
 	mb, err := parseMessageBody(body)
