@@ -34,25 +34,9 @@ type blankUnit struct {
 // modelAddr, and waits for it to say it is blank.
 func startBlank(t *testing.T, dir, modelAddr string, extra ...string) *blankUnit {
 	t.Helper()
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	control := filepath.Join(dir, "control")
-	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), append([]string{"serve", "--blank", control}, extra...)...)
-	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir)
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	u := &blankUnit{cmd: cmd, control: control, out: readLines(stdout), log: readLines(stderr)}
+	cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr, "LNK_HOME=" + dir}, append([]string{"serve", "--blank", control}, extra...)...)
+	u := &blankUnit{cmd: cmd, control: control, out: out, log: log}
 	u.out.wait(t, "the blank line", "blank on "+control)
 	return u
 }

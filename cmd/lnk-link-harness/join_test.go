@@ -34,6 +34,31 @@ func readLines(r io.Reader) lines {
 	return c
 }
 
+// startWatched starts lnk-link-harness with args and env added to this
+// process's environment, its output and log read a line at a time; it is
+// killed at the test's end if it is still running.
+func startWatched(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, out, log lines) {
+	t.Helper()
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(filepath.Join(bin, "lnk-link-harness"), args...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, readLines(stdout), readLines(stderr)
+}
+
 // wait reads lines until one holds every one of want, and returns it.
 func (c lines) wait(t *testing.T, what string, want ...string) string {
 	t.Helper()
@@ -104,24 +129,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	}
 	write(kEntry("k.key"), first...)
 
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", path)
-	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr)
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	out, log := readLines(stdout), readLines(stderr)
+	cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "serve", "--agents", path)
 	addrs := map[string]string{}
 	listening := func() {
 		l := out.wait(t, "a listening line", "listening on ")

@@ -180,25 +180,8 @@ func TestAgentsSleep(t *testing.T) {
 	}
 	path := filepath.Join(dir, "agents.toml")
 	os.WriteFile(path, []byte(text), 0o600)
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := func(args ...string) (*exec.Cmd, lines, map[string]string) {
-		cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), append([]string{"serve", "--agents", path}, args...)...)
-		cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr)
-		stdout, _ := cmd.StdoutPipe()
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		})
-		out, log := readLines(stdout), readLines(stderr)
+		cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, append([]string{"serve", "--agents", path}, args...)...)
 		addrs := map[string]string{}
 		for range 2 {
 			var addr, name string
