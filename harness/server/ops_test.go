@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
@@ -124,7 +126,8 @@ func TestForkOverHTTP(t *testing.T) {
 // One server given an import, ends, forks, a crashed answer's hand-over
 // and an export, with a refusal of each beside them: /metrics, read by
 // Prometheus's own text parser, counts each operation that was done and
-// none that was refused, and nothing else.
+// none that was refused, and nothing else; the server's log has each
+// once, with its agent, thread and seq.
 func TestOperationsCounted(t *testing.T) {
 	from := newFixture(t, nil)
 	for _, text := range []string{"one", "two"} {
@@ -137,10 +140,11 @@ func TestOperationsCounted(t *testing.T) {
 		t.Fatalf("export: %d %s", code, archive)
 	}
 
+	logs := new(lockedBuffer)
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{
 		{Match: "stall", Text: "words and then nothing", Chunks: 4, Stall: true, AfterChunks: 1},
 		{Match: "any", Text: "hi"},
-	}})
+	}}, func(r *turn.Runner) { r.Log = slog.New(slog.NewJSONHandler(logs, nil)) })
 	want := map[string]float64{}
 	if code, body := f.do(t, http.MethodPut, "/asp/v1/agents/ada/state", archive[:len(archive)/2]); code != http.StatusBadRequest {
 		t.Fatalf("a truncated import: %d %s", code, body)
@@ -252,5 +256,20 @@ func TestOperationsCounted(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("lnk_operations_total by kind %v, want %v\n%s", got, want, page)
+	}
+
+	logged := map[string]float64{}
+	for _, rec := range logs.lines(t) {
+		kind := map[any]string{"conversation imported": "import", "turn ended": "end", "forked": "fork", "answer handed over": "hand_over", "state exported": "export"}[rec["msg"]]
+		if kind == "" {
+			continue
+		}
+		logged[kind]++
+		if rec["agent"] != "ada" || (kind != "export" && (rec["thread"] == nil || rec["seq"] == nil)) {
+			t.Errorf("a %s logged without its agent, thread or seq: %v", kind, rec)
+		}
+	}
+	if !maps.Equal(logged, want) {
+		t.Errorf("operations logged %v, want %v", logged, want)
 	}
 }
