@@ -25,7 +25,7 @@ import (
 )
 
 // postgresURL is the database store/postgres's tests use, if any; when
-// set, conversions go through lnk-postgres too.
+// set, conversions go through lnk-postgres too, and forks are made in it.
 var postgresURL = os.Getenv("LNK_TEST_POSTGRES_URL")
 
 // buildDrivers builds the driver programs once per test binary, into a
@@ -36,11 +36,7 @@ var buildDrivers = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	progs := []string{"lnk-sqlite", "lnk-pebble"}
-	if postgresURL != "" {
-		progs = append(progs, "lnk-postgres")
-	}
-	for _, p := range progs {
+	for _, p := range []string{"lnk-sqlite", "lnk-pebble", "lnk-postgres", "lnk-gcs"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p), "lnk.dev/linkharness/cmd/"+p)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build %s: %v\n%s", p, err, out)

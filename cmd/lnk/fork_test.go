@@ -3,13 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/jackc/pgx/v5"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
@@ -17,6 +23,8 @@ import (
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/gcs"
+	"lnk.dev/linkharness/store/postgres"
 )
 
 // lnk agent chat fork, for each way of keeping a conversation: the fork
@@ -31,8 +39,14 @@ func TestChatFork(t *testing.T) {
 	t.Cleanup(func() { model.Close(); ms.Close() })
 	env := map[string]string{"LNK_MODEL_PROXY": ms.URL}
 	getenv := func(k string) string { return env[k] }
-	for _, kind := range []string{"log", "compact", "sqlite", "pebble"} {
+	for _, kind := range []string{"log", "compact", "sqlite", "pebble", "postgres", "gcs"} {
 		t.Run(kind, func(t *testing.T) {
+			switch kind {
+			case "postgres":
+				postgresSchema(t)
+			case "gcs":
+				fakeGCS(t)
+			}
 			h := filepath.Join(t.TempDir(), "ada-"+kind)
 			os.MkdirAll(h, 0o700)
 			s := settings.Defaults()
@@ -112,6 +126,80 @@ func TestChatFork(t *testing.T) {
 			}
 		})
 	}
+}
+
+// postgresSchema points lnk-postgres (LNK_POSTGRES_URL) at the test
+// database, LNK_TEST_POSTGRES_URL, in a schema of the test's own, dropped
+// when the test ends: other runs share the database and name their agents
+// alike. Without the variable the test is skipped, but in CI (CI=true) it
+// fails.
+func postgresSchema(t *testing.T) {
+	t.Helper()
+	if postgresURL == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("LNK_TEST_POSTGRES_URL is not set: CI must start PostgreSQL (see .ci/run)")
+		}
+		t.Skip("LNK_TEST_POSTGRES_URL is not set: no PostgreSQL to test against")
+	}
+	h := sha256.Sum256([]byte(t.TempDir()))
+	schema := "lnk_test_" + hex.EncodeToString(h[:8])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, postgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, postgresURL)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	t.Setenv(postgres.URLEnv, withSearchPath(t, postgresURL, schema))
+}
+
+// withSearchPath returns the connection string conn (a URL or a key=value
+// DSN) with its search_path set to schema.
+func withSearchPath(t *testing.T, conn, schema string) string {
+	t.Helper()
+	if !strings.HasPrefix(conn, "postgres://") && !strings.HasPrefix(conn, "postgresql://") {
+		return conn + " search_path=" + schema
+	}
+	u, err := url.Parse(conn)
+	if err != nil {
+		t.Fatalf("LNK_TEST_POSTGRES_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// fakeGCS starts fake-gcs-server on loopback with a bucket, and points
+// lnk-gcs at it as an emulator (STORAGE_EMULATOR_HOST) for the test.
+func fakeGCS(t *testing.T) {
+	t.Helper()
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "lnk-test"})
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STORAGE_EMULATOR_HOST", u.Host)
+	t.Setenv(gcs.BucketEnv, "lnk-test")
+	t.Setenv(gcs.PrefixEnv, "lnk/")
 }
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files")

@@ -2,14 +2,23 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store/event"
+	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // operations reads lnk_operations_total of kind for agent from /metrics,
@@ -111,5 +120,156 @@ func TestForkOverHTTP(t *testing.T) {
 	}
 	if n := f.operations(t, "ada", "fork"); n != 1 {
 		t.Errorf("forks counted %v, want 1", n)
+	}
+}
+
+// One server given an import, ends, forks, a crashed answer's hand-over
+// and an export, with a refusal of each beside them: /metrics, read by
+// Prometheus's own text parser, counts each operation that was done and
+// none that was refused, and nothing else; the server's log has each
+// once, with its agent, thread and seq.
+func TestOperationsCounted(t *testing.T) {
+	from := newFixture(t, nil)
+	for _, text := range []string{"one", "two"} {
+		if code, body := from.post(t, "/v1/agents/ada/chats/web:1/messages", key, `{"text":"`+text+`","owner":true}`); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	code, archive := from.do(t, http.MethodGet, "/asp/v1/agents/ada/state", nil)
+	if code != 200 {
+		t.Fatalf("export: %d %s", code, archive)
+	}
+
+	logs := new(lockedBuffer)
+	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{
+		{Match: "stall", Text: "words and then nothing", Chunks: 4, Stall: true, AfterChunks: 1},
+		{Match: "any", Text: "hi"},
+	}}, func(r *turn.Runner) { r.Log = slog.New(slog.NewJSONHandler(logs, nil)) })
+	want := map[string]float64{}
+	if code, body := f.do(t, http.MethodPut, "/asp/v1/agents/ada/state", archive[:len(archive)/2]); code != http.StatusBadRequest {
+		t.Fatalf("a truncated import: %d %s", code, body)
+	}
+	if code, body := f.do(t, http.MethodPut, "/asp/v1/agents/ada/state", archive); code != 200 {
+		t.Fatalf("import: %d %s", code, body)
+	}
+	want["import"]++
+
+	if code, body := f.post(t, "/v1/agents/ada/chats/e0/end", key, ""); code != http.StatusConflict {
+		t.Fatalf("an end with no turn: %d %s", code, body)
+	}
+	for _, thread := range []string{"e1", "e2", "e3"} { // no model request before these: each asked is theirs
+		answered := f.postLater(t, "/v1/agents/ada/chats/"+thread+"/messages", `{"text":"stall","owner":true}`)
+		<-f.asked
+		if code, body := f.post(t, "/v1/agents/ada/chats/"+thread+"/end", key, ""); code != 200 {
+			t.Fatalf("end %s: %d %s", thread, code, body)
+		}
+		if a := <-answered; !a.Ended {
+			t.Fatalf("%s's caller was told %+v", thread, a)
+		}
+		want["end"]++
+	}
+
+	for _, c := range []struct {
+		body string
+		code int
+	}{
+		{`{"before":3,"text":"TWO"}`, 200},
+		{`{"before":2,"text":"x"}`, http.StatusBadRequest}, // an answer
+		{`{"before":1,"text":"ONE"}`, 200},
+	} {
+		code, body := f.post(t, "/v1/agents/ada/chats/web:1/fork", key, c.body)
+		if code != c.code {
+			t.Fatalf("fork %s: %d %s, want %d", c.body, code, body, c.code)
+		}
+		if code == 200 {
+			want["fork"]++
+		}
+	}
+	code, body := f.post(t, "/v1/agents/ada/chats/web:1:fork3/fork", key, `{"before":3,"text":"THREE"}`) // a fork of a fork
+	if code != 200 {
+		t.Fatalf("a fork of a fork: %d %s", code, body)
+	}
+	want["fork"]++
+
+	// An answer written by a process that died before telling it, after
+	// one that was told.
+	if code, body := f.post(t, "/v1/agents/ada/chats/c/messages", key, `{"id":"m0","text":"told","owner":true}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	conv, err := eventlog.Open(filepath.Join(f.home, "chats", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, e := range []event.Event{
+		{Seq: 3, Time: now, Type: event.TypeMessage, ID: "m1", Owner: true, Text: "never told"},
+		{Seq: 4, Time: now, Type: event.TypeAnswer, Text: "the answer nobody got"},
+	} {
+		if err := conv.Append(context.Background(), e.Seq, event.Append(nil, &e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv.Close()
+	if code, body := f.post(t, "/v1/agents/ada/chats/c/messages", key, `{"id":"m2","text":"next","owner":true}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if got := f.recoverOnce(t); len(got) != 1 || !got[0].Crashed {
+		t.Fatalf("recover: %+v, want the crashed answer", got)
+	}
+	if got := f.recoverOnce(t); len(got) != 0 {
+		t.Fatalf("handed over twice: %+v", got)
+	}
+	want["hand_over"]++
+
+	if code, body := f.do(t, http.MethodGet, "/asp/v1/agents/ada/state", nil); code != 200 {
+		t.Fatalf("export: %d %s", code, body)
+	}
+	want["export"]++
+
+	resp, err := http.Get(f.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	fams, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, page)
+	}
+	fam := fams["lnk_operations_total"]
+	if fam == nil || fam.GetType() != dto.MetricType_COUNTER {
+		t.Fatalf("no counter lnk_operations_total:\n%s", page)
+	}
+	got := map[string]float64{}
+	for _, m := range fam.Metric {
+		l := map[string]string{}
+		for _, p := range m.Label {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["agent"] != "ada" || len(l) != 2 {
+			t.Errorf("a series of labels %v", l)
+			continue
+		}
+		if v := m.GetCounter().GetValue(); v != 0 {
+			got[l["kind"]] = v
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("lnk_operations_total by kind %v, want %v\n%s", got, want, page)
+	}
+
+	logged := map[string]float64{}
+	for _, rec := range logs.lines(t) {
+		kind := map[any]string{"conversation imported": "import", "turn ended": "end", "forked": "fork", "answer handed over": "hand_over", "state exported": "export"}[rec["msg"]]
+		if kind == "" {
+			continue
+		}
+		logged[kind]++
+		if rec["agent"] != "ada" || (kind != "export" && (rec["thread"] == nil || rec["seq"] == nil)) {
+			t.Errorf("a %s logged without its agent, thread or seq: %v", kind, rec)
+		}
+	}
+	if !maps.Equal(logged, want) {
+		t.Errorf("operations logged %v, want %v", logged, want)
 	}
 }
