@@ -2,13 +2,9 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/postgres"
+	"lnk.dev/linkharness/store/postgres/pgtest"
 )
 
 // buildSQLite builds the SQLite plugin beside the programs, where
@@ -50,60 +45,11 @@ var buildPostgres = sync.OnceValue(func() error {
 	return nil
 })
 
-// postgresSchema sets the environment the harness and its lnk-postgres
-// read (LNK_POSTGRES_URL) to the test database, LNK_TEST_POSTGRES_URL, in
-// a schema of the test's own, dropped when the test ends: every test's
-// agent is ada, and other runs share the database. Without the variable
-// the test is skipped, but in CI (CI=true) it fails.
+// postgresSchema points LNK_POSTGRES_URL, which the harness and its
+// lnk-postgres read, at a schema of the test's own (pgtest.Schema).
 func postgresSchema(t *testing.T) {
 	t.Helper()
-	base := os.Getenv("LNK_TEST_POSTGRES_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("LNK_TEST_POSTGRES_URL is not set: CI must start PostgreSQL (see .ci/run)")
-		}
-		t.Skip("LNK_TEST_POSTGRES_URL is not set: no PostgreSQL to test against")
-	}
-	h := sha256.Sum256([]byte(t.TempDir()))
-	schema := "lnk_test_" + hex.EncodeToString(h[:8])
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	t.Setenv(postgres.URLEnv, withSearchPath(t, base, schema))
-}
-
-// withSearchPath returns the connection string conn (a URL or a key=value
-// DSN) with its search_path set to schema.
-func withSearchPath(t *testing.T, conn, schema string) string {
-	t.Helper()
-	if !strings.HasPrefix(conn, "postgres://") && !strings.HasPrefix(conn, "postgresql://") {
-		return conn + " search_path=" + schema
-	}
-	u, err := url.Parse(conn)
-	if err != nil {
-		t.Fatalf("LNK_TEST_POSTGRES_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	t.Setenv(postgres.URLEnv, pgtest.Schema(t))
 }
 
 // Two processes serving one home take turns on one conversation: four

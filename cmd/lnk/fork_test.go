@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"net/http/httptest"
 	"net/url"
@@ -15,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
-	"github.com/jackc/pgx/v5"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
@@ -25,6 +22,7 @@ import (
 	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/gcs"
 	"lnk.dev/linkharness/store/postgres"
+	"lnk.dev/linkharness/store/postgres/pgtest"
 )
 
 // lnk agent chat fork, for each way of keeping a conversation: the fork
@@ -128,59 +126,11 @@ func TestChatFork(t *testing.T) {
 	}
 }
 
-// postgresSchema points lnk-postgres (LNK_POSTGRES_URL) at the test
-// database, LNK_TEST_POSTGRES_URL, in a schema of the test's own, dropped
-// when the test ends: other runs share the database and name their agents
-// alike. Without the variable the test is skipped, but in CI (CI=true) it
-// fails.
+// postgresSchema points lnk-postgres (LNK_POSTGRES_URL) at a schema of
+// the test's own (pgtest.Schema).
 func postgresSchema(t *testing.T) {
 	t.Helper()
-	if postgresURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("LNK_TEST_POSTGRES_URL is not set: CI must start PostgreSQL (see .ci/run)")
-		}
-		t.Skip("LNK_TEST_POSTGRES_URL is not set: no PostgreSQL to test against")
-	}
-	h := sha256.Sum256([]byte(t.TempDir()))
-	schema := "lnk_test_" + hex.EncodeToString(h[:8])
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, postgresURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, postgresURL)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	t.Setenv(postgres.URLEnv, withSearchPath(t, postgresURL, schema))
-}
-
-// withSearchPath returns the connection string conn (a URL or a key=value
-// DSN) with its search_path set to schema.
-func withSearchPath(t *testing.T, conn, schema string) string {
-	t.Helper()
-	if !strings.HasPrefix(conn, "postgres://") && !strings.HasPrefix(conn, "postgresql://") {
-		return conn + " search_path=" + schema
-	}
-	u, err := url.Parse(conn)
-	if err != nil {
-		t.Fatalf("LNK_TEST_POSTGRES_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	t.Setenv(postgres.URLEnv, pgtest.Schema(t))
 }
 
 // fakeGCS starts fake-gcs-server on loopback with a bucket, and points
