@@ -115,6 +115,12 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 			t.Fatal(err)
 		}
 		proxy := httputil.NewSingleHostReverseProxy(u)
+		// A transport of its own: http.DefaultTransport is shared by every test
+		// here (an httptest server closing closes its idle connections), and a
+		// relayed stream cut once under load, so this relay depends on no other.
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		proxy.Transport = tr
 		proxy.FlushInterval = -1 // streamed answers pass as they come
 		via := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {

@@ -38,6 +38,12 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(model)
+	// A transport of its own: http.DefaultTransport is shared by every test
+	// here (an httptest server closing closes its idle connections), and a
+	// relayed stream cut once under load, so this relay depends on no other.
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	proxy.Transport = tr
 	proxy.FlushInterval = -1
 	// The summary to hold: the one whose request quotes this message as
 	// the first that stays (the turn's own, once nothing else can stay).
