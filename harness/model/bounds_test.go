@@ -148,7 +148,7 @@ func (p pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			select {
 			case <-req.Context().Done():
 				return
-			case <-time.After(p.apart):
+			case <-time.After(p.apart): // the keep-alives under test, in the bubble's fake time
 				pw.Write([]byte(": keep-alive\n\n"))
 			}
 		}
