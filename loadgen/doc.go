@@ -21,6 +21,14 @@
 // and time the calls they answer. The latency added by the harness is then
 // given for the messages with a tool call and for those without.
 //
+// With churn (`--churn K`), once half the messages are answered the last
+// K agents leave and K new ones join, by one SIGHUP re-reading the agents
+// file; a conversation of a leaving agent not yet begun, or refused
+// mid-way, goes on with a joining one. The messages of the agents that
+// stayed, left and joined are counted apart, and each leaving agent's logs
+// are read back: a message it refused must be in none, and every message
+// there must have its answer.
+//
 // Soak (`lnk loadgen --soak DURATION`) is the same harness under faults
 // rather than load: a few callers send one agent turns, a third of them
 // calling a tool; the process is SIGKILLed every 0.5 to 3 s and started

@@ -40,6 +40,12 @@ type Config struct {
 	// servers are served in this process and the harness pointed at them.
 	ToolShare float64
 
+	// Churn, above 0, is how many agents leave, and as many new ones
+	// join, by one SIGHUP once half the messages are answered: the last
+	// Churn agents leave, and each joining agent takes over the
+	// conversations of a leaving one, from the message it refused on.
+	Churn int
+
 	Script      *scripted.Script // the model's distributions (default DefaultScript)
 	Timeout     time.Duration    // one message's limit (default 60 s)
 	MaxTime     time.Duration    // the whole run's limit (default 10 min)
@@ -94,9 +100,10 @@ func (c *Config) setDefaults() error {
 		c.Messages < 1, c.Agents*c.Conversations*c.Messages > maxTotal,
 		c.Concurrency < 1 || c.Concurrency > 10_000, c.Timeout < 0, c.MaxTime < 0, c.SampleEvery < 10*time.Millisecond,
 		c.Settle < 0 || c.Settle > 10*time.Minute,
-		!(c.ToolShare >= 0 && c.ToolShare <= 1):
-		return fmt.Errorf("%w: %d agents, %d conversations each, %d messages each, concurrency %d, timeout %v, max time %v, sampled every %v, tool share %v",
-			ErrConfig, c.Agents, c.Conversations, c.Messages, c.Concurrency, c.Timeout, c.MaxTime, c.SampleEvery, c.ToolShare)
+		!(c.ToolShare >= 0 && c.ToolShare <= 1),
+		c.Churn < 0 || c.Churn > 0 && (c.Churn >= c.Agents || c.Agents+c.Churn > maxAgents):
+		return fmt.Errorf("%w: %d agents, %d conversations each, %d messages each, concurrency %d, timeout %v, max time %v, sampled every %v, tool share %v, churn %d",
+			ErrConfig, c.Agents, c.Conversations, c.Messages, c.Concurrency, c.Timeout, c.MaxTime, c.SampleEvery, c.ToolShare, c.Churn)
 	}
 	return nil
 }
@@ -137,7 +144,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer m.close()
 
-	unit, agents, err := startHarness(ctx, tmp, program, cfg.Agents, m.url, cfg.say)
+	all, err := makeAgents(tmp, cfg.Agents+cfg.Churn, m.url)
+	if err != nil {
+		return nil, err
+	}
+	agents, extra := all[:cfg.Agents], all[cfg.Agents:]
+	unit, err := startHarness(ctx, program, agents, cfg.say)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +159,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			unit.Kill()
 		}
 	}()
-	if err := res.load(ctx, &cfg, unit, agents, m); err != nil {
+	var ch *churn
+	if cfg.Churn > 0 {
+		if ch, err = newChurn(unit, agents, extra, cfg.Agents*cfg.Conversations*cfg.Messages); err != nil {
+			unit.Kill()
+			return nil, err
+		}
+	}
+	if err := res.load(ctx, &cfg, unit, agents, m, ch); err != nil {
 		return nil, err
 	}
 	if tools != nil {
@@ -192,28 +211,19 @@ func serveTools(tmp, program string, script *scripted.Script) (*toolServers, str
 	return tools, wrapped, withTools(script), nil
 }
 
-// startHarness makes n agents under tmp, their model at modelURL, and
-// starts one harness process serving them all.
-func startHarness(ctx context.Context, tmp, program string, n int, modelURL string, say func(string, ...any)) (drive.Unit, []drive.Agent, error) {
-	agents, err := makeAgents(tmp, n, modelURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	say("starting %s serving %d agents", filepath.Base(program), n)
+// startHarness starts one harness process serving every agent.
+func startHarness(ctx context.Context, program string, agents []drive.Agent, say func(string, ...any)) (drive.Unit, error) {
+	say("starting %s serving %d agents", filepath.Base(program), len(agents))
 	h := &drive.Link{Program: program, Profile: true}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	unit, err := h.Start(ctx, agents)
-	if err != nil {
-		return nil, nil, err
-	}
-	return unit, agents, nil
+	return h.Start(ctx, agents)
 }
 
 // load sends every message (send) and measures the harness meanwhile: its
 // memory at the start and over time, its CPU from the first message to the
 // last, and what each message took.
-func (r *Result) load(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model) error {
+func (r *Result) load(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model, ch *churn) error {
 	pid := unit.PID()
 	if s, err := proc.Read(pid, true); err == nil {
 		r.Start = memOf(s)
@@ -227,8 +237,18 @@ func (r *Result) load(ctx context.Context, cfg *Config, unit drive.Unit, agents 
 	cfg.say("sending %d messages: %d conversations of %d agents, %d messages each, %d at once",
 		cfg.Agents*cfg.Conversations*cfg.Messages, cfg.Conversations, cfg.Agents, cfg.Messages, cfg.Concurrency)
 	start := time.Now()
-	msgs := send(ctx, cfg, unit, agents, m)
+	msgs := send(ctx, cfg, unit, agents, m, ch)
 	r.Seconds = time.Since(start).Seconds()
+	if ch != nil {
+		if ch.err != nil {
+			sampler.stop()
+			return ch.err
+		}
+		if r.Churn, err = ch.result(msgs); err != nil {
+			sampler.stop()
+			return err
+		}
+	}
 	after, err := proc.Read(pid, false)
 	if err == nil && cfg.Settle > 0 {
 		err = r.settle(ctx, cfg, pid)
@@ -334,15 +354,18 @@ func newKey() string {
 
 // message is one message's outcome.
 type message struct {
+	agent   string
+	id      string
 	latency float64 // seconds the client waited
 	model   float64 // seconds the model took for it
 	tool    string  // the call it asked for, or ""
+	left    bool    // sent to an agent leaving: the churn had begun
 	err     error
 }
 
 // send sends every conversation its messages in order, Concurrency
 // conversations at once, and returns each message's outcome.
-func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model) []message {
+func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agent, m *model, ch *churn) []message {
 	type conv struct {
 		agent string
 		n     int
@@ -362,16 +385,29 @@ func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agen
 				for i := 1; i <= cfg.Messages; i++ {
 					token := fmt.Sprintf("lg-%s-%d-%d", c.agent, c.n, i)
 					tool := toolMessage(c.k+i-1, cfg.ToolShare)
+					left := ch != nil && ch.hasBegun() && ch.group[c.agent] == leaving
 					mctx, mcancel := context.WithTimeout(ctx, cfg.Timeout)
 					rep, err := unit.Send(mctx, c.agent, thread, drive.Message{ID: token, Text: messageText(token, tool)})
 					mcancel()
 					if err == nil && tool != "" && !afterTool(rep.Text) {
 						err = fmt.Errorf("loadgen: message %s asked for %s, and its answer is not the one after the tool's result: %.80q", token, tool, rep.Text)
 					}
-					r := message{latency: rep.Latency.Seconds(), model: m.took(token), tool: tool, err: err}
+					r := message{agent: c.agent, id: token, latency: rep.Latency.Seconds(), model: m.took(token), tool: tool, err: err, left: left}
 					mu.Lock()
 					out = append(out, r)
+					answered := len(out)
 					mu.Unlock()
+					if ch != nil {
+						ch.answered(ctx, answered, cfg.say)
+						if err != nil && r.left && refusal(err) {
+							// Its agent left: the conversation goes on,
+							// from this message, with the one that joined.
+							if c.agent = ch.agentFor(ctx, c.agent); c.agent == "" {
+								return
+							}
+							i--
+						}
+					}
 					if ctx.Err() != nil {
 						return
 					}
@@ -386,9 +422,15 @@ func send(ctx context.Context, cfg *Config, unit drive.Unit, agents []drive.Agen
 		for n := 1; n <= cfg.Conversations; n++ {
 			for ai, a := range agents {
 				k := ((n-1)*len(agents) + ai) * cfg.Messages
+				name := a.Name
+				if ch != nil {
+					if name = ch.agentFor(ctx, name); name == "" {
+						continue
+					}
+				}
 				for {
 					select {
-					case jobs <- conv{a.Name, n, k}:
+					case jobs <- conv{name, n, k}:
 					case <-tick.C:
 						mu.Lock()
 						done := len(out)

@@ -64,6 +64,11 @@ type Result struct {
 	AddedTools    *Quantiles     `json:"added_tools,omitempty"`
 	AddedPlain    *Quantiles     `json:"added_plain,omitempty"`
 
+	// Churn is what joining and leaving did, with Config.Churn; its
+	// refused messages are not among Errors, and the messages that went on
+	// with a joining agent in their place are among Messages.
+	Churn *Churn `json:"churn,omitempty"`
+
 	Profile *profile.Summary `json:"profile,omitempty"`
 }
 
@@ -98,7 +103,12 @@ type MemorySample struct {
 
 func (r *Result) fill(msgs []message, before, after proc.Sample) {
 	var lat, added, mod, addedTools, addedPlain []float64
+	refused := 0
 	for _, m := range msgs {
+		if m.err != nil && m.left && refusal(m.err) {
+			refused++
+			continue
+		}
 		if m.err != nil {
 			r.Errors++
 			if r.FirstError == "" {
@@ -121,7 +131,7 @@ func (r *Result) fill(msgs []message, before, after proc.Sample) {
 		qt, qp := quantiles(addedTools), quantiles(addedPlain)
 		r.AddedTools, r.AddedPlain = &qt, &qp
 	}
-	r.Errors += r.Agents*r.Conversations*r.PerConversation - len(msgs) // never sent: the run ran out of time
+	r.Errors += r.Agents*r.Conversations*r.PerConversation - (len(msgs) - refused) // never sent: the run ran out of time
 	r.Latency, r.Added, r.Model = quantiles(lat), quantiles(added), quantiles(mod)
 	if r.Seconds > 0 {
 		r.Throughput = float64(r.Messages) / r.Seconds
@@ -232,6 +242,19 @@ func (r *Result) WriteTable(w io.Writer) error {
 		q("added, with a tool call", *r.AddedTools)
 		q("added, without", *r.AddedPlain)
 		q("a call in its tool server", *r.ToolTime)
+	}
+	if c := r.Churn; c != nil {
+		o := func(name string, x Outcome) {
+			fmt.Fprintf(tw, "%s\t%d sent, %d answered, %d refused, %d errors\t\n", name, x.Sent, x.Answered, x.Refused, x.Errors)
+			if x.FirstError != "" {
+				fmt.Fprintf(tw, "\tfirst error: %s\t\n", x.FirstError)
+			}
+		}
+		fmt.Fprintf(tw, "churn\t%d agents left and %d joined by one SIGHUP at %d answered; every joining agent listening %.0f ms after it\t\n",
+			c.Left, c.Joined, c.At, c.Seconds*1e3)
+		o("  agents that stayed", c.Stayed)
+		o("  agents that left", c.Leaving)
+		o("  agents that joined", c.Joining)
 	}
 	fmt.Fprintf(tw, "harness CPU\t%.2f s, %s a message, %.0f%% of %d CPUs\t\n", r.CPU, ms(r.CPUPerMessage), r.CPUShare*100, r.CPUs)
 	fmt.Fprintf(tw, "memory\tRSS %s at start, %s at peak; anon %s at peak; %d samples\t\n", mb(r.Start.RSS), mb(r.Peak.RSS), mb(r.Peak.Anon), len(r.Memory))

@@ -39,6 +39,7 @@ func cmdLoadgen(args []string) error {
 	profile := fs.String("profile", "", "write the harness's CPU profile of the run to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	churn := fs.Int("churn", 0, "once half the messages are answered, this many agents leave and as many new ones join, by one SIGHUP re-reading the agents file; the joining ones take the leaving ones' conversations over")
 	soak := fs.Duration("soak", 0, "instead of measuring, soak one agent for this long (at most 1h): turns, tool calls, SIGKILLs of the harness, callers dropped and retried, checking its logs after each kill; exits non-zero on any violation")
 	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -51,7 +52,7 @@ func cmdLoadgen(args []string) error {
 		return runSoak(*harness, *soak, *seed, *quiet, *jsonOut)
 	}
 	cfg := loadgen.Config{
-		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare,
+		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare, Churn: *churn,
 		Timeout: *timeout, MaxTime: *maxTime, SampleEvery: *every, Settle: *settle, Profile: *profile, Progress: os.Stderr,
 	}
 	if *quiet {

@@ -46,16 +46,17 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	}
 	a := agents[0]
 	var args []string
+	var file string
 	if len(agents) == 1 {
 		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
 	} else {
-		file := filepath.Join(a.Scratch, "agents.toml")
-		if err := os.WriteFile(file, agentsFile(agents), 0o600); err != nil {
-			return nil, fmt.Errorf("drive: agents file: %w", err)
+		file = filepath.Join(a.Scratch, "agents.toml")
+		if err := writeAgentsFile(file, agents); err != nil {
+			return nil, err
 		}
 		args = []string{"serve", "--agents", file}
 	}
-	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{})}
+	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, file: file, done: make(chan struct{})}
 	for _, ag := range agents {
 		u.agents[ag.Name] = &linkAgent{key: ag.Key}
 	}
@@ -127,10 +128,14 @@ func HarnessEnv(env []string, model string) []string {
 }
 
 // linkUnit is one lnk-link-harness process serving one agent or several.
-// agents is written by Start alone, before the unit is handed out.
+// agents is written by Start before the unit is handed out, and by Churn
+// under mu.
 type linkUnit struct {
-	agent   Agent // the first agent, whose scratch folder the unit uses
-	agents  map[string]*linkAgent
+	agent   Agent  // the first agent, whose scratch folder the unit uses
+	file    string // the agents file of a unit serving several; "" for one
+	mu      sync.RWMutex
+	agents  map[string]*linkAgent // grows by Churn, under mu
+	later   chan string           // the listening lines printed after Start's, for Churn
 	cmd     *exec.Cmd
 	client  *http.Client
 	profile string
@@ -158,6 +163,7 @@ func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader, agents [
 	}
 	got := make(chan line, len(agents))
 	br := bufio.NewReaderSize(stdout, 512)
+	u.later = make(chan string, maxLater)
 	go func() {
 		for range agents {
 			s, err := br.ReadString('\n')
@@ -166,7 +172,20 @@ func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader, agents [
 				return
 			}
 		}
-		io.Copy(io.Discard, br)
+		// The lines of agents that join later, for Churn; any other line,
+		// or one past what Churn has taken, goes.
+		for {
+			s, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if strings.HasPrefix(s, "listening on ") {
+				select {
+				case u.later <- s:
+				default:
+				}
+			}
+		}
 	}()
 	timer := time.NewTimer(StartTimeout)
 	defer timer.Stop()
@@ -262,7 +281,9 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 	if err != nil {
 		return Reply{}, err
 	}
+	u.mu.RLock()
 	a, ok := u.agents[agent]
+	u.mu.RUnlock()
 	if !ok {
 		return Reply{}, fmt.Errorf("drive: message %s: agent %s is not this unit's", m.ID, agent)
 	}
@@ -312,7 +333,10 @@ func (u *linkUnit) Metrics(ctx context.Context) (Metrics, error) {
 
 // MetricsPage returns the harness's /metrics page as it is written.
 func (u *linkUnit) MetricsPage(ctx context.Context) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.agents[u.agent.Name].base+"/metrics", nil)
+	u.mu.RLock()
+	base := u.agents[u.agent.Name].base
+	u.mu.RUnlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
