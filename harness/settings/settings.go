@@ -14,6 +14,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/osfile"
 )
 
 // ErrBadSpec comes when a spec or a config.json cannot be taken.
@@ -122,15 +123,22 @@ var providers = []string{"anthropic", "openai", "openrouter", "ollama"}
 // missing from the file keep theirs.
 func Read(path string) (Settings, error) {
 	s := Defaults()
-	b, err := os.ReadFile(path)
+	b, err := osfile.ReadFile(path, MaxConfigBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
 	if err != nil {
 		return s, err
 	}
+	if len(b) > MaxConfigBytes {
+		return s, fmt.Errorf("%s: over %d bytes", path, MaxConfigBytes)
+	}
 	return Decode(path, b)
 }
+
+// MaxConfigBytes is the largest config.json read: far past any agent's
+// settings, short of a file that is not one.
+const MaxConfigBytes = 4 << 20
 
 // Decode reads settings as config.json holds them, from b, named name in
 // an error: keys missing keep Link's defaults.

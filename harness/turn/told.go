@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/osfile"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
@@ -88,14 +90,16 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 	if told, err := readTold(pend); err == nil && told >= seq && seq != 0 {
 		return nil
 	}
-	if err := os.MkdirAll(pend, 0o700); err != nil {
-		return err
+	tmp := filepath.Join(pend, "."+toldName+"."+strconv.FormatUint(rand.Uint64(), 36))
+	f, err := osfile.Open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // the folder's first told: made only then
+		if err = os.MkdirAll(pend, 0o700); err == nil {
+			f, err = osfile.Open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 	}
-	f, err := os.CreateTemp(pend, "."+toldName+".*")
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	_, err = f.WriteString(strconv.FormatInt(seq, 10) + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -112,18 +116,31 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 // readTold reads the highest seq told from the pending folder pend; 0
 // when none was.
 func readTold(pend string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join(pend, toldName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
+	n, _, err := readToldFile(pend)
+	return n, err
+}
+
+// maxTold is the longest told file: a number and a newline, and spaces to
+// spare; anything longer is damage.
+const maxTold = 31
+
+// readToldFile reads the told file of the pending folder pend, and says
+// whether there is one.
+func readToldFile(pend string) (int64, bool, error) {
+	b, err := osfile.ReadFile(filepath.Join(pend, toldName), maxTold)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, false, nil
+	case err != nil:
+		return 0, true, err
+	case len(b) > maxTold:
+		return 0, true, fmt.Errorf("%w: %s: over %d bytes", store.ErrCorrupt, filepath.Join(pend, toldName), maxTold)
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, filepath.Join(pend, toldName), err)
+		return 0, true, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, filepath.Join(pend, toldName), err)
 	}
-	return n, nil
+	return n, true, nil
 }
 
 // untold hands the conversation's last answer to Runner.Untold when nobody
@@ -143,10 +160,13 @@ func (t *turn) untold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(pend, toldName)); errors.Is(err, fs.ErrNotExist) {
+	told, ok, err := readToldFile(pend)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
 		return writeTold(t.r.Agent, t.thread, t.last)
-	}
-	if t.last == 0 {
+	case t.last == 0:
 		return nil
 	}
 	var (
@@ -170,11 +190,7 @@ func (t *turn) untold(ctx context.Context) error {
 	if err == nil {
 		err = derr
 	}
-	if err != nil || a == nil || t.r.telling.has(t.dir, a.Seq) {
-		return err
-	}
-	told, err := readTold(pend)
-	if err != nil || told >= a.Seq {
+	if err != nil || a == nil || t.r.telling.has(t.dir, a.Seq) || told >= a.Seq {
 		return err
 	}
 	t.r.Untold(t.thread, answerOf(t.thread, a))

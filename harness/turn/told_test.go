@@ -1,11 +1,13 @@
 package turn
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store"
 )
 
 // The highest seq told only grows, and reads back as written.
@@ -26,9 +28,11 @@ func TestMarkTold(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(pend, ".told.*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
-	os.WriteFile(filepath.Join(pend, "told"), []byte("x\n"), 0o600)
-	if _, err := readTold(pend); err == nil {
-		t.Error("a told file that is not a number was read")
+	for _, bad := range []string{"x\n", "1234567890123456789012345678901234\n"} {
+		os.WriteFile(filepath.Join(pend, "told"), []byte(bad), 0o600)
+		if _, err := readTold(pend); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("told file %.20q read: %v, want ErrCorrupt", bad, err)
+		}
 	}
 }
 

@@ -1,0 +1,82 @@
+package osfile
+
+import (
+	"io/fs"
+	"os"
+	"slices"
+	"syscall"
+)
+
+// Open is os.OpenFile for a file that is not a pipe, socket or terminal:
+// the same file, opened close-on-exec, with four fewer system calls (see
+// the package's doc). Its errors are *fs.PathError, as os's.
+func Open(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	fd, err := open(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// ReadFile is os.ReadFile in four system calls, for a file of at most most
+// bytes: a longer one is read as its first most+1 bytes, so the caller can
+// tell it is over.
+func ReadFile(name string, most int) ([]byte, error) {
+	fd, err := open(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
+	}
+	// One byte past the size, so that a read filling less than it asked
+	// is the end of the file (a regular file's read is short only there),
+	// and one filling it all says the file grew since the fstat.
+	b := make([]byte, 0, min(most, int(st.Size))+1)
+	for {
+		n, err := read(fd, b[len(b):cap(b)])
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		b = b[:len(b)+n]
+		if n == 0 || len(b) < cap(b) || len(b) > most {
+			return b, nil
+		}
+		b = slices.Grow(b, min(most+1-len(b), max(len(b), 512)))
+	}
+}
+
+func open(name string, flag int, perm fs.FileMode) (int, error) {
+	for {
+		fd, err := syscall.Open(name, flag|syscall.O_CLOEXEC, uint32(perm.Perm()))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+func fstat(fd int, st *syscall.Stat_t) error {
+	for {
+		if err := syscall.Fstat(fd, st); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+func read(fd int, b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, b)
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
+}
