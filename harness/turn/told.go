@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
@@ -105,7 +106,9 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(pend, toldName))
+		// syscall's rename, not os.Rename, which first stats the new
+		// name to refuse a folder there: none is, in a pending folder.
+		err = syscall.Rename(tmp, filepath.Join(pend, toldName))
 	}
 	if err != nil {
 		os.Remove(tmp)
