@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
@@ -165,4 +168,33 @@ func (f *fleet) bind(b binding, bound bool) bool {
 	f.log.Info("bound", "agent", js[0].name, "listen", addr)
 	b.answer <- bindAnswer{OK: true, Listen: addr}
 	return true
+}
+
+// ErrControlInUse comes when a blank unit's control socket is another
+// live unit's.
+var ErrControlInUse = errors.New("the control socket is another unit's, which answers on it")
+
+// listenControl listens on the unix socket path. A socket left there by a
+// unit that died without removing it (killed) is removed first; one that
+// a live unit answers on is refused with ErrControlInUse, as is anything
+// there that is not a socket.
+func listenControl(path string) (net.Listener, error) {
+	ln, err := net.Listen("unix", path)
+	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	fi, serr := os.Lstat(path)
+	if serr != nil || fi.Mode()&fs.ModeSocket == 0 {
+		return nil, fmt.Errorf("%s is there and is not a socket: %w", path, err)
+	}
+	if c, derr := net.Dial("unix", path); derr == nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: %s", ErrControlInUse, path)
+	} else if !errors.Is(derr, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("%s: %w", path, derr)
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, err
+	}
+	return net.Listen("unix", path)
 }

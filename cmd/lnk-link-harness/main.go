@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -178,7 +177,7 @@ func serve(args, environ []string) error {
 	var binds chan binding
 	bound := false
 	if *blank != "" {
-		ln, err := net.Listen("unix", *blank)
+		ln, err := listenControl(*blank)
 		if err != nil {
 			return fmt.Errorf("--blank: %w", err)
 		}
