@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
@@ -28,9 +27,9 @@ import (
 // What was told is the highest seq told, in chats/<dir>/pending/told,
 // written as each answer is told (by the server, just before the reply
 // goes: a caller whose reply is lost asks again by the message's id)
-// through a file renamed into place and not synced: a process's death keeps it (the kernel holds it), a machine's
-// may lose the last few, which are then handed over once more rather than
-// never. Answers this process has made and is telling are held in memory
+// over the file in place and not synced: a process's death keeps it (the
+// kernel holds it), a machine's may lose the last few, which are then
+// handed over once more rather than never. Answers this process has made and is telling are held in memory
 // (telling), so its own next turn, which may begin before the telling is
 // written, does not take them for a dead process's.
 
@@ -82,38 +81,49 @@ func (r *Runner) MarkTold(thread string, seq int64) error {
 }
 
 // writeTold writes seq as thread's highest told, unless it holds a
-// higher one; whole or not at all, not synced (see above).
+// higher one; not synced (see above).
+//
+// The file is written over in place, never made anew: creating a file and
+// renaming it into place cost a turn more than its fdatasync did. It
+// holds the seq twice, in 20 digits each (toldLine), so a reader that
+// meets a write half done, which may have a new number's first digits
+// before an old one's last, reads the two and keeps the lesser, which is
+// never above what was told: an answer is handed over once more rather
+// than never.
 func writeTold(a home.Agent, thread string, seq int64) error {
 	pend, err := a.Path(home.ChatPending, thread)
 	if err != nil {
 		return err
 	}
-	if told, err := readTold(pend); err == nil && told >= seq && seq != 0 {
-		return nil
-	}
-	tmp := filepath.Join(pend, "."+toldName+"."+strconv.FormatUint(rand.Uint64(), 36))
-	f, err := osfile.Open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	path := filepath.Join(pend, toldName)
+	f, err := osfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // the folder's first told: made only then
 		if err = os.MkdirAll(pend, 0o700); err == nil {
-			f, err = osfile.Open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			f, err = osfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(strconv.FormatInt(seq, 10) + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer f.Close()
+	var buf [maxTold + 1]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if err != nil && err != io.EOF {
+		return err
 	}
-	if err == nil {
-		// syscall's rename, not os.Rename, which first stats the new
-		// name to refuse a folder there: none is, in a pending folder.
-		err = syscall.Rename(tmp, filepath.Join(pend, toldName))
+	if told, err := parseTold(path, buf[:n]); err == nil && told >= seq && seq != 0 && n > 0 {
+		return nil
 	}
-	if err != nil {
-		os.Remove(tmp)
-	}
+	_, err = f.WriteAt(toldLine(seq), 0)
 	return err
+}
+
+// toldLine is what the told file holds for seq: the seq twice, each in 20
+// digits, and a newline.
+func toldLine(seq int64) []byte {
+	b := make([]byte, 0, 42)
+	b = fmt.Appendf(b, "%020d %020d\n", seq, seq)
+	return b
 }
 
 // readTold reads the highest seq told from the pending folder pend; 0
@@ -123,27 +133,51 @@ func readTold(pend string) (int64, error) {
 	return n, err
 }
 
-// maxTold is the longest told file: a number and a newline, and spaces to
+// maxTold is the longest told file: toldLine's 42 bytes, and room to
 // spare; anything longer is damage.
-const maxTold = 31
+const maxTold = 63
 
 // readToldFile reads the told file of the pending folder pend, and says
 // whether there is one.
 func readToldFile(pend string) (int64, bool, error) {
-	b, err := osfile.ReadFile(filepath.Join(pend, toldName), maxTold)
+	path := filepath.Join(pend, toldName)
+	b, err := osfile.ReadFile(path, maxTold)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return 0, false, nil
 	case err != nil:
 		return 0, true, err
-	case len(b) > maxTold:
-		return 0, true, fmt.Errorf("%w: %s: over %d bytes", store.ErrCorrupt, filepath.Join(pend, toldName), maxTold)
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, true, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, filepath.Join(pend, toldName), err)
+	n, err := parseTold(path, b)
+	return n, true, err
+}
+
+// parseTold reads a told file's bytes: toldLine's two numbers, of which
+// the lesser counts (see writeTold), or one number, as files written
+// before held it. An empty file (made, its first write not yet done)
+// is 0.
+func parseTold(path string, b []byte) (int64, error) {
+	if len(b) > maxTold {
+		return 0, fmt.Errorf("%w: %s: over %d bytes", store.ErrCorrupt, path, maxTold)
 	}
-	return n, true, nil
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 || len(fields) > 2 {
+		if len(fields) == 0 && len(b) == 0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("%w: %s: %q is not one or two numbers", store.ErrCorrupt, path, b)
+	}
+	told := int64(-1)
+	for _, f := range fields {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, path, err)
+		}
+		if told < 0 || n < told {
+			told = n
+		}
+	}
+	return told, nil
 }
 
 // untold hands the conversation's last answer to Runner.Untold when nobody

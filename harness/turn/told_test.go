@@ -28,6 +28,22 @@ func TestMarkTold(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(pend, ".told.*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
+	for body, want := range map[string]int64{
+		"00000000000000000029 00000000000000000019\n": 19, // a write half done: the lesser
+		"7\n": 7, // as files were written before
+		"":    0, // made, not yet written
+	} {
+		os.WriteFile(filepath.Join(pend, "told"), []byte(body), 0o600)
+		if n, err := readTold(pend); err != nil || n != want {
+			t.Errorf("told file %q: %d %v, want %d", body, n, err, want)
+		}
+	}
+	if err := r.MarkTold("web:1", 9); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(pend, "told")); string(b) != "00000000000000000009 00000000000000000009\n" {
+		t.Errorf("told file %q after marking 9 over 7", b)
+	}
 	for _, bad := range []string{"x\n", "1234567890123456789012345678901234\n"} {
 		os.WriteFile(filepath.Join(pend, "told"), []byte(bad), 0o600)
 		if _, err := readTold(pend); !errors.Is(err, store.ErrCorrupt) {
