@@ -94,7 +94,7 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 		return nil, ErrNoSummary
 	}
 	sreq := *req
-	sreq.Messages = withNote(msgs, ask)
+	sreq.Messages, sreq.Prefix = withNote(msgs, ask), nil
 	sreq.CacheThrough = 0
 	ss := *s
 	resp, u, calls, err := t.askSummary(ctx, &ss, &sreq, notes)

@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"lnk.dev/linkharness/harness/prompt"
@@ -47,30 +48,31 @@ func (t *turn) giveWindow() {
 // latest checkpoint's start (or the first event), and returns the window's
 // events oldest first with where it starts. It stops early once what it has
 // read is more than the share, since a window never reaches further back.
+// The events the turn's Warm kept are read in place of the store's when
+// they reach back as far: the same steps find the same window.
 func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
 	t.keepWindow(nil)
 	var (
 		events = (*t.window)[:0]
 		cp     = window.Checkpoint{Start: 1}
 		toks   []int // each event's tokens, counted once
+		sizes  []int // and its bytes in the store
 		found  bool
 		tokens int
 		bytes  int
-		derr   error
 	)
-	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		bytes += len(ev)
-		events = append(events, event.Event{})
+	// more takes the event just added to events, newest first, and says
+	// whether the window may reach further back.
+	more := func(seq int64, size, tok int) bool {
+		bytes += size
 		e := &events[len(events)-1]
-		if derr = t.dec.Decode(ev, e); derr != nil {
-			return false
-		}
 		if !found && e.Window != nil && (e.Type == event.TypeAnswer || e.Type == event.TypeSummary) {
 			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
 		}
-		tok := eventTokens(e)
 		toks = append(toks, tok)
+		if t.warm != nil {
+			sizes = append(sizes, size)
+		}
 		tokens += tok
 		if found && seq <= cp.Start {
 			return false
@@ -82,14 +84,48 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 			return false
 		}
 		return true
-	})
+	}
+	warm := t.warm
+	if warm != nil && (len(warm.log) == 0 || warm.log[len(warm.log)-1].Seq != t.last) {
+		warm = nil
+	}
+	if warm != nil {
+		stop := -1
+		for i := len(warm.log) - 1; i >= 0; i-- {
+			events = append(events, warm.log[i])
+			if !more(warm.log[i].Seq, warm.size[i], warm.toks[i]) {
+				stop = i
+				break
+			}
+		}
+		if stop < 0 && warm.log[0].Seq > 1 { // the window reaches back past what was kept
+			clear(events)
+			events, cp, toks, sizes, found, tokens, bytes = events[:0], window.Checkpoint{Start: 1}, nil, nil, false, 0, 0
+			warm = nil
+		} else if stop > 0 {
+			warm.log, warm.size, warm.toks = warm.log[stop:], warm.size[stop:], warm.toks[stop:]
+		}
+	}
+	if warm == nil {
+		var derr error
+		err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
+			t.read += int64(len(ev))
+			events = append(events, event.Event{})
+			e := &events[len(events)-1]
+			if derr = t.dec.Decode(ev, e); derr != nil {
+				return false
+			}
+			return more(seq, len(ev), eventTokens(e))
+		})
+		t.keepWindow(events)
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return nil, cp, err
+		}
+	}
 	t.keepWindow(events)
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		return nil, cp, err
-	}
 	// Oldest first, from the checkpoint's start.
 	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
 		events[i], events[j] = events[j], events[i]
@@ -97,6 +133,11 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 	}
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
+	}
+	if t.warm != nil && warm == nil { // kept, in the log's order, for the next turn
+		slices.Reverse(sizes)
+		sizes = sizes[len(sizes)-len(events):]
+		t.warm.log, t.warm.size, t.warm.toks = slices.Clone(events), sizes, slices.Clone(toks)
 	}
 	items := windowItems(events, toks)
 	events, items = opened(cp.Start, events, items)

@@ -1,0 +1,169 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store/event"
+)
+
+// warmScript answers a long conversation: a summary when asked for one,
+// a call of web__echo when a message asks to look something up, else a
+// few hundred bytes.
+var warmScript = &scripted.Script{Seed: 7, Cache: true, Rules: []scripted.Rule{
+	{Match: askWords, AnswerBytes: 600, AnswerBytesMax: 1200},
+	{Match: "look it up", Results: "no", Calls: []scripted.Call{{Name: "web__echo", Args: `{"text":"the plans"}`}}},
+	{Match: "any", AnswerBytes: 100, AnswerBytesMax: 700},
+}}
+
+// interloper is the turn before which another Runner on the same home
+// (another process, as the folder's lock sees it) takes a turn of the
+// conversation.
+const interloper = 57
+
+// warmRun is one run of a long conversation: every request the model was
+// sent, turn by turn, and the bytes each turn read from the store.
+type warmRun struct {
+	requests [][][]byte
+	read     []int64
+}
+
+// runConversation takes n turns of one conversation in a fresh home at
+// dir, with a Warm or without, another Runner taking a turn before turn
+// interloper, each Runner's clock a minute a call from the same start.
+func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web string) warmRun {
+	t.Helper()
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := settings.Defaults()
+	s.Model.Name = modelName
+	s.Window.Max, s.Window.MaxSet = 4000, true
+	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	clock := func() func() time.Time {
+		at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+		return func() time.Time { at = at.Add(time.Minute); return at }
+	}
+	newRunner := func(w *Warm) *Runner {
+		a := home.Agent{Name: "ada", Dir: dir}
+		return &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Warm: w,
+			Tools: tools.New(a, []tools.Server{{Name: "web", URL: web}}, tools.Options{})}
+	}
+	var w *Warm
+	if warm {
+		w = &Warm{}
+	}
+	r, other := newRunner(w), newRunner(nil)
+	t.Cleanup(func() { r.Tools.Close(); other.Tools.Close(); w.Release() })
+	rec := recordRequests(t, r, warmScript)
+	other.Getenv = r.Getenv
+	ctx := context.Background()
+	var run warmRun
+	for i := 1; i <= n; i++ {
+		if i == interloper {
+			if _, err := other.Message(ctx, "long", Message{ID: "other", Text: "a word from another process"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			run.requests = append(run.requests, rec.take())
+			run.read = append(run.read, 0)
+		}
+		text := fmt.Sprintf("message %d: %s", i, strings.Repeat("about the plans for the day ", 3+i%7))
+		if i%5 == 0 {
+			text += " Please look it up."
+		}
+		before := r.Metrics.BytesRead()
+		if _, err := r.Message(ctx, "long", Message{ID: fmt.Sprint(i), Text: text}, nil); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		run.requests = append(run.requests, rec.take())
+		run.read = append(run.read, r.Metrics.BytesRead()-before)
+	}
+	return run
+}
+
+// Over hundreds of turns of one conversation in a small window, crossing
+// drop points and summaries, with tool calls and another process's turn in
+// between, the requests the model is sent with the warm cache on are the
+// bytes of a fresh composition (no Warm: every turn reads, composes and
+// encodes all of it), turn after turn, in each provider's format. A turn
+// with the cache reads little of the store; the turn after another
+// process's reads its window afresh.
+func TestWarmSameRequests(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 80
+	}
+	web, _ := webServer(t)
+	for _, modelName := range []string{"anthropic/claude-opus-5-5", "openai/gpt-6-luna", "openrouter/anthropic-claude", "ollama/qwen3:8b"} {
+		provider, _, _ := strings.Cut(modelName, "/")
+		t.Run(provider, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ada") // the same path both times: the prompt names it
+			fresh := runConversation(t, dir, modelName, n, false, web)
+			warm := runConversation(t, dir, modelName, n, true, web)
+			if len(fresh.requests) != len(warm.requests) {
+				t.Fatalf("%d turns fresh, %d warm", len(fresh.requests), len(warm.requests))
+			}
+			sums := 0
+			for i := range fresh.requests {
+				f, w := fresh.requests[i], warm.requests[i]
+				if len(f) != len(w) {
+					t.Fatalf("turn %d: %d requests fresh, %d warm", i+1, len(f), len(w))
+				}
+				for j := range f {
+					if !bytes.Equal(f[j], w[j]) {
+						k := commonPrefix(f[j], w[j])
+						t.Fatalf("turn %d, request %d: warm differs at byte %d of %d:\nfresh …%s\n warm …%s", i+1, j+1, k, len(f[j]),
+							f[j][max(0, k-80):min(len(f[j]), k+80)], w[j][max(0, k-80):min(len(w[j]), k+80)])
+					}
+					if bytes.Contains(f[j], []byte(askWords)) {
+						sums++
+					}
+				}
+			}
+			if sums == 0 {
+				t.Fatal("no summary: the conversation crossed no drop point")
+			}
+			ev := events(t, &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Open: openLog}, "long")
+			results := 0
+			for _, e := range ev {
+				if e.Type == event.TypeResult {
+					results++
+				}
+			}
+			if results == 0 {
+				t.Fatal("no tool was called")
+			}
+			// The store read: the first turn's window afresh, then nothing
+			// but by the turn after the other process's, which reads its
+			// window again, as fresh composition reads it every turn (the
+			// answers' latencies, kept in them, make the bytes differ a
+			// little from run to run).
+			after := interloper // the turn after the other's
+			most := int64(0)
+			for i, n := range warm.read[1:] {
+				if i+1 != after {
+					most = max(most, n)
+				}
+			}
+			if most != 0 || warm.read[after] < fresh.read[after]/2 {
+				t.Errorf("bytes read: %d by the turn after the other process's (%d fresh), at most %d by the other warm turns", warm.read[after], fresh.read[after], most)
+			}
+			t.Logf("%d turns, %d summaries asked, %d tool results: the same bytes; a warm turn read at most %d bytes, the turn after another process's %d", n, sums, results, most, warm.read[after])
+		})
+	}
+}
