@@ -167,3 +167,38 @@ func TestWarmSameRequests(t *testing.T) {
 		})
 	}
 }
+
+// A Warm keeps at most its bounds: past the count, or the bytes, the
+// conversation used least lately goes; one over the bytes alone is never
+// kept; Forget lets go of one agent's.
+func TestWarmBounds(t *testing.T) {
+	w := &Warm{MaxConversations: 3, MaxBytes: 1000}
+	conv := func(size int) *warmConv { return &warmConv{dir: "d", size: []int{size / 2}} }
+	for i := range 5 {
+		w.put("ada", fmt.Sprint(i), conv(100))
+	}
+	if n, b := w.Len(); n != 3 || b != 300 {
+		t.Fatalf("%d conversations, %d bytes: want the 3 used last, 300 bytes", n, b)
+	}
+	for _, th := range []string{"0", "1"} {
+		if w.take("ada", th, "d") != nil {
+			t.Errorf("thread %s, used least lately, still kept", th)
+		}
+	}
+	w.put("ada", "big", conv(800)) // 300+800 > 1000: the least lately used goes
+	if n, b := w.Len(); n != 3 || b != 1000 || w.take("ada", "2", "d") != nil {
+		t.Fatalf("%d conversations, %d bytes: want 3, 1000, thread 2 gone", n, b)
+	}
+	w.put("ada", "huge", conv(2000))
+	if w.take("ada", "huge", "d") != nil {
+		t.Error("a conversation over the bytes alone kept")
+	}
+	if c := w.take("ada", "big", "elsewhere"); c != nil {
+		t.Error("a conversation kept in another folder taken")
+	}
+	w.put("bob", "x", conv(10))
+	w.Forget("ada")
+	if n, _ := w.Len(); n != 1 || w.take("bob", "x", "d") == nil {
+		t.Errorf("Forget of one agent: %d conversations left", n)
+	}
+}
