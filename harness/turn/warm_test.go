@@ -202,3 +202,82 @@ func TestWarmBounds(t *testing.T) {
 		t.Errorf("Forget of one agent: %d conversations left", n)
 	}
 }
+
+// writeWindow writes n events of one window, messages and answers in
+// turn, about 150 bytes of text each, every answer's window starting at
+// the first event: a conversation of n messages, all of them sent.
+func writeWindow(tb testing.TB, dir, thread string, n int) {
+	tb.Helper()
+	os.MkdirAll(dir, 0o700)
+	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var buf []byte
+	for seq := int64(1); seq <= int64(n); seq++ {
+		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
+		if seq == 1 {
+			e.Thread = thread
+		}
+		if seq%2 == 1 {
+			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", seq), "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]"
+			e.Text = fmt.Sprintf("message %d: %s", seq, strings.Repeat("how are you today? ", 5))
+		} else {
+			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
+			e.Text = fmt.Sprintf("answer %d: %s", seq, strings.Repeat("fine, thank you. ", 8))
+			e.Window = &event.Window{Start: 1}
+		}
+		buf = append(event.Append(buf[:0], &e), '\n')
+		if _, err := f.Write(buf); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWarmTurn is one whole turn in process, the scripted model
+// called over loopback HTTP, in a conversation whose window holds every
+// message: a new one (window=0) and one of 800 messages (window=800), each
+// growing by two events a turn, with the Warm and without (every turn
+// reads, decodes, composes and encodes its whole window). Run a fixed
+// count, so the windows are those named:
+//
+//	go test -run '^$' -bench WarmTurn -benchtime 50x -count 5 ./harness/turn
+func BenchmarkWarmTurn(b *testing.B) {
+	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer model.Close()
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	for _, n := range []int{0, 800} {
+		for _, warm := range []bool{false, true} {
+			b.Run(fmt.Sprintf("window=%d/warm=%v", n, warm), func(b *testing.B) {
+				dir := filepath.Join(b.TempDir(), "ada")
+				os.Mkdir(dir, 0o700)
+				r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+				if warm {
+					r.Warm = &Warm{}
+					defer r.Warm.Release()
+				}
+				chat, _ := r.Agent.Path(home.Chat, "bench")
+				if n > 0 {
+					writeWindow(b, chat, "bench", n)
+				}
+				ctx := context.Background()
+				// One turn first: the id index and the copy for people made.
+				if _, err := r.Message(ctx, "bench", Message{ID: "first", Text: "hello"}, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := r.Message(ctx, "bench", Message{ID: fmt.Sprint(i), Text: fmt.Sprintf("message %d: how are you today?", i)}, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
