@@ -83,6 +83,7 @@ type warmMessages struct {
 	builtLast int64 // the seq of the last of them
 	form      string
 	prefix    model.Prefix
+	text      []model.Message // the messages through the last answer, calls as text, when a request offered no tools
 }
 
 // reset empties m for another window.
@@ -90,6 +91,28 @@ func (m *warmMessages) reset() {
 	m.b = prompt.Builder{}
 	m.first, m.built, m.builtLast, m.form = 0, 0, 0, ""
 	m.prefix.Reset()
+	clear(m.text)
+	m.text = m.text[:0]
+}
+
+// asText is msgs, m's, with their calls and results written as text
+// (prompt.CallsAsText), those through the last answer as written before.
+// The slice shares m's memory up to the next call.
+func (m *warmMessages) asText(msgs []model.Message) []model.Message {
+	k := min(len(m.text), len(msgs))
+	out := append(m.text[:k], prompt.CallsAsText(msgs[k:])...)
+	m.text = out[:stable(out)]
+	return out
+}
+
+// stable is how many of msgs no later event changes: those through the
+// last answer.
+func stable(msgs []model.Message) int {
+	n := len(msgs)
+	for n > 0 && msgs[n-1].Role != "assistant" {
+		n--
+	}
+	return n
 }
 
 // messages is the model's messages of events, a window, made from what m
@@ -120,11 +143,7 @@ func (m *warmMessages) encode(req *model.Request, format string, text bool) {
 		m.prefix.Reset()
 		m.form = form
 	}
-	stable := len(req.Messages)
-	for stable > 0 && req.Messages[stable-1].Role != "assistant" {
-		stable--
-	}
-	if err := m.prefix.Extend(format, req.Messages[:stable]); err != nil {
+	if err := m.prefix.Extend(format, req.Messages[:stable(req.Messages)]); err != nil {
 		m.prefix.Reset()
 		m.form = ""
 		req.Prefix = nil
@@ -309,7 +328,7 @@ func (t *turn) messages(req *model.Request, events []event.Event, provider strin
 	m := &t.warm.msgs
 	req.Messages = m.messages(events)
 	if text {
-		req.Messages = prompt.CallsAsText(req.Messages)
+		req.Messages = m.asText(req.Messages)
 	}
 	if note != "" {
 		req.Messages = withNote(req.Messages, note)

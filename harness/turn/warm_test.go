@@ -44,6 +44,8 @@ type warmRun struct {
 // dir, with a Warm or without, another Runner taking a turn before turn
 // interloper, each Runner's clock a minute a call from the same start.
 func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web string) warmRun {
+	// web "" offers no tools: the calls the model makes anyway are
+	// answered as calls of no tool, and every request writes them as text.
 	t.Helper()
 	os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -61,15 +63,19 @@ func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web 
 	}
 	newRunner := func(w *Warm) *Runner {
 		a := home.Agent{Name: "ada", Dir: dir}
-		return &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Warm: w,
-			Tools: tools.New(a, []tools.Server{{Name: "web", URL: web}}, tools.Options{})}
+		r := &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Warm: w}
+		if web != "" {
+			r.Tools = tools.New(a, []tools.Server{{Name: "web", URL: web}}, tools.Options{})
+			t.Cleanup(func() { r.Tools.Close() })
+		}
+		return r
 	}
 	var w *Warm
 	if warm {
 		w = &Warm{}
 	}
 	r, other := newRunner(w), newRunner(nil)
-	t.Cleanup(func() { r.Tools.Close(); other.Tools.Close(); w.Release() })
+	t.Cleanup(w.Release)
 	rec := recordRequests(t, r, warmScript)
 	other.Getenv = r.Getenv
 	ctx := context.Background()
@@ -108,64 +114,73 @@ func TestWarmSameRequests(t *testing.T) {
 	if testing.Short() {
 		n = 80
 	}
-	web, _ := webServer(t)
+	url, _ := webServer(t)
 	for _, modelName := range []string{"anthropic/claude-opus-5-5", "openai/gpt-6-luna", "openrouter/anthropic-claude", "ollama/qwen3:8b"} {
-		provider, _, _ := strings.Cut(modelName, "/")
-		t.Run(provider, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "ada") // the same path both times: the prompt names it
-			fresh := runConversation(t, dir, modelName, n, false, web)
-			warm := runConversation(t, dir, modelName, n, true, web)
-			if len(fresh.requests) != len(warm.requests) {
-				t.Fatalf("%d turns fresh, %d warm", len(fresh.requests), len(warm.requests))
+		for _, web := range []string{url, ""} {
+			provider, _, _ := strings.Cut(modelName, "/")
+			name := provider + "/tools"
+			if web == "" {
+				name = provider + "/no-tools"
 			}
-			sums := 0
-			for i := range fresh.requests {
-				f, w := fresh.requests[i], warm.requests[i]
-				if len(f) != len(w) {
-					t.Fatalf("turn %d: %d requests fresh, %d warm", i+1, len(f), len(w))
-				}
-				for j := range f {
-					if !bytes.Equal(f[j], w[j]) {
-						k := commonPrefix(f[j], w[j])
-						t.Fatalf("turn %d, request %d: warm differs at byte %d of %d:\nfresh …%s\n warm …%s", i+1, j+1, k, len(f[j]),
-							f[j][max(0, k-80):min(len(f[j]), k+80)], w[j][max(0, k-80):min(len(w[j]), k+80)])
-					}
-					if bytes.Contains(f[j], []byte(askWords)) {
-						sums++
-					}
-				}
-			}
-			if sums == 0 {
-				t.Fatal("no summary: the conversation crossed no drop point")
-			}
-			ev := events(t, &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Open: openLog}, "long")
-			results := 0
-			for _, e := range ev {
-				if e.Type == event.TypeResult {
-					results++
-				}
-			}
-			if results == 0 {
-				t.Fatal("no tool was called")
-			}
-			// The store read: the first turn's window afresh, then nothing
-			// but by the turn after the other process's, which reads its
-			// window again, as fresh composition reads it every turn (the
-			// answers' latencies, kept in them, make the bytes differ a
-			// little from run to run).
-			after := interloper // the turn after the other's
-			most := int64(0)
-			for i, n := range warm.read[1:] {
-				if i+1 != after {
-					most = max(most, n)
-				}
-			}
-			if most != 0 || warm.read[after] < fresh.read[after]/2 {
-				t.Errorf("bytes read: %d by the turn after the other process's (%d fresh), at most %d by the other warm turns", warm.read[after], fresh.read[after], most)
-			}
-			t.Logf("%d turns, %d summaries asked, %d tool results: the same bytes; a warm turn read at most %d bytes, the turn after another process's %d", n, sums, results, most, warm.read[after])
-		})
+			t.Run(name, func(t *testing.T) { sameRequests(t, modelName, n, web) })
+		}
 	}
+}
+
+// sameRequests runs the conversation fresh and warm and compares.
+func sameRequests(t *testing.T, modelName string, n int, web string) {
+	dir := filepath.Join(t.TempDir(), "ada") // the same path both times: the prompt names it
+	fresh := runConversation(t, dir, modelName, n, false, web)
+	warm := runConversation(t, dir, modelName, n, true, web)
+	if len(fresh.requests) != len(warm.requests) {
+		t.Fatalf("%d turns fresh, %d warm", len(fresh.requests), len(warm.requests))
+	}
+	sums := 0
+	for i := range fresh.requests {
+		f, w := fresh.requests[i], warm.requests[i]
+		if len(f) != len(w) {
+			t.Fatalf("turn %d: %d requests fresh, %d warm", i+1, len(f), len(w))
+		}
+		for j := range f {
+			if !bytes.Equal(f[j], w[j]) {
+				k := commonPrefix(f[j], w[j])
+				t.Fatalf("turn %d, request %d: warm differs at byte %d of %d:\nfresh …%s\n warm …%s", i+1, j+1, k, len(f[j]),
+					f[j][max(0, k-80):min(len(f[j]), k+80)], w[j][max(0, k-80):min(len(w[j]), k+80)])
+			}
+			if bytes.Contains(f[j], []byte(askWords)) {
+				sums++
+			}
+		}
+	}
+	if sums == 0 {
+		t.Fatal("no summary: the conversation crossed no drop point")
+	}
+	ev := events(t, &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Open: openLog}, "long")
+	results := 0
+	for _, e := range ev {
+		if e.Type == event.TypeResult {
+			results++
+		}
+	}
+	if results == 0 {
+		t.Fatal("no tool was called")
+	}
+	// The store read: the first turn's window afresh, then nothing
+	// but by the turn after the other process's, which reads its
+	// window again, as fresh composition reads it every turn (the
+	// answers' latencies, kept in them, make the bytes differ a
+	// little from run to run).
+	after := interloper // the turn after the other's
+	most := int64(0)
+	for i, n := range warm.read[1:] {
+		if i+1 != after {
+			most = max(most, n)
+		}
+	}
+	if most != 0 || warm.read[after] < fresh.read[after]/2 {
+		t.Errorf("bytes read: %d by the turn after the other process's (%d fresh), at most %d by the other warm turns", warm.read[after], fresh.read[after], most)
+	}
+	t.Logf("%d turns, %d summaries asked, %d tool results: the same bytes; a warm turn read at most %d bytes, the turn after another process's %d", n, sums, results, most, warm.read[after])
 }
 
 // A Warm keeps at most its bounds: past the count, or the bytes, the

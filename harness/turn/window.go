@@ -61,83 +61,86 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		tokens int
 		bytes  int
 	)
-	// more takes the event just added to events, newest first, and says
-	// whether the window may reach further back.
-	more := func(seq int64, size, tok int) bool {
+	// more takes e, the next event back, and says whether the window may
+	// reach further back.
+	more := func(e *event.Event, size, tok int) bool {
 		bytes += size
-		e := &events[len(events)-1]
 		if !found && e.Window != nil && (e.Type == event.TypeAnswer || e.Type == event.TypeSummary) {
 			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
 		}
-		toks = append(toks, tok)
-		if t.warm != nil {
-			sizes = append(sizes, size)
-		}
 		tokens += tok
-		if found && seq <= cp.Start {
+		if found && e.Seq <= cp.Start {
 			return false
 		}
 		if tokens > 2*share+1 || bytes > maxWindowRead {
 			if !found {
-				cp = window.Checkpoint{Start: seq} // the tokens before it are not known without reading them
+				cp = window.Checkpoint{Start: e.Seq} // the tokens before it are not known without reading them
 			}
 			return false
 		}
 		return true
 	}
-	warm := t.warm
-	if warm != nil && (len(warm.log) == 0 || warm.log[len(warm.log)-1].Seq != t.last) {
-		warm = nil
-	}
-	if warm != nil {
+	if w := t.warm; w != nil && len(w.log) > 0 && w.log[len(w.log)-1].Seq == t.last {
+		// The events kept reach back as far when the same steps stop among
+		// them, or they begin with the conversation.
 		stop := -1
-		for i := len(warm.log) - 1; i >= 0; i-- {
-			events = append(events, warm.log[i])
-			if !more(warm.log[i].Seq, warm.size[i], warm.toks[i]) {
+		for i := len(w.log) - 1; i >= 0; i-- {
+			if !more(&w.log[i], w.size[i], w.toks[i]) {
 				stop = i
 				break
 			}
 		}
-		if stop < 0 && warm.log[0].Seq > 1 { // the window reaches back past what was kept
-			clear(events)
-			events, cp, toks, sizes, found, tokens, bytes = events[:0], window.Checkpoint{Start: 1}, nil, nil, false, 0, 0
-			warm = nil
-		} else if stop > 0 {
-			warm.log, warm.size, warm.toks = warm.log[stop:], warm.size[stop:], warm.toks[stop:]
+		if stop >= 0 || w.log[0].Seq == 1 {
+			stop = max(stop, 0)
+			w.log, w.size, w.toks = w.log[stop:], w.size[stop:], w.toks[stop:]
+			events = append(events, w.log...)
+			t.keepWindow(events)
+			return t.windowFrom(events, w.toks, cp, share)
 		}
+		cp, found, tokens, bytes = window.Checkpoint{Start: 1}, false, 0, 0
 	}
-	if warm == nil {
-		var derr error
-		err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-			t.read += int64(len(ev))
-			events = append(events, event.Event{})
-			e := &events[len(events)-1]
-			if derr = t.dec.Decode(ev, e); derr != nil {
-				return false
-			}
-			return more(seq, len(ev), eventTokens(e))
-		})
-		t.keepWindow(events)
-		if err == nil {
-			err = derr
+	var derr error
+	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
+		t.read += int64(len(ev))
+		events = append(events, event.Event{})
+		e := &events[len(events)-1]
+		if derr = t.dec.Decode(ev, e); derr != nil {
+			return false
 		}
-		if err != nil {
-			return nil, cp, err
+		tok := eventTokens(e)
+		toks = append(toks, tok)
+		if t.warm != nil {
+			sizes = append(sizes, len(ev))
 		}
-	}
+		return more(e, len(ev), tok)
+	})
 	t.keepWindow(events)
-	// Oldest first, from the checkpoint's start.
-	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
-		events[i], events[j] = events[j], events[i]
-		toks[i], toks[j] = toks[j], toks[i]
+	if err == nil {
+		err = derr
 	}
+	if err != nil {
+		return nil, cp, err
+	}
+	// Oldest first, from the checkpoint's start.
+	slices.Reverse(events)
+	slices.Reverse(toks)
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	if t.warm != nil && warm == nil { // kept, in the log's order, for the next turn
+	if t.warm != nil { // kept, in the log's order, for the next turn
 		slices.Reverse(sizes)
 		sizes = sizes[len(sizes)-len(events):]
 		t.warm.log, t.warm.size, t.warm.toks = slices.Clone(events), sizes, slices.Clone(toks)
+	}
+	return t.windowFrom(events, toks, cp, share)
+}
+
+// windowFrom is the window among events, the log's from the latest
+// checkpoint cp's start (or as far back as was read), oldest first, toks
+// their tokens: what opens it put first, and where it starts for share.
+func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint, share int) ([]event.Event, window.Checkpoint, error) {
+	for len(events) > 0 && events[0].Seq < cp.Start {
+		events, toks = events[1:], toks[1:]
 	}
 	items := windowItems(events, toks)
 	events, items = opened(cp.Start, events, items)
