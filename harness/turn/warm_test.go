@@ -296,3 +296,43 @@ func BenchmarkWarmTurn(b *testing.B) {
 		}
 	}
 }
+
+// A warm turn allocates about as much with 800 messages in its window as
+// with a few: nothing of the window is decoded, made or encoded again.
+// (The count holds the scripted model's own, in this process, and HTTP's:
+// the same in both.)
+func TestWarmTurnAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
+	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	allocs := func(n int) float64 {
+		dir := filepath.Join(t.TempDir(), "ada")
+		os.Mkdir(dir, 0o700)
+		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Warm: &Warm{}}
+		defer r.Warm.Release()
+		chat, _ := r.Agent.Path(home.Chat, "t")
+		if n > 0 {
+			writeWindow(t, chat, "t", n)
+		}
+		i := 0
+		send := func() {
+			i++
+			if _, err := r.Message(context.Background(), "t", Message{ID: fmt.Sprint(i), Text: fmt.Sprintf("message %d: how are you today?", i)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send()
+		return testing.AllocsPerRun(20, send)
+	}
+	small, large := allocs(0), allocs(800)
+	t.Logf("allocations of a warm turn: %.0f with a new conversation, %.0f with 800 messages in its window", small, large)
+	if large > small+60 || large > 600 {
+		t.Errorf("a warm turn with 800 messages in its window allocates %.0f times, %.0f with a few: want at most 60 more, and 600", large, small)
+	}
+}
