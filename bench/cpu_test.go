@@ -238,7 +238,10 @@ func serveWindow(b *testing.B, program string, window int) *served {
 		writeWindow(b, a.Home, "bench", window)
 	}
 	ctx := context.Background()
-	unit, err := (&drive.Link{Program: program}).Start(ctx, []drive.Agent{a})
+	// LNK_BENCH_PROFILE names a file the server's CPU profile of its
+	// whole life is copied to when it stops (the last sample's, of a run).
+	profile := os.Getenv("LNK_BENCH_PROFILE")
+	unit, err := (&drive.Link{Program: program, Profile: profile != ""}).Start(ctx, []drive.Agent{a})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,6 +250,15 @@ func serveWindow(b *testing.B, program string, window int) *served {
 		defer cancel()
 		if err := unit.Stop(stop); err != nil {
 			b.Error(err)
+		}
+		if profile != "" {
+			p, err := os.ReadFile(filepath.Join(a.Scratch, "cpu.pprof"))
+			if err == nil {
+				err = os.WriteFile(profile, p, 0o600)
+			}
+			if err != nil {
+				b.Error(err)
+			}
 		}
 	})
 	send := func(i int) {
