@@ -284,9 +284,14 @@ type turn struct {
 	dec    event.Decoder
 	buf    []byte
 
-	warm     *warmConv // what the turn keeps for the next, when its Runner has a Warm
-	keep     bool      // the turn ended well: warm is kept
-	folderFD int       // the conversation's folder, open and locked while locked
+	warm *warmConv // what the turn keeps for the next, when its Runner has a Warm
+
+	winToks  []int         // the tokens of the window's events, as the turn holds them (tokensOf)
+	winFirst int64         // the seq of the window's first event they count
+	winLast  int64         // and of the last
+	items    []window.Item // scratch for the window's items
+	keep     bool          // the turn ended well: warm is kept
+	folderFD int           // the conversation's folder, open and locked while locked
 	locked   bool
 
 	startConn   string             // the connection of the conversation's first message, as open read it
@@ -458,7 +463,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.after = dueSummary(&s, req, all, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
+	t.after = dueSummary(&s, req, all, t.tokensOf(all), cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }
 

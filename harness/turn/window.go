@@ -142,22 +142,47 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	items := windowItems(events, toks)
-	events, items = opened(cp.Start, events, items)
+	t.items = windowItems(t.items, events, toks)
+	events, items := opened(cp.Start, events, t.items)
 	next := window.Start(cp, items, share)
 	if next.Start != cp.Start && len(events) > 0 && events[0].Type == event.TypeSummary {
-		events = events[1:] // the window moved past its summary: it starts bare
+		events, items = events[1:], items[1:] // the window moved past its summary: it starts bare
 	}
 	for len(events) > 0 && events[0].Seq < next.Start {
-		events = events[1:]
+		events, items = events[1:], items[1:]
+	}
+	t.winToks = slices.Grow(t.winToks[:0], len(items)+16) // and room for what the turn adds
+	for _, it := range items {
+		t.winToks = append(t.winToks, it.Tokens)
+	}
+	if len(events) > 0 {
+		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
 	}
 	return events, next, nil
 }
 
+// tokensOf is each of events' tokens, events the window as the turn holds
+// it: those of the events readWindow gave counted when it read them, of
+// those added since once. A window made anew (room made between rounds)
+// is counted afresh.
+func (t *turn) tokensOf(events []event.Event) []int {
+	n := len(t.winToks)
+	if len(events) == 0 || n > len(events) || events[0].Seq != t.winFirst || (n > 0 && events[n-1].Seq != t.winLast) {
+		t.winToks, n = t.winToks[:0], 0
+	}
+	for i := n; i < len(events); i++ {
+		t.winToks = append(t.winToks, eventTokens(&events[i]))
+	}
+	if len(events) > 0 {
+		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
+	}
+	return t.winToks[:len(events)]
+}
+
 // windowItems is events as the window sees them, toks their tokens (nil:
-// counted here).
-func windowItems(events []event.Event, toks []int) []window.Item {
-	items := make([]window.Item, len(events))
+// counted here), in dst's memory when it has room.
+func windowItems(dst []window.Item, events []event.Event, toks []int) []window.Item {
+	items := slices.Grow(dst[:0], len(events))[:len(events)]
 	for i := range events {
 		e := &events[i]
 		n := 0
@@ -192,7 +217,9 @@ func opened(start int64, events []event.Event, items []window.Item) ([]event.Eve
 		if events[i].Type == event.TypeSummary && (i > 0 || items[0].Through != start-1) {
 			continue
 		}
-		events[k], items[k] = events[i], items[i]
+		if k != i {
+			events[k], items[k] = events[i], items[i]
+		}
 		k++
 	}
 	clear(events[k:])
