@@ -27,7 +27,9 @@ type Opener func(dir, kind string) (store.Conversation, error)
 var ErrNoOpener = errors.New("turn: the runner has no Opener for its conversations")
 
 // open opens the conversation, takes its lease where its store keeps
-// leases, and checks its folder holds this thread.
+// leases, and checks its folder holds this thread; or takes it as its
+// last turn in this process left it, when nothing changed since (see
+// warm.go).
 func (t *turn) open(ctx context.Context, kind string) error {
 	if w := t.r.Warm.take(t.r.Agent.Name, t.thread, t.dir); w != nil {
 		if ok, err := t.openWarm(ctx, w); ok || err != nil {
@@ -170,9 +172,9 @@ func (t *turn) folderNow() (folderKey, error) {
 }
 
 // lockFolder takes an exclusive flock on the conversation's folder dir and
-// returns the folder open, which closing lets go. A flock belongs to the open file, so it holds
-// between Runners in one process as across processes, and it goes with a
-// process that dies. While another holds it (another process's turn, or a
+// returns the folder open: closing it lets the lock go. A flock belongs to
+// the open file, so it holds between Runners in one process as across
+// processes, and it goes with a process that dies. While another holds it (another process's turn, or a
 // process stuck with the folder locked) it tries again at growing
 // intervals, until the turn's ctx is done (its time, the process's stop)
 // or its caller's is: then ErrBusy, and nothing of the message is written.

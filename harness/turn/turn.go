@@ -291,7 +291,7 @@ type turn struct {
 	winLast  int64         // and of the last
 	items    []window.Item // scratch for the window's items
 	keep     bool          // the turn ended well: warm is kept
-	folderFD int           // the conversation's folder, open and locked while locked
+	folderFD int           // the conversation's folder, open and flocked, while locked
 	locked   bool
 
 	startConn   string             // the connection of the conversation's first message, as open read it
