@@ -1,6 +1,8 @@
 package turn
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"lnk.dev/linkharness/harness/model"
@@ -334,4 +336,43 @@ func (t *turn) messages(req *model.Request, events []event.Event, provider strin
 		req.Messages = withNote(req.Messages, note)
 	}
 	m.encode(req, provider, text)
+}
+
+// backward calls fn with the conversation's events from its last back,
+// while fn returns true: from the events the turn kept when they end with
+// the last, else read from the store. fn may keep the event it is given.
+func (t *turn) backward(ctx context.Context, fn func(e *event.Event) bool) error {
+	if w := t.warm; w != nil && len(w.log) > 0 && w.log[len(w.log)-1].Seq == t.last {
+		for i := len(w.log) - 1; i >= 0; i-- {
+			e := w.log[i]
+			if !fn(&e) {
+				return nil
+			}
+		}
+		if w.log[0].Seq == 1 {
+			return nil
+		}
+		// Past what was kept: the rest from the store.
+		return t.readBackward(ctx, w.log[0].Seq-1, fn)
+	}
+	return t.readBackward(ctx, store.FromLast, fn)
+}
+
+// readBackward calls fn with the events read from the store from seq from
+// back, while fn returns true.
+func (t *turn) readBackward(ctx context.Context, from int64, fn func(e *event.Event) bool) error {
+	var derr error
+	err := t.conv.Read(ctx, from, store.Backward, func(seq int64, ev []byte) bool {
+		t.read += int64(len(ev))
+		e := new(event.Event)
+		if derr = t.dec.Decode(ev, e); derr != nil {
+			derr = fmt.Errorf("event %d: %w", seq, derr)
+			return false
+		}
+		return fn(e)
+	})
+	if err == nil {
+		err = derr
+	}
+	return err
 }
