@@ -93,6 +93,9 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		if stop >= 0 || w.log[0].Seq == 1 {
 			stop = max(stop, 0)
 			w.log, w.size, w.toks = w.log[stop:], w.size[stop:], w.toks[stop:]
+			if stop > len(w.log) { // most of it left the window: the memory of what left goes
+				w.log, w.size, w.toks = slices.Clone(w.log), slices.Clone(w.size), slices.Clone(w.toks)
+			}
 			events = append(events, w.log...)
 			t.keepWindow(events)
 			return t.windowFrom(events, w.toks, cp, share)
