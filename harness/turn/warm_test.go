@@ -336,3 +336,30 @@ func TestWarmTurnAllocs(t *testing.T) {
 		t.Errorf("a warm turn with 800 messages in its window allocates %.0f times, %.0f with a few: want at most 60 more, and 600", large, small)
 	}
 }
+
+// A conversation's folder replaced between two turns (removed, and a
+// conversation of as many events written in its place) is read afresh:
+// the kept one, its file gone, is never appended to.
+func TestWarmFolderReplaced(t *testing.T) {
+	r, m := newRunner(t, nil)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{ID: "1", Text: "the first words"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	chat, _ := r.Agent.Path(home.Chat, "t")
+	if err := os.RemoveAll(chat); err != nil {
+		t.Fatal(err)
+	}
+	writeWindow(t, chat, "t", 2) // as many events as the turn left
+	if _, err := r.Message(ctx, "t", Message{ID: "2", Text: "the next words"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := lastRequest(t, m)
+	if strings.Contains(req, "the first words") || !strings.Contains(req, "how are you today?") {
+		t.Errorf("the request after the folder was replaced: %s", req)
+	}
+	ev := events(t, r, "t")
+	if len(ev) != 4 || ev[2].Text != "the next words" {
+		t.Errorf("the conversation in the new folder: %d events", len(ev))
+	}
+}
