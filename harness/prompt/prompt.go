@@ -166,8 +166,9 @@ func (b *Builder) Add(events []event.Event) {
 
 // Messages returns the messages of the events added so far, each call left
 // without a result answered as unanswered. The messages are shared with b
-// and with what it returns next: change none of them; a slice appended to
-// is one's own.
+// and with what it returns next: change none of them (a slice appended to
+// is one's own). The events added next may change the last of them, the
+// user's message they join, and never the others.
 func (b *Builder) Messages() []model.Message {
 	out := b.out[:len(b.out):len(b.out)]
 	if len(b.open) > 0 {
