@@ -17,8 +17,9 @@ import (
 // window decoded, the model's messages made of them and their wire bytes.
 // The next turn of the conversation in this process takes it back under
 // the folder's lock and uses it only when nothing changed underneath: the
-// conversation's last seq is the one the turn left (another process's
-// turn, a fork, a repair: composed afresh). The window is then found among
+// conversation's last seq is the one the turn left, and its folder the
+// same folder with the same times (another process's turn, a repair, a
+// conversion, a folder removed and made again: composed afresh). The window is then found among
 // the kept events by the same steps as among those read from the store,
 // so a drop point or a summary moves it exactly as there; the messages and
 // bytes are kept only while the window's start does not move, and only
@@ -26,7 +27,8 @@ import (
 // the tools are read as every turn reads them (from the prompt's cache,
 // which stats its files): nothing of them is kept here.
 
-// Default bounds of a Warm.
+// Default bounds of a Warm: a conversation kept holds an open file, and
+// about three times its window's bytes (see CHOICES.md).
 const (
 	DefaultWarmConversations = 256
 	DefaultWarmBytes         = 64 << 20
