@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -32,18 +33,22 @@ import (
 const (
 	DefaultWarmConversations = 256
 	DefaultWarmBytes         = 64 << 20
+	DefaultWarmIdle          = time.Minute // a conversation whose turns come further apart gains little
 )
 
 // Warm keeps, for the conversations a process has in use, what their last
 // turn composed, at most MaxConversations of them and MaxBytes of their
 // events and wire bytes together: past either, the conversation used
-// least lately is let go of. It is the process's, shared by its Runners,
+// least lately is let go of; and one with no turn for Idle is let go of
+// at the next turn of any. It is the process's, shared by its Runners,
 // built in main; Release and Forget let go of what it keeps when the
 // process or an agent goes idle. The zero value is ready to use. It is
 // safe for concurrent use.
 type Warm struct {
-	MaxConversations int // 0: DefaultWarmConversations
-	MaxBytes         int // 0: DefaultWarmBytes
+	MaxConversations int              // 0: DefaultWarmConversations
+	MaxBytes         int              // 0: DefaultWarmBytes
+	Idle             time.Duration    // 0: DefaultWarmIdle
+	Now              func() time.Time // the clock; nil is time.Now
 
 	mu sync.Mutex
 	// guarded by mu
@@ -73,8 +78,9 @@ type warmConv struct {
 
 	msgs warmMessages
 
-	used  uint64 // when it was put back, by its Warm's clock
-	bytes int    // what it holds, about
+	used  uint64    // when it was put back, by its Warm's count of puts
+	at    time.Time // and by its clock
+	bytes int       // what it holds, about
 }
 
 // warmMessages is the model's messages made of a window, and their wire
@@ -163,6 +169,20 @@ func (w *Warm) maxConversations() int {
 	return DefaultWarmConversations
 }
 
+func (w *Warm) idle() time.Duration {
+	if w.Idle > 0 {
+		return w.Idle
+	}
+	return DefaultWarmIdle
+}
+
+func (w *Warm) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
 func (w *Warm) maxBytes() int {
 	if w.MaxBytes > 0 {
 		return w.MaxBytes
@@ -184,7 +204,7 @@ func (w *Warm) take(agent, thread, dir string) *warmConv {
 		w.bytes -= c.bytes
 	}
 	w.mu.Unlock()
-	if c != nil && c.dir != dir { // another home's agent of the same name
+	if c != nil && (c.dir != dir || w.now().Sub(c.at) > w.idle()) { // another home's agent of the same name, or idle
 		c.close()
 		return nil
 	}
@@ -211,11 +231,19 @@ func (w *Warm) put(agent, thread string, c *warmConv) {
 	}
 	k := warmKey{agent, thread}
 	if old := w.kept[k]; old != nil {
+		delete(w.kept, k)
 		w.bytes -= old.bytes
 		out = append(out, old)
 	}
 	w.clock++
-	c.used = w.clock
+	c.used, c.at = w.clock, w.now()
+	for ok, o := range w.kept {
+		if c.at.Sub(o.at) > w.idle() {
+			delete(w.kept, ok)
+			w.bytes -= o.bytes
+			out = append(out, o)
+		}
+	}
 	w.kept[k] = c
 	w.bytes += c.bytes
 	for len(w.kept) > w.maxConversations() || w.bytes > w.maxBytes() {

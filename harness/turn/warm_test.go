@@ -363,3 +363,27 @@ func TestWarmFolderReplaced(t *testing.T) {
 		t.Errorf("the conversation in the new folder: %d events", len(ev))
 	}
 }
+
+// A conversation with no turn for the Warm's Idle is let go of: taken
+// after it, nothing is there; and the next put of any lets it go.
+func TestWarmIdle(t *testing.T) {
+	now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	w := &Warm{Idle: time.Minute, Now: func() time.Time { return now }}
+	w.put("ada", "quiet", &warmConv{dir: "d"})
+	w.put("ada", "busy", &warmConv{dir: "d"})
+	now = now.Add(50 * time.Second)
+	if c := w.take("ada", "busy", "d"); c == nil {
+		t.Fatal("a conversation used 50 s ago let go of")
+	} else {
+		w.put("ada", "busy", c)
+	}
+	now = now.Add(20 * time.Second) // quiet for 70 s, busy for 20
+	w.put("bob", "x", &warmConv{dir: "d"})
+	if n, _ := w.Len(); n != 2 {
+		t.Errorf("%d conversations kept, want the two used within the minute", n)
+	}
+	now = now.Add(2 * time.Minute)
+	if w.take("ada", "busy", "d") != nil {
+		t.Error("a conversation idle for 2 minutes taken")
+	}
+}
