@@ -17,9 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/measure/drive"
 	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/store/event"
+	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // programs are the servers BenchmarkMessageCPU builds once per run: the
@@ -107,6 +110,87 @@ func BenchmarkMessageCPU(b *testing.B) {
 	}
 }
 
+// BenchmarkMessageCPUWindow is BenchmarkMessageCPU's figure for Link
+// Harness in a new conversation (window=0, its window small throughout)
+// and in one whose window already holds 800 messages (window=800, about
+// 100 KB a request, growing by two events a message, written before the
+// server starts), one after the other in the same run, so their ratio
+// holds on a machine whose speed drifts: a turn whose cost does not grow
+// with the window costs about the same in both. LNK_BENCH_BEFORE names
+// another lnk-link-harness program, measured beside it as server=before.
+//
+//	go test -run '^$' -bench MessageCPUWindow -benchtime 200x -count 5 ./bench
+func BenchmarkMessageCPUWindow(b *testing.B) {
+	_, link := build(b)
+	servers := []struct{ name, program string }{{"link", link}}
+	if before := os.Getenv("LNK_BENCH_BEFORE"); before != "" {
+		servers = append(servers, struct{ name, program string }{"before", before})
+	}
+	for _, s := range servers {
+		for _, window := range []int{0, 800} {
+			b.Run(fmt.Sprintf("server=%s/window=%d", s.name, window), func(b *testing.B) { messageCPUWindow(b, s.program, window) })
+		}
+	}
+}
+
+// messageCPUWindow measures program over b.N messages in a conversation
+// whose window holds window messages first.
+func messageCPUWindow(b *testing.B, program string, window int) {
+	s := serveWindow(b, program, window)
+	start, err := proc.Read(s.unit.PID(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		s.send(s.warmed + i)
+	}
+	b.StopTimer()
+	end, err := proc.Read(s.unit.PID(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(proc.CPUSeconds(start, end)*1e3/float64(b.N), "cpu-ms/msg")
+}
+
+// writeWindow writes n events of the conversation thread of the agent at
+// dir, messages and answers in turn, about 120 bytes of text each, every
+// answer's window starting at the first event.
+func writeWindow(b *testing.B, dir, thread string, n int) {
+	chat, err := home.Agent{Dir: dir}.Path(home.Chat, thread)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(chat, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(chat, eventlog.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	at := time.Now().Add(-time.Hour)
+	var buf []byte
+	for seq := int64(1); seq <= int64(n); seq++ {
+		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
+		if seq == 1 {
+			e.Thread = thread
+		}
+		if seq%2 == 1 {
+			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", seq), "[Thu 2026-12-03 09:00 UTC · bench]"
+			e.Text = fmt.Sprintf("message %d: %s", seq, strings.Repeat("how are you today? ", 5))
+		} else {
+			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
+			e.Text = fmt.Sprintf("answer %d: %s", seq, strings.Repeat("fine, thank you. ", 6))
+			e.Window = &event.Window{Start: 1}
+		}
+		buf = append(event.Append(buf[:0], &e), '\n')
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // served is one server process started for a benchmark, its warm-up
 // answered, and the scripted model it talks to.
 type served struct {
@@ -119,7 +203,11 @@ type served struct {
 // serve starts program serving one agent against a scripted model of its
 // own and sends it the warm-up's messages. The process is stopped when b
 // ends.
-func serve(b *testing.B, program string) *served {
+func serve(b *testing.B, program string) *served { return serveWindow(b, program, 0) }
+
+// serveWindow is serve with the conversation's window holding window
+// messages before the server starts.
+func serveWindow(b *testing.B, program string, window int) *served {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -146,8 +234,14 @@ func serve(b *testing.B, program string) *served {
 	if err := os.WriteFile(a.KeyFile, []byte(a.Key+"\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	if window > 0 {
+		writeWindow(b, a.Home, "bench", window)
+	}
 	ctx := context.Background()
-	unit, err := (&drive.Link{Program: program}).Start(ctx, []drive.Agent{a})
+	// LNK_BENCH_PROFILE names a file the server's CPU profile of its
+	// whole life is copied to when it stops (the last sample's, of a run).
+	profile := os.Getenv("LNK_BENCH_PROFILE")
+	unit, err := (&drive.Link{Program: program, Profile: profile != ""}).Start(ctx, []drive.Agent{a})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -156,6 +250,15 @@ func serve(b *testing.B, program string) *served {
 		defer cancel()
 		if err := unit.Stop(stop); err != nil {
 			b.Error(err)
+		}
+		if profile != "" {
+			p, err := os.ReadFile(filepath.Join(a.Scratch, "cpu.pprof"))
+			if err == nil {
+				err = os.WriteFile(profile, p, 0o600)
+			}
+			if err != nil {
+				b.Error(err)
+			}
 		}
 	})
 	send := func(i int) {

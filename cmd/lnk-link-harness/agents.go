@@ -214,8 +214,9 @@ func agentLines(b []byte) []int {
 // agent's metrics and logging its drivers' starts; closing the returned
 // Closer lets go of both. Nothing of one agent is another's: its tool
 // servers and their sessions, its model-proxy client and its store's
-// connections are its own.
-func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (server.Agent, io.Closer, error) {
+// connections are its own. warm, the process's, keeps what its turns
+// composed between them.
+func (u unit) agent(environ []string, log *slog.Logger, stop context.Context, warm *turn.Warm) (server.Agent, io.Closer, error) {
 	dir, err := filepath.Abs(u.Home)
 	if err != nil {
 		return server.Agent{}, nil, err
@@ -260,9 +261,10 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context) (s
 	set := tools.New(agent, servers, tools.Options{Log: log, HTTP: th})
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: hc, Metrics: m, Log: log, Stop: stop,
-		Tools: set, Settings: u.settings,
+		Tools: set, Settings: u.settings, Warm: warm,
 	}
-	owned := closers{held, own, closeFunc(set.Close), closeFunc(hc.CloseIdleConnections), closeFunc(th.CloseIdleConnections)}
+	// What its turns kept goes first: it holds conversations its opener opened.
+	owned := closers{closeFunc(r.Rest), held, own, closeFunc(set.Close), closeFunc(hc.CloseIdleConnections), closeFunc(th.CloseIdleConnections)}
 	if err := ready(r, getenv, own); err != nil {
 		owned.Close()
 		return server.Agent{}, nil, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/harness/turn"
 )
 
 // fleet is the agents a process serves, each on its own listener, joining
@@ -26,6 +27,7 @@ type fleet struct {
 	environ []string // the process's environment
 	log     *slog.Logger
 	ending  context.Context // done once a graceful stop's grace is over
+	warm    *turn.Warm      // what turns keep for their conversations' next, the process's
 	out     io.Writer       // where "listening on" lines go
 	named   bool            // whether a listening line names its agent
 	grace   time.Duration   // how long a stopping agent's connections are waited for, with stopMargin
@@ -85,7 +87,7 @@ func (f *fleet) prepare(units []unit) ([]*joining, error) {
 		}
 	}
 	for _, u := range units {
-		a, held, err := u.agent(f.environ, f.log, f.ending)
+		a, held, err := u.agent(f.environ, f.log, f.ending, f.warm)
 		if err != nil {
 			undo()
 			return nil, where(u, err)
@@ -270,7 +272,7 @@ func (f *fleet) reload(path string) error {
 		default:
 			// Made once to see it can be, then let go of: it is made
 			// again when it wakes.
-			_, held, err := u.agent(f.environ, f.log, f.ending)
+			_, held, err := u.agent(f.environ, f.log, f.ending, f.warm)
 			if err != nil {
 				return where(u, err)
 			}
@@ -359,7 +361,7 @@ func (r *running) wake() error {
 	defer r.mu.Unlock()
 	r.disarm()
 	if r.held == nil && !r.stopped {
-		a, held, err := r.unit.agent(r.f.environ, r.f.log, r.f.ending)
+		a, held, err := r.unit.agent(r.f.environ, r.f.log, r.f.ending, r.f.warm)
 		if err != nil {
 			return err
 		}

@@ -136,7 +136,11 @@ func serve(args, environ []string) error {
 	// Done once a graceful stop's grace is over: every running turn ends.
 	ending, endTurns := context.WithCancel(context.Background())
 	defer endTurns()
-	opts := server.Options{Log: log}
+	// What the process's turns composed, kept for each conversation's
+	// next turn while it is in use: let go of when the process goes idle
+	// and when an agent sleeps.
+	warm := &turn.Warm{}
+	opts := server.Options{Log: log, Warm: warm}
 	if *idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
 	}
@@ -145,7 +149,7 @@ func serve(args, environ []string) error {
 		return err
 	}
 	f := &fleet{
-		srv: srv, environ: environ, log: log, ending: ending, out: os.Stdout,
+		srv: srv, environ: environ, log: log, ending: ending, out: os.Stdout, warm: warm,
 		named: len(units) > 1, grace: *grace,
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}

@@ -28,7 +28,7 @@ var _ Client = (*Anthropic)(nil)
 
 // Call implements Client.
 func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
-	body, err := appendAnthropicRequest(make([]byte, 0, bodySize(req)), req)
+	body, err := appendAnthropicRequest(make([]byte, 0, bodySize(req, FormatAnthropic)), req)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,15 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 	if k := req.CacheThrough; k > 0 && k < len(req.Messages) {
 		mark = k - 1
 	}
-	for i := range req.Messages {
+	first := 0
+	if p := kept(req, FormatAnthropic); p != nil {
+		at := mark
+		if at < len(req.Messages) && req.Messages[at].Role != "user" {
+			at = -1 // only a user's block is marked
+		}
+		dst, first = p.appendTo(dst, false, at), p.n
+	}
+	for i := first; i < len(req.Messages); i++ {
 		m := &req.Messages[i]
 		if i > 0 {
 			dst = append(dst, ',')

@@ -137,6 +137,13 @@ type Request struct {
 	// requests reach the machines that hold its prefix.
 	CacheKey string
 
+	// Prefix, when not nil, holds Messages[:Prefix.Len()] already
+	// encoded, kept from an earlier request of the conversation: a client
+	// of its format sends its bytes rather than encoding those messages
+	// again, and encodes only the rest. The bytes sent are the same either
+	// way. A client of another format encodes every message.
+	Prefix *Prefix
+
 	// Stall is the longest the stream may go without a byte, from the
 	// request's start; 0 means DefaultStall.
 	Stall time.Duration

@@ -58,7 +58,7 @@ func (c *Ollama) client() *http.Client {
 
 // Call implements Client.
 func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
-	body, err := appendOllamaRequest(make([]byte, 0, bodySize(req)), req)
+	body, err := appendOllamaRequest(make([]byte, 0, bodySize(req, FormatOllama)), req)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,12 @@ func appendOllamaRequest(dst []byte, req *Request) ([]byte, error) {
 		dst = append(dst, '}')
 		n++
 	}
-	for i := range req.Messages {
+	first := 0
+	if p := kept(req, FormatOllama); p != nil {
+		dst, first = p.appendTo(dst, n > 0, -1), p.n
+		n += p.wire
+	}
+	for i := first; i < len(req.Messages); i++ {
 		m := &req.Messages[i]
 		var err error
 		switch m.Role {

@@ -30,7 +30,7 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if provider == "" {
 		provider = "openai"
 	}
-	body, err := appendOpenAIRequest(make([]byte, 0, bodySize(req)), req, provider == "openrouter")
+	body, err := appendOpenAIRequest(make([]byte, 0, bodySize(req, provider)), req, provider == "openrouter")
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +61,10 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 // max_tokens, the name it reads; OpenRouter is also sent back its
 // reasoning_details.
 func appendOpenAIRequest(dst []byte, req *Request, openRouter bool) ([]byte, error) {
+	format := FormatOpenAI
+	if openRouter {
+		format = FormatOpenRouter
+	}
 	dst = append(dst, `{"model":`...)
 	dst = event.AppendString(dst, req.Model)
 	if req.MaxTokens > 0 {
@@ -84,7 +88,12 @@ func appendOpenAIRequest(dst []byte, req *Request, openRouter bool) ([]byte, err
 		dst = append(dst, '}')
 		n++
 	}
-	for i := range req.Messages {
+	first := 0
+	if p := kept(req, format); p != nil {
+		dst, first = p.appendTo(dst, n > 0, -1), p.n
+		n += p.wire
+	}
+	for i := first; i < len(req.Messages); i++ {
 		m := &req.Messages[i]
 		switch m.Role {
 		case "user":

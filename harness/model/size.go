@@ -3,8 +3,9 @@ package model
 // bodySize is about how many bytes req's body takes in any provider's
 // format, a little over for escapes, so the body is made at once rather
 // than grown through its doublings. Text that needs many escapes can still
-// make it grow.
-func bodySize(req *Request) int {
+// make it grow. The messages req's Prefix holds in format count as its
+// bytes.
+func bodySize(req *Request, format string) int {
 	const (
 		request = 512 // the keys and values around the messages
 		each    = 96  // a message's, a call's, a result's or a tool's keys
@@ -14,7 +15,12 @@ func bodySize(req *Request) int {
 		t := &req.Tools[i]
 		n += each + len(t.Name) + len(t.Description) + len(t.Schema)
 	}
-	for i := range req.Messages {
+	first := 0
+	if p := kept(req, format); p != nil {
+		n += len(p.bytes) + len(cacheControl)
+		first = p.n
+	}
+	for i := first; i < len(req.Messages); i++ {
 		m := &req.Messages[i]
 		n += each + len(m.Text) + len(m.Thinking)
 		for j := range m.Calls {

@@ -44,7 +44,7 @@ func TestBodySize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if est := bodySize(req); est < len(body) || est > 2*len(body)+2048 {
+			if est := bodySize(req, ""); est < len(body) || est > 2*len(body)+2048 {
 				t.Errorf("%s for %s: %d bytes estimated for a body of %d", name, enc.provider, est, len(body))
 			}
 		}

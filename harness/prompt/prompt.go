@@ -86,37 +86,38 @@ func linkSpeaker(id string) string {
 // since providers want the two roles in turn. A call left without a result
 // (a turn cut short) is answered as unanswered, so the prompt stays valid.
 func Messages(events []event.Event) []model.Message {
-	// About a message an event (fewer where user messages join; one more
-	// where a call is left unanswered): made at once, rarely grown.
-	out := make([]model.Message, 0, len(events)+1)
-	var open []event.Call // calls of the last answer not yet answered
-	closeCalls := func() {
-		if len(open) == 0 {
-			return
-		}
-		last := &out[len(out)-1]
-		if last.Role != "user" {
-			out = append(out, model.Message{Role: "user"})
-			last = &out[len(out)-1]
-		}
-		for _, c := range open {
-			last.Results = append(last.Results, model.Result{CallID: c.ID, Name: c.Name, Text: Unanswered, IsError: true})
-		}
-		open = nil
-	}
-	user := func() *model.Message {
-		if n := len(out); n > 0 && out[n-1].Role == "user" {
-			return &out[n-1]
-		}
-		out = append(out, model.Message{Role: "user"})
-		return &out[len(out)-1]
+	var b Builder
+	b.Add(events)
+	return b.Messages()
+}
+
+// Builder makes the messages of Messages a few events at a time, as a
+// window grows, so what it made of the events before is not made again:
+// the events given to its Adds, in turn, are the window's, and Messages
+// returns what Messages of them all returns. Its zero value holds no
+// event. A Builder is not safe for concurrent use.
+type Builder struct {
+	out  []model.Message
+	open []event.Call // calls of the last answer not yet answered
+}
+
+// Len is how many messages b has made so far, the last one still open to
+// the events after.
+func (b *Builder) Len() int { return len(b.out) }
+
+// Add takes the window's next events.
+func (b *Builder) Add(events []event.Event) {
+	if b.out == nil {
+		// About a message an event (fewer where user messages join; one
+		// more where a call is left unanswered): made at once, rarely grown.
+		b.out = make([]model.Message, 0, len(events)+1)
 	}
 	for i := range events {
 		e := &events[i]
 		switch e.Type {
 		case event.TypeMessage:
-			closeCalls()
-			m := user()
+			b.closeCalls()
+			m := b.user()
 			text := e.Text
 			if e.Head != "" {
 				text = e.Head + "\n" + e.Text
@@ -129,19 +130,19 @@ func Messages(events []event.Event) []model.Message {
 		case event.TypeSummary:
 			// The summary opening the window: the user's role, joined with
 			// the message after it, since a window starts with the user.
-			closeCalls()
-			m := user()
+			b.closeCalls()
+			m := b.user()
 			if m.Text != "" {
 				m.Text += "\n\n"
 			}
 			m.Text += SummaryHead + "\n" + e.Text
 		case event.TypeAnswer:
-			closeCalls()
-			out = append(out, model.Message{Role: "assistant", Text: e.Text, Thinking: e.Thinking, Calls: e.Calls})
-			open = append([]event.Call(nil), e.Calls...)
+			b.closeCalls()
+			b.out = append(b.out, model.Message{Role: "assistant", Text: e.Text, Thinking: e.Thinking, Calls: e.Calls})
+			b.open = append(b.open[:0:0], e.Calls...)
 		case event.TypeResult:
 			k := -1
-			for j, c := range open {
+			for j, c := range b.open {
 				if c.ID == e.CallID {
 					k = j
 					break
@@ -150,21 +151,67 @@ func Messages(events []event.Event) []model.Message {
 			if k < 0 {
 				continue // a result for no open call: the window starts after its call
 			}
-			open = append(open[:k], open[k+1:]...)
+			b.open = append(b.open[:k:k], b.open[k+1:]...)
 			text := e.Text
 			if e.Error != "" && text == "" {
 				text = e.Error
 			}
-			m := user()
-			m.Results = append(m.Results, model.Result{CallID: e.CallID, Name: e.Name, Text: text, IsError: e.Error != ""})
+			m := b.user()
+			// The results are the message's own, never another's: a
+			// message handed out by Messages may share the one before.
+			m.Results = append(m.Results[:len(m.Results):len(m.Results)], model.Result{CallID: e.CallID, Name: e.Name, Text: text, IsError: e.Error != ""})
 		}
 	}
-	closeCalls()
+}
+
+// Messages returns the messages of the events added so far, each call left
+// without a result answered as unanswered. The messages are shared with b
+// and with what it returns next: change none of them (a slice appended to
+// is one's own). The events added next may change the last of them, the
+// user's message they join, and never the others.
+func (b *Builder) Messages() []model.Message {
+	out := b.out[:len(b.out):len(b.out)]
+	if len(b.open) > 0 {
+		n := len(out)
+		if n > 0 && out[n-1].Role == "user" {
+			last := out[n-1]
+			out = append(out[:n-1:n-1], last)
+		} else {
+			out = append(out, model.Message{Role: "user"})
+		}
+		last := &out[len(out)-1]
+		last.Results = last.Results[:len(last.Results):len(last.Results)]
+		for _, c := range b.open {
+			last.Results = append(last.Results, model.Result{CallID: c.ID, Name: c.Name, Text: Unanswered, IsError: true})
+		}
+	}
 	// A window never starts with the assistant's words.
 	for len(out) > 0 && out[0].Role != "user" {
 		out = out[1:]
 	}
 	return out
+}
+
+// closeCalls answers the open calls as unanswered, before an event that
+// is not their result.
+func (b *Builder) closeCalls() {
+	if len(b.open) == 0 {
+		return
+	}
+	last := b.user()
+	for _, c := range b.open {
+		last.Results = append(last.Results, model.Result{CallID: c.ID, Name: c.Name, Text: Unanswered, IsError: true})
+	}
+	b.open = b.open[:0]
+}
+
+// user is the last message when it is the user's, or a new one of theirs.
+func (b *Builder) user() *model.Message {
+	if n := len(b.out); n > 0 && b.out[n-1].Role == "user" {
+		return &b.out[n-1]
+	}
+	b.out = append(b.out, model.Message{Role: "user"})
+	return &b.out[len(b.out)-1]
 }
 
 // Unanswered is the answer given to a call left without one.

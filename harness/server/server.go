@@ -52,6 +52,12 @@ type Options struct {
 	// what its turns held: the model proxy's idle connections are closed
 	// and FreeMemory is called; 0 means DefaultIdleFree.
 	IdleFree time.Duration
+
+	// Warm, when not nil, is what the process's turns keep of their
+	// conversations between turns (the agents' runners share it): let go
+	// of once the process has run no turn for IdleFree, with the rest of
+	// what turns held, so an idle process holds no conversation open.
+	Warm *turn.Warm
 }
 
 // DefaultIdleFree is how long a server runs no turn before it closes its
@@ -70,6 +76,7 @@ type Server struct {
 
 	freeMemory func()
 	idleFree   time.Duration
+	warm       *turn.Warm
 
 	freeMu sync.Mutex
 	// guarded by freeMu
@@ -90,7 +97,7 @@ type served struct {
 // New returns a server answering for agents, each by its runner's agent
 // name. A runner with no metrics is given its own.
 func New(o Options, agents ...Agent) (*Server, error) {
-	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, idleFree: o.IdleFree}
+	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, idleFree: o.IdleFree, warm: o.Warm}
 	if s.idleFree <= 0 {
 		s.idleFree = DefaultIdleFree
 	}
@@ -144,6 +151,7 @@ func (s *Server) Remove(name string) {
 	s.mu.Unlock()
 	if a != nil {
 		a.turns.Wait()
+		a.Runner.Rest()
 	}
 }
 
@@ -198,15 +206,18 @@ func (s *Server) releaseLater() {
 	s.freeTimer.Reset(s.idleFree)
 }
 
-// release closes the model proxy's idle connections, so an idle agent
-// holds no connection, no goroutine reading one and no open file, and
-// gives the freed memory back; unless a turn runs again: its end puts the
+// release closes the model proxy's idle connections and lets go of what
+// turns kept of their conversations, so an idle agent holds no
+// connection, no goroutine reading one and no open file, and gives the
+// freed memory back; unless a turn runs again: its end puts the
 // next call off.
 func (s *Server) release() {
 	if s.active.Load() != 0 {
 		return
 	}
+	s.warm.Release()
 	for _, a := range s.all() {
+		a.Runner.Rest() // a runner given a Warm of its own
 		if a.Runner.HTTP != nil {
 			a.Runner.HTTP.CloseIdleConnections()
 		}

@@ -27,8 +27,15 @@ type Opener func(dir, kind string) (store.Conversation, error)
 var ErrNoOpener = errors.New("turn: the runner has no Opener for its conversations")
 
 // open opens the conversation, takes its lease where its store keeps
-// leases, and checks its folder holds this thread.
+// leases, and checks its folder holds this thread; or takes it as its
+// last turn in this process left it, when nothing changed since (see
+// warm.go).
 func (t *turn) open(ctx context.Context, kind string) error {
+	if w := t.r.Warm.take(t.r.Agent.Name, t.thread, t.dir); w != nil {
+		if ok, err := t.openWarm(ctx, w); ok || err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(t.dir, 0o700); err != nil {
 		return err
 	}
@@ -39,6 +46,64 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err != nil {
 		return err
 	}
+	if err := t.hold(ctx, conv); err != nil {
+		return err
+	}
+	if t.r.Warm != nil {
+		t.warm = &warmConv{dir: t.dir, conv: conv}
+	}
+	if t.last == 0 {
+		return nil
+	}
+	var first string
+	err = t.conv.Read(ctx, 1, store.Forward, func(_ int64, ev []byte) bool {
+		t.read += int64(len(ev))
+		var e event.Event
+		if err := t.dec.Decode(ev, &e); err == nil {
+			first, t.startConn = e.Thread, e.Connection
+			t.cacheThread = cacheThreadOf(e.Extra)
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	if first != t.thread {
+		return fmt.Errorf("%w: %q holds %q, not %q", ErrThreadClash, t.dir, first, t.thread)
+	}
+	if t.warm != nil {
+		t.warm.startConn, t.warm.cacheThread = t.startConn, t.cacheThread
+	}
+	return nil
+}
+
+// openWarm takes the conversation from what its last turn in this process
+// left, w, when nothing changed since: its lease and lock taken again, its
+// last seq the one that turn left. It reports false, w let go of and
+// nothing held, when something changed: the conversation is opened afresh.
+func (t *turn) openWarm(ctx context.Context, w *warmConv) (bool, error) {
+	conv := w.conv
+	w.conv = nil // the turn's: closed when it ends unless kept again
+	if err := t.hold(ctx, conv); err != nil {
+		return false, err
+	}
+	if folder, err := t.folderNow(); t.last != w.last || err != nil || folder != w.folder {
+		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.last)
+		t.release()
+		t.conv.Close()
+		t.conv, t.release, t.last = nil, nil, 0
+		return false, nil
+	}
+	w.conv = conv
+	t.warm = w
+	t.startConn, t.cacheThread = w.startConn, w.cacheThread
+	return true, nil
+}
+
+// hold takes conv's lease where its store keeps leases, else the folder's
+// lock, and reads its last seq. Held or not, t.conv is conv held and
+// t.release lets go of what was taken.
+func (t *turn) hold(ctx context.Context, conv store.Conversation) error {
 	// The lease before anything is read, so what the turn reads of the
 	// conversation is what it appends after: another process's turn holds
 	// it until its own ends. A store without leases is returned as it is.
@@ -53,36 +118,18 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		// folder, so the folder's flock is its lease: a turn of another
 		// process on this home waits for this one to end, rather than
 		// appending between its message and its answer.
-		unlock, err := lockFolder(ctx, t.caller, t.dir)
+		fd, err := lockFolder(ctx, t.caller, t.dir)
 		if err != nil {
 			return err
 		}
-		t.release = func() { unlock(); release() }
+		t.folderFD, t.locked = fd, true
+		t.release = func() { unix.Close(fd); t.locked = false; release() }
 	}
 	if t.last, err = held.Last(ctx); err != nil {
 		return err
 	}
 	if l, ok := held.(*store.Leased); ok && l.TookOver() != "" {
 		t.log().Warn("lease taken over", "seq", t.last, "from", l.TookOver()) // seq: the last event its holder left
-	}
-	if t.last == 0 {
-		return nil
-	}
-	var first string
-	err = held.Read(ctx, 1, store.Forward, func(_ int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		var e event.Event
-		if err := t.dec.Decode(ev, &e); err == nil {
-			first, t.startConn = e.Thread, e.Connection
-			t.cacheThread = cacheThreadOf(e.Extra)
-		}
-		return false
-	})
-	if err != nil {
-		return err
-	}
-	if first != t.thread {
-		return fmt.Errorf("%w: %q holds %q, not %q", ErrThreadClash, t.dir, first, t.thread)
 	}
 	return nil
 }
@@ -103,27 +150,48 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 	return r.Open(dir, "")
 }
 
+// folderKey tells a conversation's folder and its version: a name made,
+// removed or renamed in it changes its times.
+type folderKey struct {
+	dev, ino     uint64
+	mtime, ctime int64
+}
+
+// folderNow is the conversation's folder's key as the turn holds it
+// locked; the zero key for a store that keeps leases, whose folder holds
+// no events.
+func (t *turn) folderNow() (folderKey, error) {
+	if !t.locked {
+		return folderKey{}, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(t.folderFD, &st); err != nil {
+		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
+	}
+	return folderKey{dev: st.Dev, ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, nil
+}
+
 // lockFolder takes an exclusive flock on the conversation's folder dir and
-// returns what lets it go. A flock belongs to the open file, so it holds
-// between Runners in one process as across processes, and it goes with a
-// process that dies. While another holds it (another process's turn, or a
+// returns the folder open: closing it lets the lock go. A flock belongs to
+// the open file, so it holds between Runners in one process as across
+// processes, and it goes with a process that dies. While another holds it (another process's turn, or a
 // process stuck with the folder locked) it tries again at growing
 // intervals, until the turn's ctx is done (its time, the process's stop)
 // or its caller's is: then ErrBusy, and nothing of the message is written.
-func lockFolder(ctx, caller context.Context, dir string) (unlock func(), err error) {
+func lockFolder(ctx, caller context.Context, dir string) (int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
+		return -1, fmt.Errorf("turn: lock %s: %w", dir, err)
 	}
 	wait := 100 * time.Microsecond
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return func() { unix.Close(fd) }, nil
+			return fd, nil
 		}
 		if err != unix.EWOULDBLOCK && err != unix.EINTR {
 			unix.Close(fd)
-			return nil, fmt.Errorf("turn: lock %s: %w", dir, err)
+			return -1, fmt.Errorf("turn: lock %s: %w", dir, err)
 		}
 		tm := time.NewTimer(wait)
 		var done context.Context
@@ -137,7 +205,7 @@ func lockFolder(ctx, caller context.Context, dir string) (unlock func(), err err
 		if done != nil {
 			tm.Stop()
 			unix.Close(fd)
-			return nil, fmt.Errorf("%w: %s: %v", ErrBusy, dir, context.Cause(done))
+			return -1, fmt.Errorf("%w: %s: %v", ErrBusy, dir, context.Cause(done))
 		}
 		wait = min(2*wait, maxLockPoll)
 	}

@@ -24,7 +24,8 @@ import (
 // where it starts.
 func (t *turn) makeRoom(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event) ([]event.Event, error) {
 	for range 4 { // each pass leaves at least half the share
-		items := windowItems(events, nil)
+		t.items = windowItems(t.items, events, t.tokensOf(events))
+		items := t.items
 		total := 0
 		for _, it := range items {
 			total += it.Tokens
@@ -94,7 +95,7 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 		return nil, ErrNoSummary
 	}
 	sreq := *req
-	sreq.Messages = withNote(msgs, ask)
+	sreq.Messages, sreq.Prefix = withNote(msgs, ask), nil
 	sreq.CacheThrough = 0
 	ss := *s
 	resp, u, calls, err := t.askSummary(ctx, &ss, &sreq, notes)

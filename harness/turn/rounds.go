@@ -81,14 +81,12 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if events, err = t.makeRoom(ctx, s, req, cp, events); err != nil {
 			return fail(events, err)
 		}
-		req.Messages = prompt.Messages(events)
-		if len(req.Tools) == 0 {
-			req.Messages = prompt.CallsAsText(req.Messages)
-		}
 		last := round >= MaxRounds
+		note := ""
 		if last {
-			req.Messages = withNote(req.Messages, LastRoundNote)
+			note = LastRoundNote
 		}
+		t.messages(req, events, s.Provider(), len(req.Tools) == 0, note)
 		said.Reset()
 		resp, err := t.callModel(ctx, s, req, func(frag string) {
 			said.WriteString(frag)

@@ -50,7 +50,7 @@ type compaction struct {
 // sent, then all the turn appended), req the request the answer was made
 // with, cp where the window started; canNote says the agent can write
 // notes (its tools offer prompt.NotesTool).
-func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, cp window.Checkpoint, share int, canNote bool) *compaction {
+func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, toks []int, cp window.Checkpoint, share int, canNote bool) *compaction {
 	n := len(events)
 	if n == 0 || s.Window.CompactAt <= 0 {
 		return nil
@@ -59,7 +59,7 @@ func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, 
 	if last.Type != event.TypeAnswer || len(last.Calls) != 0 {
 		return nil
 	}
-	items := windowItems(events, nil)
+	items := windowItems(nil, events, toks)
 	if !window.Due(items, share, s.Window.CompactAt) {
 		return nil
 	}

@@ -206,27 +206,16 @@ func (t *turn) untold(ctx context.Context) error {
 	case t.last == 0:
 		return nil
 	}
-	var (
-		a    *event.Event
-		derr error
-	)
-	err = t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-		t.read += int64(len(ev))
-		var e event.Event
-		if derr = t.dec.Decode(ev, &e); derr != nil {
-			return false
-		}
+	var a *event.Event
+	err = t.backward(ctx, func(e *event.Event) bool {
 		switch {
-		case e.Type == event.TypeSummary && seq == t.last:
+		case e.Type == event.TypeSummary && e.Seq == t.last:
 			return true // the summary's turn: its answer is before it
 		case e.Type == event.TypeAnswer && len(e.Calls) == 0:
-			a = &e
+			a = e
 		}
 		return false
 	})
-	if err == nil {
-		err = derr
-	}
 	if err != nil || a == nil || t.r.telling.has(t.dir, a.Seq) || told >= a.Seq {
 		return err
 	}

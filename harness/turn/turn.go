@@ -55,7 +55,9 @@ const DefaultTimeout = time.Hour
 const MaxTextBytes = 256 << 10
 
 // Runner takes an agent's turns. It keeps nothing of a conversation between
-// turns: each turn reads what it needs through the store and writes there.
+// turns but what its Warm keeps, which a turn uses only once it finds
+// nothing changed: each turn reads what it needs through the store and
+// writes there.
 // It is safe for concurrent use; turns of one conversation run one at a
 // time, turns of different conversations at once, and a message sent to a
 // conversation while its turn runs steers that turn (see steer.go).
@@ -84,6 +86,11 @@ type Runner struct {
 	// a blank unit is bound with them: config.json is not read. Nil: each
 	// turn reads config.json.
 	Settings *settings.Settings
+
+	// Warm, when not nil, keeps what a conversation's turn composed for
+	// its next turn in this process (see warm.go): the process's, shared
+	// by its Runners. Nil: each turn reads and composes all of it.
+	Warm *Warm
 
 	locks    keyedMutex
 	telling  tellings     // answers given and not yet marked told
@@ -227,6 +234,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
 		err = fmt.Errorf("%w: %v", ErrEnded, err)
 	}
+	t.keep = err == nil
 	if err == nil && r.Untold != nil && a.Seq != 0 {
 		r.telling.add(dir, t.lastAnswer) // its callers mark it told
 	}
@@ -276,6 +284,16 @@ type turn struct {
 	dec    event.Decoder
 	buf    []byte
 
+	warm *warmConv // what the turn keeps for the next, when its Runner has a Warm
+
+	winToks  []int         // the tokens of the window's events, as the turn holds them (tokensOf)
+	winFirst int64         // the seq of the window's first event they count
+	winLast  int64         // and of the last
+	items    []window.Item // scratch for the window's items
+	keep     bool          // the turn ended well: warm is kept
+	folderFD int           // the conversation's folder, open and flocked, while locked
+	locked   bool
+
 	startConn   string             // the connection of the conversation's first message, as open read it
 	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
 	tools       []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
@@ -307,13 +325,27 @@ func (t *turn) close() {
 	t.closeIDs()
 	t.giveWindow()
 	t.offer.End()
+	if t.keep && t.warm != nil && t.warm.conv != nil {
+		var err error
+		t.warm.folder, err = t.folderNow()
+		t.keep = err == nil
+	}
 	if t.release != nil {
 		t.release()
+	}
+	if t.keep && t.warm != nil && t.warm.conv != nil {
+		t.warm.last = t.last
+		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
+		return
 	}
 	if t.conv != nil {
 		t.conv.Close()
 	}
 }
+
+// Rest lets go of what the Runner keeps of its conversations between
+// turns: its agent sleeps, or leaves.
+func (r *Runner) Rest() { r.Warm.Forget(r.Agent.Name) }
 
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
@@ -402,7 +434,6 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	req := &model.Request{
 		Model:     providerModel(s.Provider(), s.Model.Name),
 		System:    system,
-		Messages:  prompt.Messages(events),
 		MaxTokens: room,
 		Window:    size,
 
@@ -432,7 +463,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.after = dueSummary(&s, req, all, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
+	t.after = dueSummary(&s, req, all, t.tokensOf(all), cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }
 
@@ -443,10 +474,15 @@ func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
 	}
 	t.buf = event.Append(t.buf[:0], e)
 	if err := t.conv.Append(ctx, e.Seq, t.buf); err != nil {
+		t.dropWarm()
 		return err
 	}
 	t.written += int64(len(t.buf)) + 1
 	t.last = e.Seq
+	if e.Seq == 1 && t.warm != nil { // what open reads of the first event, for the next turn
+		t.warm.startConn, t.warm.cacheThread = e.Connection, cacheThreadOf(e.Extra)
+	}
+	t.keepEvent(t.buf)
 	return nil
 }
 

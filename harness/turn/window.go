@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"lnk.dev/linkharness/harness/prompt"
@@ -47,41 +48,74 @@ func (t *turn) giveWindow() {
 // latest checkpoint's start (or the first event), and returns the window's
 // events oldest first with where it starts. It stops early once what it has
 // read is more than the share, since a window never reaches further back.
+// The events the turn's Warm kept are read in place of the store's when
+// they reach back as far: the same steps find the same window.
 func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
 	t.keepWindow(nil)
 	var (
 		events = (*t.window)[:0]
 		cp     = window.Checkpoint{Start: 1}
 		toks   []int // each event's tokens, counted once
+		sizes  []int // and its bytes in the store
 		found  bool
 		tokens int
 		bytes  int
-		derr   error
 	)
+	// more takes e, the next event back, and says whether the window may
+	// reach further back.
+	more := func(e *event.Event, size, tok int) bool {
+		bytes += size
+		if !found && e.Window != nil && (e.Type == event.TypeAnswer || e.Type == event.TypeSummary) {
+			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
+		}
+		tokens += tok
+		if found && e.Seq <= cp.Start {
+			return false
+		}
+		if tokens > 2*share+1 || bytes > maxWindowRead {
+			if !found {
+				cp = window.Checkpoint{Start: e.Seq} // the tokens before it are not known without reading them
+			}
+			return false
+		}
+		return true
+	}
+	if w := t.warm; w != nil && len(w.log) > 0 && w.log[len(w.log)-1].Seq == t.last {
+		// The events kept reach back as far when the same steps stop among
+		// them, or they begin with the conversation.
+		stop := -1
+		for i := len(w.log) - 1; i >= 0; i-- {
+			if !more(&w.log[i], w.size[i], w.toks[i]) {
+				stop = i
+				break
+			}
+		}
+		if stop >= 0 || w.log[0].Seq == 1 {
+			stop = max(stop, 0)
+			w.log, w.size, w.toks = w.log[stop:], w.size[stop:], w.toks[stop:]
+			if stop > len(w.log) { // most of it left the window: the memory of what left goes
+				w.log, w.size, w.toks = slices.Clone(w.log), slices.Clone(w.size), slices.Clone(w.toks)
+			}
+			events = append(events, w.log...)
+			t.keepWindow(events)
+			return t.windowFrom(events, w.toks, cp, share)
+		}
+		cp, found, tokens, bytes = window.Checkpoint{Start: 1}, false, 0, 0
+	}
+	var derr error
 	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 		t.read += int64(len(ev))
-		bytes += len(ev)
 		events = append(events, event.Event{})
 		e := &events[len(events)-1]
 		if derr = t.dec.Decode(ev, e); derr != nil {
 			return false
 		}
-		if !found && e.Window != nil && (e.Type == event.TypeAnswer || e.Type == event.TypeSummary) {
-			cp, found = window.Checkpoint{Start: e.Window.Start, TokensBefore: e.Window.TokensBefore}, true
-		}
 		tok := eventTokens(e)
 		toks = append(toks, tok)
-		tokens += tok
-		if found && seq <= cp.Start {
-			return false
+		if t.warm != nil {
+			sizes = append(sizes, len(ev))
 		}
-		if tokens > 2*share+1 || bytes > maxWindowRead {
-			if !found {
-				cp = window.Checkpoint{Start: seq} // the tokens before it are not known without reading them
-			}
-			return false
-		}
-		return true
+		return more(e, len(ev), tok)
 	})
 	t.keepWindow(events)
 	if err == nil {
@@ -91,29 +125,67 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		return nil, cp, err
 	}
 	// Oldest first, from the checkpoint's start.
-	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
-		events[i], events[j] = events[j], events[i]
-		toks[i], toks[j] = toks[j], toks[i]
-	}
+	slices.Reverse(events)
+	slices.Reverse(toks)
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	items := windowItems(events, toks)
-	events, items = opened(cp.Start, events, items)
+	if t.warm != nil { // kept, in the log's order, for the next turn
+		slices.Reverse(sizes)
+		sizes = sizes[len(sizes)-len(events):]
+		t.warm.log, t.warm.size, t.warm.toks = slices.Clone(events), sizes, slices.Clone(toks)
+	}
+	return t.windowFrom(events, toks, cp, share)
+}
+
+// windowFrom is the window among events, the log's from the latest
+// checkpoint cp's start (or as far back as was read), oldest first, toks
+// their tokens: what opens it put first, and where it starts for share.
+func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint, share int) ([]event.Event, window.Checkpoint, error) {
+	for len(events) > 0 && events[0].Seq < cp.Start {
+		events, toks = events[1:], toks[1:]
+	}
+	t.items = windowItems(t.items, events, toks)
+	events, items := opened(cp.Start, events, t.items)
 	next := window.Start(cp, items, share)
 	if next.Start != cp.Start && len(events) > 0 && events[0].Type == event.TypeSummary {
-		events = events[1:] // the window moved past its summary: it starts bare
+		events, items = events[1:], items[1:] // the window moved past its summary: it starts bare
 	}
 	for len(events) > 0 && events[0].Seq < next.Start {
-		events = events[1:]
+		events, items = events[1:], items[1:]
+	}
+	t.winToks = slices.Grow(t.winToks[:0], len(items)+16) // and room for what the turn adds
+	for _, it := range items {
+		t.winToks = append(t.winToks, it.Tokens)
+	}
+	if len(events) > 0 {
+		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
 	}
 	return events, next, nil
 }
 
+// tokensOf is each of events' tokens, events the window as the turn holds
+// it: those of the events readWindow gave counted when it read them, of
+// those added since once. A window made anew (room made between rounds)
+// is counted afresh.
+func (t *turn) tokensOf(events []event.Event) []int {
+	n := len(t.winToks)
+	if len(events) == 0 || n > len(events) || events[0].Seq != t.winFirst || (n > 0 && events[n-1].Seq != t.winLast) {
+		t.winToks, n = t.winToks[:0], 0
+	}
+	for i := n; i < len(events); i++ {
+		t.winToks = append(t.winToks, eventTokens(&events[i]))
+	}
+	if len(events) > 0 {
+		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
+	}
+	return t.winToks[:len(events)]
+}
+
 // windowItems is events as the window sees them, toks their tokens (nil:
-// counted here).
-func windowItems(events []event.Event, toks []int) []window.Item {
-	items := make([]window.Item, len(events))
+// counted here), in dst's memory when it has room.
+func windowItems(dst []window.Item, events []event.Event, toks []int) []window.Item {
+	items := slices.Grow(dst[:0], len(events))[:len(events)]
 	for i := range events {
 		e := &events[i]
 		n := 0
@@ -148,7 +220,9 @@ func opened(start int64, events []event.Event, items []window.Item) ([]event.Eve
 		if events[i].Type == event.TypeSummary && (i > 0 || items[0].Through != start-1) {
 			continue
 		}
-		events[k], items[k] = events[i], items[i]
+		if k != i {
+			events[k], items[k] = events[i], items[i]
+		}
 		k++
 	}
 	clear(events[k:])

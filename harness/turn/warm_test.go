@@ -1,0 +1,389 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/store/event"
+)
+
+// warmScript answers a long conversation: a summary when asked for one,
+// a call of web__echo when a message asks to look something up, else a
+// few hundred bytes.
+var warmScript = &scripted.Script{Seed: 7, Cache: true, Rules: []scripted.Rule{
+	{Match: askWords, AnswerBytes: 600, AnswerBytesMax: 1200},
+	{Match: "look it up", Results: "no", Calls: []scripted.Call{{Name: "web__echo", Args: `{"text":"the plans"}`}}},
+	{Match: "any", AnswerBytes: 100, AnswerBytesMax: 700},
+}}
+
+// interloper is the turn before which another Runner on the same home
+// (another process, as the folder's lock sees it) takes a turn of the
+// conversation.
+const interloper = 57
+
+// warmRun is one run of a long conversation: every request the model was
+// sent, turn by turn, and the bytes each turn read from the store.
+type warmRun struct {
+	requests [][][]byte
+	read     []int64
+}
+
+// runConversation takes n turns of one conversation in a fresh home at
+// dir, with a Warm or without, another Runner taking a turn before turn
+// interloper, each Runner's clock a minute a call from the same start.
+func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web string) warmRun {
+	// web "" offers no tools: the calls the model makes anyway are
+	// answered as calls of no tool, and every request writes them as text.
+	t.Helper()
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := settings.Defaults()
+	s.Model.Name = modelName
+	s.Window.Max, s.Window.MaxSet = 4000, true
+	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	clock := func() func() time.Time {
+		at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+		return func() time.Time { at = at.Add(time.Minute); return at }
+	}
+	newRunner := func(w *Warm) *Runner {
+		a := home.Agent{Name: "ada", Dir: dir}
+		r := &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Warm: w}
+		if web != "" {
+			r.Tools = tools.New(a, []tools.Server{{Name: "web", URL: web}}, tools.Options{})
+			t.Cleanup(func() { r.Tools.Close() })
+		}
+		return r
+	}
+	var w *Warm
+	if warm {
+		w = &Warm{}
+	}
+	r, other := newRunner(w), newRunner(nil)
+	t.Cleanup(w.Release)
+	rec := recordRequests(t, r, warmScript)
+	other.Getenv = r.Getenv
+	ctx := context.Background()
+	var run warmRun
+	for i := 1; i <= n; i++ {
+		if i == interloper {
+			if _, err := other.Message(ctx, "long", Message{ID: "other", Text: "a word from another process"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			run.requests = append(run.requests, rec.take())
+			run.read = append(run.read, 0)
+		}
+		text := fmt.Sprintf("message %d: %s", i, strings.Repeat("about the plans for the day ", 3+i%7))
+		if i%5 == 0 {
+			text += " Please look it up."
+		}
+		before := r.Metrics.BytesRead()
+		if _, err := r.Message(ctx, "long", Message{ID: fmt.Sprint(i), Text: text}, nil); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		run.requests = append(run.requests, rec.take())
+		run.read = append(run.read, r.Metrics.BytesRead()-before)
+	}
+	return run
+}
+
+// Over hundreds of turns of one conversation in a small window, crossing
+// drop points and summaries, with tool calls and another process's turn in
+// between, the requests the model is sent with the warm cache on are the
+// bytes of a fresh composition (no Warm: every turn reads, composes and
+// encodes all of it), turn after turn, in each provider's format. A turn
+// with the cache reads little of the store; the turn after another
+// process's reads its window afresh.
+func TestWarmSameRequests(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 80
+	}
+	url, _ := webServer(t)
+	for _, modelName := range []string{"anthropic/claude-opus-5-5", "openai/gpt-6-luna", "openrouter/anthropic-claude", "ollama/qwen3:8b"} {
+		for _, web := range []string{url, ""} {
+			provider, _, _ := strings.Cut(modelName, "/")
+			name := provider + "/tools"
+			if web == "" {
+				name = provider + "/no-tools"
+			}
+			t.Run(name, func(t *testing.T) { sameRequests(t, modelName, n, web) })
+		}
+	}
+}
+
+// sameRequests runs the conversation fresh and warm and compares.
+func sameRequests(t *testing.T, modelName string, n int, web string) {
+	dir := filepath.Join(t.TempDir(), "ada") // the same path both times: the prompt names it
+	fresh := runConversation(t, dir, modelName, n, false, web)
+	warm := runConversation(t, dir, modelName, n, true, web)
+	if len(fresh.requests) != len(warm.requests) {
+		t.Fatalf("%d turns fresh, %d warm", len(fresh.requests), len(warm.requests))
+	}
+	sums := 0
+	for i := range fresh.requests {
+		f, w := fresh.requests[i], warm.requests[i]
+		if len(f) != len(w) {
+			t.Fatalf("turn %d: %d requests fresh, %d warm", i+1, len(f), len(w))
+		}
+		for j := range f {
+			if !bytes.Equal(f[j], w[j]) {
+				k := commonPrefix(f[j], w[j])
+				t.Fatalf("turn %d, request %d: warm differs at byte %d of %d:\nfresh …%s\n warm …%s", i+1, j+1, k, len(f[j]),
+					f[j][max(0, k-80):min(len(f[j]), k+80)], w[j][max(0, k-80):min(len(w[j]), k+80)])
+			}
+			if bytes.Contains(f[j], []byte(askWords)) {
+				sums++
+			}
+		}
+	}
+	if sums == 0 {
+		t.Fatal("no summary: the conversation crossed no drop point")
+	}
+	ev := events(t, &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Open: openLog}, "long")
+	results := 0
+	for _, e := range ev {
+		if e.Type == event.TypeResult {
+			results++
+		}
+	}
+	if results == 0 {
+		t.Fatal("no tool was called")
+	}
+	// The store read: the first turn's window afresh, then nothing
+	// but by the turn after the other process's, which reads its
+	// window again, as fresh composition reads it every turn (the
+	// answers' latencies, kept in them, make the bytes differ a
+	// little from run to run).
+	after := interloper // the turn after the other's
+	most := int64(0)
+	for i, n := range warm.read[1:] {
+		if i+1 != after {
+			most = max(most, n)
+		}
+	}
+	if most != 0 || warm.read[after] < fresh.read[after]/2 {
+		t.Errorf("bytes read: %d by the turn after the other process's (%d fresh), at most %d by the other warm turns", warm.read[after], fresh.read[after], most)
+	}
+	t.Logf("%d turns, %d summaries asked, %d tool results: the same bytes; a warm turn read at most %d bytes, the turn after another process's %d", n, sums, results, most, warm.read[after])
+}
+
+// A Warm keeps at most its bounds: past the count, or the bytes, the
+// conversation used least lately goes; one over the bytes alone is never
+// kept; Forget lets go of one agent's.
+func TestWarmBounds(t *testing.T) {
+	w := &Warm{MaxConversations: 3, MaxBytes: 1000}
+	conv := func(size int) *warmConv { return &warmConv{dir: "d", size: []int{size / 2}} }
+	for i := range 5 {
+		w.put("ada", fmt.Sprint(i), conv(100))
+	}
+	if n, b := w.Len(); n != 3 || b != 300 {
+		t.Fatalf("%d conversations, %d bytes: want the 3 used last, 300 bytes", n, b)
+	}
+	for _, th := range []string{"0", "1"} {
+		if w.take("ada", th, "d") != nil {
+			t.Errorf("thread %s, used least lately, still kept", th)
+		}
+	}
+	w.put("ada", "big", conv(800)) // 300+800 > 1000: the least lately used goes
+	if n, b := w.Len(); n != 3 || b != 1000 || w.take("ada", "2", "d") != nil {
+		t.Fatalf("%d conversations, %d bytes: want 3, 1000, thread 2 gone", n, b)
+	}
+	w.put("ada", "huge", conv(2000))
+	if w.take("ada", "huge", "d") != nil {
+		t.Error("a conversation over the bytes alone kept")
+	}
+	if c := w.take("ada", "big", "elsewhere"); c != nil {
+		t.Error("a conversation kept in another folder taken")
+	}
+	w.put("bob", "x", conv(10))
+	w.Forget("ada")
+	if n, _ := w.Len(); n != 1 || w.take("bob", "x", "d") == nil {
+		t.Errorf("Forget of one agent: %d conversations left", n)
+	}
+}
+
+// writeWindow writes n events of one window, messages and answers in
+// turn, about 150 bytes of text each, every answer's window starting at
+// the first event: a conversation of n messages, all of them sent.
+func writeWindow(tb testing.TB, dir, thread string, n int) {
+	tb.Helper()
+	os.MkdirAll(dir, 0o700)
+	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var buf []byte
+	for seq := int64(1); seq <= int64(n); seq++ {
+		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
+		if seq == 1 {
+			e.Thread = thread
+		}
+		if seq%2 == 1 {
+			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", seq), "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]"
+			e.Text = fmt.Sprintf("message %d: %s", seq, strings.Repeat("how are you today? ", 5))
+		} else {
+			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
+			e.Text = fmt.Sprintf("answer %d: %s", seq, strings.Repeat("fine, thank you. ", 8))
+			e.Window = &event.Window{Start: 1}
+		}
+		buf = append(event.Append(buf[:0], &e), '\n')
+		if _, err := f.Write(buf); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWarmTurn is one whole turn in process, the scripted model
+// called over loopback HTTP, in a conversation whose window holds every
+// message: a new one (window=0) and one of 800 messages (window=800), each
+// growing by two events a turn, with the Warm and without (every turn
+// reads, decodes, composes and encodes its whole window). Run a fixed
+// count, so the windows are those named:
+//
+//	go test -run '^$' -bench WarmTurn -benchtime 50x -count 5 ./harness/turn
+func BenchmarkWarmTurn(b *testing.B) {
+	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer model.Close()
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	for _, n := range []int{0, 800} {
+		for _, warm := range []bool{false, true} {
+			b.Run(fmt.Sprintf("window=%d/warm=%v", n, warm), func(b *testing.B) {
+				dir := filepath.Join(b.TempDir(), "ada")
+				os.Mkdir(dir, 0o700)
+				r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+				if warm {
+					r.Warm = &Warm{}
+					defer r.Warm.Release()
+				}
+				chat, _ := r.Agent.Path(home.Chat, "bench")
+				if n > 0 {
+					writeWindow(b, chat, "bench", n)
+				}
+				ctx := context.Background()
+				// One turn first: the id index and the copy for people made.
+				if _, err := r.Message(ctx, "bench", Message{ID: "first", Text: "hello"}, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := r.Message(ctx, "bench", Message{ID: fmt.Sprint(i), Text: fmt.Sprintf("message %d: how are you today?", i)}, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A warm turn allocates about as much with 800 messages in its window as
+// with a few: nothing of the window is decoded, made or encoded again.
+// (The count holds the scripted model's own, in this process, and HTTP's:
+// the same in both.)
+func TestWarmTurnAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation budgets run without the race detector")
+	}
+	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	allocs := func(n int) float64 {
+		dir := filepath.Join(t.TempDir(), "ada")
+		os.Mkdir(dir, 0o700)
+		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Warm: &Warm{}}
+		defer r.Warm.Release()
+		chat, _ := r.Agent.Path(home.Chat, "t")
+		if n > 0 {
+			writeWindow(t, chat, "t", n)
+		}
+		i := 0
+		send := func() {
+			i++
+			if _, err := r.Message(context.Background(), "t", Message{ID: fmt.Sprint(i), Text: fmt.Sprintf("message %d: how are you today?", i)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send()
+		return testing.AllocsPerRun(20, send)
+	}
+	small, large := allocs(0), allocs(800)
+	t.Logf("allocations of a warm turn: %.0f with a new conversation, %.0f with 800 messages in its window", small, large)
+	if large > small+60 || large > 600 {
+		t.Errorf("a warm turn with 800 messages in its window allocates %.0f times, %.0f with a few: want at most 60 more, and 600", large, small)
+	}
+}
+
+// A conversation's folder replaced between two turns (removed, and a
+// conversation of as many events written in its place) is read afresh:
+// the kept one, its file gone, is never appended to.
+func TestWarmFolderReplaced(t *testing.T) {
+	r, m := newRunner(t, nil)
+	ctx := context.Background()
+	if _, err := r.Message(ctx, "t", Message{ID: "1", Text: "the first words"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	chat, _ := r.Agent.Path(home.Chat, "t")
+	if err := os.RemoveAll(chat); err != nil {
+		t.Fatal(err)
+	}
+	writeWindow(t, chat, "t", 2) // as many events as the turn left
+	if _, err := r.Message(ctx, "t", Message{ID: "2", Text: "the next words"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := lastRequest(t, m)
+	if strings.Contains(req, "the first words") || !strings.Contains(req, "how are you today?") {
+		t.Errorf("the request after the folder was replaced: %s", req)
+	}
+	ev := events(t, r, "t")
+	if len(ev) != 4 || ev[2].Text != "the next words" {
+		t.Errorf("the conversation in the new folder: %d events", len(ev))
+	}
+}
+
+// A conversation with no turn for the Warm's Idle is let go of: taken
+// after it, nothing is there; and the next put of any lets it go.
+func TestWarmIdle(t *testing.T) {
+	now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	w := &Warm{Idle: time.Minute, Now: func() time.Time { return now }}
+	w.put("ada", "quiet", &warmConv{dir: "d"})
+	w.put("ada", "busy", &warmConv{dir: "d"})
+	now = now.Add(50 * time.Second)
+	if c := w.take("ada", "busy", "d"); c == nil {
+		t.Fatal("a conversation used 50 s ago let go of")
+	} else {
+		w.put("ada", "busy", c)
+	}
+	now = now.Add(20 * time.Second) // quiet for 70 s, busy for 20
+	w.put("bob", "x", &warmConv{dir: "d"})
+	if n, _ := w.Len(); n != 2 {
+		t.Errorf("%d conversations kept, want the two used within the minute", n)
+	}
+	now = now.Add(2 * time.Minute)
+	if w.take("ada", "busy", "d") != nil {
+		t.Error("a conversation idle for 2 minutes taken")
+	}
+}
