@@ -45,6 +45,12 @@ func (e *end) near(seq int64) bool { return e.last-seq <= backScan }
 // readEnd reads the last complete line, reading n bytes first. With locked
 // set the caller holds the writers' lock, so the end cannot change.
 func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, error) {
+	if c.held && c.tip.ok {
+		// This Conversation holds the lock and wrote the end.
+		t := c.tip
+		return end{size: t.end, end: t.end, last: t.last, line: c.last, off: t.off, back: backward{c: c, off: t.off}}, nil
+	}
+	locked = locked || c.held
 	for try := 0; ; try++ {
 		if !locked && try == stableTries {
 			if err := c.f.Lock(ctx, false); err != nil {
