@@ -436,13 +436,20 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	return answerOf(t.thread, reply), nil
 }
 
+// appendEvent appends e durably, and with it the message appended
+// deferred before it, if any.
 func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
+	return t.put(ctx, e, t.conv.Append)
+}
+
+// put appends e with add: the conversation's Append, or its AppendDeferred.
+func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context, int64, []byte) error) error {
 	e.Seq = t.last + 1
 	if t.last == 0 {
 		e.Thread = t.thread
 	}
 	t.buf = event.Append(t.buf[:0], e)
-	if err := t.conv.Append(ctx, e.Seq, t.buf); err != nil {
+	if err := add(ctx, e.Seq, t.buf); err != nil {
 		return err
 	}
 	t.written += int64(len(t.buf)) + 1
@@ -450,8 +457,13 @@ func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
 	return nil
 }
 
-// appendMessage appends the message with its head, durable before the
-// model is asked, and returns its event.
+// appendMessage appends the message with its head, written before the
+// model is asked, and returns its event. Where the store can
+// (store.Deferred), it is made durable by the sync of the next event, the
+// answer or the answer calling tools, which is made durable before any
+// tool runs: one sync for both. It is told to nobody before then, so a
+// crash that loses it loses no acknowledged event, and the caller's retry
+// (the same message id) writes it again as one message.
 func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error) {
 	now := t.r.now()
 	e := event.Event{
@@ -459,7 +471,11 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error
 		Connection: m.Connection, Text: m.Text,
 		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
-	err := t.appendEvent(ctx, &e)
+	add := t.conv.Append
+	if d, ok := t.conv.(store.Deferred); ok {
+		add = d.AppendDeferred
+	}
+	err := t.put(ctx, &e, add)
 	if err == nil {
 		t.seq = e.Seq
 		t.addID(m.ID, e.Seq)
