@@ -158,7 +158,7 @@ func (c *Conversation) write(e *end, seq int64, event []byte) error {
 		// Part of it may be there: cut it, so the file ends where it
 		// did. If that fails too, the next Append cuts it as torn.
 		c.f.Truncate(e.end)
-		c.tip.ok = false
+		c.tip = tip{}
 		return fmt.Errorf("log: append to %s at offset %d: %w", c.path, e.end, err)
 	}
 	// Under the lock the end is known from here: the calls until it is

@@ -72,9 +72,8 @@ type Conversation struct {
 	from int64
 	mark uint64
 
-	// tip is the end as this Conversation last wrote it, and last its
-	// line: while the lock is held nobody else changes the end, so it is
-	// read from here, with no system call.
+	// tip is the end as this Conversation last found or wrote it, and
+	// last its line, so the end is read again only once the file changed.
 	tip  tip
 	last []byte
 
@@ -82,12 +81,17 @@ type Conversation struct {
 	buf []byte
 }
 
-// tip is the end of the log as its writer knows it.
+// tip is the end of the log as a Conversation last found or wrote it.
 type tip struct {
-	end  int64 // the file's size: just past the last '\n'
+	end  int64 // just past the last '\n'
 	last int64 // the last line's seq
 	off  int64 // where the last line starts
-	ok   bool
+	// ok says this Conversation wrote the end under the lock it holds:
+	// nobody else changes it until the lock is let go.
+	ok bool
+	// stamp is the file's size and change stamp when the end was read;
+	// zero when not known (after a write of this Conversation's).
+	stamp disk.Info
 }
 
 // Open returns the conversation kept in dir, which the caller has created.
@@ -199,7 +203,7 @@ func (c *Conversation) trim() {
 		c.buf = nil
 	}
 	if cap(c.last) > keepBuf && !c.held {
-		c.last = nil
+		c.last, c.tip = nil, tip{} // the end is read again
 	}
 }
 

@@ -114,6 +114,7 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 	}
 	defer c.f.Unlock()
 	c.mark = c.fs.Committer().Mark()
+	c.tip = tip{} // what it cuts changes the end
 	st, err := c.stat()
 	if err != nil {
 		return Repaired{}, err
