@@ -48,7 +48,8 @@ type Committer struct {
 type batch struct {
 	files []File
 	errs  []error
-	done  chan struct{} // closed once errs are set
+	seen  uint64        // the Committer's failed count when its sync ended
+	done  chan struct{} // closed once errs and seen are set
 }
 
 // Mark returns the count of failed syncs of the filesystem, to be given
@@ -77,7 +78,7 @@ func (c *Committer) Commit(f File, mark uint64) error {
 	if i > 0 {
 		c.mu.Unlock()
 		<-b.done
-		return c.result(b.errs[i], mark)
+		return result(b.errs[i], b.seen, mark)
 	}
 	for c.running {
 		ended := c.ended
@@ -93,23 +94,22 @@ func (c *Committer) Commit(f File, mark uint64) error {
 	c.mu.Lock()
 	c.failed += failed
 	c.syncs += calls
+	b.errs, b.seen = errs, c.failed
 	c.running = false
 	close(c.ended)
 	c.mu.Unlock()
-	b.errs = errs
 	close(b.done)
-	return c.result(errs[0], mark)
+	return result(errs[0], b.seen, mark)
 }
 
 // result is a member's answer: its sync's error, else ErrGroupSync when a
-// syncfs failed since mark.
-func (c *Committer) result(err error, mark uint64) error {
+// syncfs failed after mark was taken and before its batch's sync ended
+// (seen): one that fails later cannot have lost what its sync wrote.
+func result(err error, seen, mark uint64) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failed != mark {
+	if seen != mark {
 		return ErrGroupSync
 	}
 	return nil
