@@ -34,11 +34,17 @@ type countedFile struct {
 	n *calls
 }
 
-func (f countedFile) Stat() (disk.Info, error)                 { f.n.stat++; return f.File.Stat() }
-func (f countedFile) ReadAt(b []byte, off int64) (int, error)  { f.n.read++; return f.File.ReadAt(b, off) }
-func (f countedFile) WriteAt(b []byte, off int64) (int, error) { f.n.write++; return f.File.WriteAt(b, off) }
-func (f countedFile) Sync() error                              { f.n.sync++; return f.File.Sync() }
-func (f countedFile) SyncFS() error                            { f.n.sync++; return f.File.SyncFS() }
+func (f countedFile) Stat() (disk.Info, error) { f.n.stat++; return f.File.Stat() }
+func (f countedFile) ReadAt(b []byte, off int64) (int, error) {
+	f.n.read++
+	return f.File.ReadAt(b, off)
+}
+func (f countedFile) WriteAt(b []byte, off int64) (int, error) {
+	f.n.write++
+	return f.File.WriteAt(b, off)
+}
+func (f countedFile) Sync() error   { f.n.sync++; return f.File.Sync() }
+func (f countedFile) SyncFS() error { f.n.sync++; return f.File.SyncFS() }
 func (f countedFile) Lock(ctx context.Context, ex bool) error {
 	f.n.lock++
 	return f.File.Lock(ctx, ex)
