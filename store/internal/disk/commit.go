@@ -10,6 +10,9 @@ import (
 // have been lost with it, though its own sync did not say so.
 var ErrGroupSync = errors.New("disk: a sync of the filesystem failed since the write")
 
+// errSyncPanicked is what the writers of a batch whose sync panicked get.
+var errSyncPanicked = errors.New("disk: the sync of a batch panicked")
+
 // A Committer makes the writes of the conversations of one process
 // durable, together when several wait at once: group commit. A writer
 // whose file is to be made durable calls Commit. While no sync runs, its
@@ -88,8 +91,25 @@ func (c *Committer) Commit(f File, mark uint64) error {
 	}
 	c.next, c.running, c.ended = nil, true, make(chan struct{})
 	c.mu.Unlock()
+	synced := false
+	defer func() {
+		if !synced {
+			// The sync panicked: the batch is told so, and the next
+			// one goes on, as the panic goes up.
+			c.mu.Lock()
+			b.errs = make([]error, len(b.files))
+			for i := range b.errs {
+				b.errs[i] = errSyncPanicked
+			}
+			c.running = false
+			close(c.ended)
+			c.mu.Unlock()
+			close(b.done)
+		}
+	}()
 
 	errs, calls, failed := c.sync(b.files)
+	synced = true
 
 	c.mu.Lock()
 	c.failed += failed

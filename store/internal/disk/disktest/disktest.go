@@ -456,6 +456,13 @@ func tornAt(t testing.TB, ctx context.Context, open Open, script [][]byte, seq i
 	if c, failed, _, err := appendAll(ctx, m, open, script[:seq-1], 0, nil); err != nil || failed != 0 {
 		t.Fatalf("the script up to seq %d: seq %d: %v", seq-1, failed, err)
 	} else {
+		// The image is to hold seqs 1 to seq-1: the last, a message
+		// maybe, is made durable.
+		if d, ok := c.(store.Deferred); ok {
+			if err := d.Commit(ctx); err != nil {
+				t.Fatalf("commit seq %d: %v", seq-1, err)
+			}
+		}
 		c.Close()
 	}
 	armed = true
