@@ -307,6 +307,14 @@ func (t *turn) close() {
 	t.closeIDs()
 	t.giveWindow()
 	t.offer.End()
+	if d, ok := t.conv.(store.Deferred); ok {
+		// A turn that ended between its message and its answer makes the
+		// message durable, and lets go of what a store holds for it (the
+		// log's writers' lock), whether the conversation is closed or kept.
+		if err := d.Commit(context.Background()); err != nil {
+			t.log().Error("the message not made durable", "error", err)
+		}
+	}
 	if t.release != nil {
 		t.release()
 	}
