@@ -98,10 +98,7 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = unix.Write(fd, strconv.AppendInt(nil, seq, 10))
-	if err == nil {
-		_, err = unix.Write(fd, []byte{'\n'})
-	}
+	_, err = unix.Write(fd, append(strconv.AppendInt(nil, seq, 10), '\n'))
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
