@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -98,7 +99,11 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = unix.Write(fd, append(strconv.AppendInt(nil, seq, 10), '\n'))
+	rec := append(strconv.AppendInt(nil, seq, 10), '\n')
+	n, err := unix.Write(fd, rec)
+	if err == nil && n < len(rec) {
+		err = io.ErrShortWrite
+	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
