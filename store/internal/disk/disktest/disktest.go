@@ -114,7 +114,7 @@ func appendOne(ctx context.Context, c store.Conversation, script [][]byte, seq i
 type Report struct {
 	Images     int               // crash images checked, torn ones among them
 	Torn       int               // of them, images of CrashTorn that differ from Crash's
-	Deferred   int               // of them, images taken while a message was written and not yet durable
+	Deferred   int               // of them, images taken after a message was appended deferred and before its answer's Append returned
 	Kinds      map[disk.Kind]int // the operations after which images were taken, by kind
 	Restarts   int               // crashes the script went on from
 	Violations []string          // what was wrong, one per image at most
@@ -195,10 +195,12 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 	}
 	m.SkipSyncDir(opts.SkipSyncDir)
 	r := Report{Kinds: make(map[disk.Kind]int)}
-	var acked, tried int
+	// written is the last seq appended deferred whose AppendDeferred
+	// returned: past acked, its message waits for its answer's sync.
+	var acked, tried, written int
 	check := func(img *disk.Mem, after string) {
 		r.Images++
-		if tried > acked {
+		if written > acked {
 			r.Deferred++
 		}
 		if err := verify(ctx, img, open, script, acked, tried); err != nil {
@@ -257,7 +259,9 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 			i = int(last) - 1
 			continue
 		}
-		if ok {
+		if !ok {
+			written = seq
+		} else {
 			acked = seq
 		}
 		if ok && seq%reopenEvery == 0 {
