@@ -135,8 +135,9 @@ func createTemp(dir, prefix string) (string, int, error) {
 	}
 }
 
-// readSmall reads the small file name whole with a bare descriptor (see
-// createTemp): an open, a read and a close.
+// readSmall reads the small file name with a bare descriptor (see
+// createTemp), to its end or to the end of a read that ends a line (the
+// record is one line, written whole): an open, a read and a close.
 func readSmall(name string) ([]byte, error) {
 	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -152,10 +153,10 @@ func readSmall(name string) ([]byte, error) {
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
-		if n == 0 {
-			return b, nil
-		}
 		b = b[:len(b)+n]
+		if n == 0 || b[len(b)-1] == '\n' {
+			return b, nil // the record is one line, written whole
+		}
 		if len(b) == cap(b) {
 			if len(b) >= 4<<10 {
 				return b, nil // more than a seq: ParseInt says what is wrong
