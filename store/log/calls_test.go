@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"testing"
 
@@ -116,5 +117,65 @@ func TestTurnCalls(t *testing.T) {
 	defer img.Close()
 	if last, err := img.Last(ctx); err != nil || last != 102 {
 		t.Errorf("after a crash the last is %d (%v); want 102: the answer's sync made the message durable too", last, err)
+	}
+}
+
+// TestDeferredHoldsTheLock: from a line appended deferred to its commit,
+// its writer holds the writers' lock, so no other writer's line follows a
+// line that is not durable; Commit makes it durable and lets go.
+func TestDeferredHoldsTheLock(t *testing.T) {
+	ctx := context.Background()
+	m := disk.NewMem()
+	const dir = "/home/chats/t"
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Conversation {
+		c, err := OpenOptions(dir, Options{FS: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := open(), open()
+	if err := a.Append(ctx, 1, typicalEvent(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendDeferred(ctx, 2, typicalEvent(2)); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := b.Last(ctx); err != nil || last != 2 {
+		t.Errorf("another reader's last is %d (%v): a deferred line is read", last, err)
+	}
+	crashed := func() int64 {
+		t.Helper()
+		img, err := OpenOptions(dir, Options{FS: m.Crash()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer img.Close()
+		n, err := img.Last(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := crashed(); n != 1 {
+		t.Errorf("a crash now keeps %d events; want 1: seq 2 is not durable yet", n)
+	}
+	busy, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.Append(busy, 3, typicalEvent(3)); !errors.Is(err, context.Canceled) {
+		t.Errorf("another writer's append while the line waits: %v, want it to wait for the lock", err)
+	}
+	if err := a.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, 3, typicalEvent(3)); err != nil {
+		t.Fatalf("another writer's append after the commit: %v", err)
+	}
+	if n := crashed(); n != 3 {
+		t.Errorf("after the commit a crash keeps %d events; want 3", n)
 	}
 }
