@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"syscall"
 	"testing"
+	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/internal/disk"
 )
 
@@ -177,5 +180,56 @@ func TestDeferredHoldsTheLock(t *testing.T) {
 	}
 	if n := crashed(); n != 3 {
 		t.Errorf("after the commit a crash keeps %d events; want 3", n)
+	}
+}
+
+// TestFailedSyncCutsTheMessage: an answer whose fdatasync fails cuts the
+// message appended deferred before it with its own line. The failed sync
+// kept both readable and never durable (as Linux does), so a message left
+// there would be lost under the lines written after it, which a later
+// sync does not write: here the caller gives up, and another message and
+// answer follow.
+func TestFailedSyncCutsTheMessage(t *testing.T) {
+	ctx := context.Background()
+	m := disk.NewMem()
+	const dir = "/home/chats/t"
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenOptions(dir, Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Append(ctx, 1, typicalEvent(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendDeferred(ctx, 2, typicalEvent(2)); err != nil {
+		t.Fatal(err)
+	}
+	// The answer's write, then its fdatasync, which fails.
+	m.Fail(disk.Plan{At: m.Ops() + 2, Err: syscall.EIO, Keep: true})
+	if err := c.Append(ctx, 3, typicalEvent(3)); err == nil {
+		t.Fatal("the answer's append met a failing fdatasync and returned nil")
+	}
+	m.Fail(disk.Plan{})
+	if last, err := c.Last(ctx); err != nil || last != 1 {
+		t.Fatalf("after the failed sync the last is %d (%v); want 1, the message cut with its answer", last, err)
+	}
+	for seq := int64(2); seq <= 3; seq++ {
+		e := event.Event{Seq: seq, Time: time.Unix(1767225600, 0).UTC(), Type: event.TypeMessage, Text: "another message"}
+		if err := c.Append(ctx, seq, event.Append(nil, &e)); err != nil {
+			t.Fatalf("append %d: %v", seq, err)
+		}
+	}
+	img, err := OpenOptions(dir, Options{FS: m.Crash()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	n := int64(0)
+	err = img.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool { n = seq; return true })
+	if err != nil || n != 3 {
+		t.Errorf("a crash after keeps %d events (%v); want 3, each whole", n, err)
 	}
 }
