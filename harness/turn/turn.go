@@ -382,6 +382,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		return a, err
 	case at != 0:
 		t.seq, t.resumed = at, at
+		if err := t.appendAgain(ctx, at); err != nil {
+			return Answer{}, err
+		}
 	default:
 		if _, err := t.appendMessage(ctx, m); err != nil {
 			return Answer{}, err
@@ -489,6 +492,29 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error
 		t.addID(m.ID, e.Seq)
 	}
 	return e, err
+}
+
+// appendAgain appends the message at seq, the conversation's last, again
+// with its own bytes, which makes it durable before the turn goes on from
+// it. It was written and maybe never made durable: deferred by a process
+// that died before its answer, or left by an answer's failed sync whose
+// cut failed too, readable and not on the disk, which no later sync
+// writes unless it is written again. A store takes the same bytes again
+// at a taken seq as success, and writes them again over themselves. Only
+// the last event is written again: the sync of an event after a message
+// made it durable too (store.Deferred).
+func (t *turn) appendAgain(ctx context.Context, seq int64) error {
+	if seq != t.last {
+		return nil
+	}
+	var again []byte
+	if _, err := t.eventAt(ctx, seq, func(ev []byte) error { again = append(again, ev...); return nil }); err != nil {
+		return err
+	}
+	if again == nil {
+		return nil
+	}
+	return t.conv.Append(ctx, seq, again)
 }
 
 func (t *turn) settings() (settings.Settings, error) {
