@@ -107,6 +107,32 @@ type Conversation interface {
 	Close() error
 }
 
+// Deferred is a conversation that can write an event without making it
+// durable at once, and make it durable with the next event that is: one
+// sync for both. The turn writes its message so before it asks the model,
+// and the answer's sync makes the two durable; a store without it makes
+// every Append durable, as Conversation says.
+//
+// An event appended deferred is written: it is read by every reader, is
+// the conversation's last, takes its seq, and survives its process's
+// death (the kernel holds it), but a machine that crashes before the
+// next Append or Commit returns may lose it, and with it every deferred
+// event after the last durable one; never an event an Append or Commit
+// acknowledged. A deferred event is not acknowledged: its caller tells
+// nobody of it until an Append or a Commit after it returns nil. If that
+// Append fails, the deferred events before it may be gone too, and are
+// written again by the caller's retry (a message id makes the retry one
+// message). Its calls follow the Conversation's rule.
+type Deferred interface {
+	// AppendDeferred is Append, but the event is durable only once a
+	// later Append or Commit on the same Conversation returns nil.
+	AppendDeferred(ctx context.Context, seq int64, event []byte) error
+
+	// Commit makes every event appended deferred durable; with none, it
+	// does nothing.
+	Commit(ctx context.Context) error
+}
+
 // Driver keeps every conversation of one agent, each under its thread key:
 // the name of the conversation's folder under chats/ (the whole thread name
 // is kept in the conversation's first event). Listing threads is the

@@ -325,6 +325,15 @@ func (t *turn) close() {
 	t.closeIDs()
 	t.giveWindow()
 	t.offer.End()
+	if d, ok := t.conv.(store.Deferred); ok {
+		// A turn that ended between its message and its answer makes the
+		// message durable, and lets go of what a store holds for it (the
+		// log's writers' lock), whether the conversation is closed or kept.
+		if err := d.Commit(context.Background()); err != nil {
+			t.log().Error("the message not made durable", "error", err)
+			t.keep = false
+		}
+	}
 	if t.keep && t.warm != nil && t.warm.conv != nil {
 		var err error
 		t.warm.folder, err = t.folderNow()
@@ -406,6 +415,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		return a, err
 	case at != 0:
 		t.seq, t.resumed = at, at
+		if err := t.appendAgain(ctx, at); err != nil {
+			return Answer{}, err
+		}
 	default:
 		if _, err := t.appendMessage(ctx, m); err != nil {
 			return Answer{}, err
@@ -467,13 +479,20 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	return answerOf(t.thread, reply), nil
 }
 
+// appendEvent appends e durably, and with it the message appended
+// deferred before it, if any.
 func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
+	return t.put(ctx, e, t.conv.Append)
+}
+
+// put appends e with add: the conversation's Append, or its AppendDeferred.
+func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context, int64, []byte) error) error {
 	e.Seq = t.last + 1
 	if t.last == 0 {
 		e.Thread = t.thread
 	}
 	t.buf = event.Append(t.buf[:0], e)
-	if err := t.conv.Append(ctx, e.Seq, t.buf); err != nil {
+	if err := add(ctx, e.Seq, t.buf); err != nil {
 		t.dropWarm()
 		return err
 	}
@@ -486,8 +505,13 @@ func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
 	return nil
 }
 
-// appendMessage appends the message with its head, durable before the
-// model is asked, and returns its event.
+// appendMessage appends the message with its head, written before the
+// model is asked, and returns its event. Where the store can
+// (store.Deferred), it is made durable by the sync of the next event, the
+// answer or the answer calling tools, which is made durable before any
+// tool runs: one sync for both. It is told to nobody before then, so a
+// crash that loses it loses no acknowledged event, and the caller's retry
+// (the same message id) writes it again as one message.
 func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error) {
 	now := t.r.now()
 	e := event.Event{
@@ -495,12 +519,39 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error
 		Connection: m.Connection, Text: m.Text,
 		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
-	err := t.appendEvent(ctx, &e)
+	add := t.conv.Append
+	if d, ok := t.conv.(store.Deferred); ok {
+		add = d.AppendDeferred
+	}
+	err := t.put(ctx, &e, add)
 	if err == nil {
 		t.seq = e.Seq
 		t.addID(m.ID, e.Seq)
 	}
 	return e, err
+}
+
+// appendAgain appends the message at seq, the conversation's last, again
+// with its own bytes, which makes it durable before the turn goes on from
+// it. It was written and maybe never made durable: deferred by a process
+// that died before its answer, or left by an answer's failed sync whose
+// cut failed too, readable and not on the disk, which no later sync
+// writes unless it is written again. A store takes the same bytes again
+// at a taken seq as success, and writes them again over themselves. Only
+// the last event is written again: the sync of an event after a message
+// made it durable too (store.Deferred).
+func (t *turn) appendAgain(ctx context.Context, seq int64) error {
+	if seq != t.last {
+		return nil
+	}
+	var again []byte
+	if _, err := t.eventAt(ctx, seq, func(ev []byte) error { again = append(again, ev...); return nil }); err != nil {
+		return err
+	}
+	if again == nil {
+		return nil
+	}
+	return t.conv.Append(ctx, seq, again)
 }
 
 func (t *turn) settings() (settings.Settings, error) {

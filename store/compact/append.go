@@ -23,8 +23,73 @@ import (
 //
 // Append returns nil once the event is durable, even if the fold after it
 // failed: the event is kept in the tail, and the next Append folds first
-// and returns that fold's error if it fails again, appending nothing.
+// and returns that fold's error if it fails again, appending nothing. Its
+// fdatasync of the tail makes the events appended deferred before it
+// durable too; if it fails, it cuts them off with its own.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
+	return c.append(ctx, seq, event, false)
+}
+
+// AppendDeferred is Append without the tail's fdatasync
+// (store.Deferred): the line is written, and made durable by the next
+// Append's or Commit's fdatasync, or by a fold, which syncs all it frames.
+// The writers' lock is let go between, since readers take it shared; the
+// turn's lease (its folder's flock) keeps other turns' writers out.
+func (c *Conversation) AppendDeferred(ctx context.Context, seq int64, event []byte) error {
+	return c.append(ctx, seq, event, true)
+}
+
+// Commit makes the lines appended deferred durable; with none, it does
+// nothing. If the fdatasync fails, it cuts them off.
+func (c *Conversation) Commit(ctx context.Context) error {
+	if c.from < 0 {
+		return nil
+	}
+	if _, err := c.openTail(true); err != nil {
+		return err
+	}
+	defer c.trim()
+	if err := c.tf.Lock(ctx, true); err != nil {
+		return c.lockError(err)
+	}
+	defer c.unlock()
+	var s snap
+	if _, err := c.snapshot(ctx, &s, true); err != nil {
+		return err
+	}
+	c.pending(&s)
+	if c.from < 0 {
+		return nil
+	}
+	if err := c.syncOrCut(c.tf, c.from); err != nil {
+		return err
+	}
+	c.from = -1
+	return nil
+}
+
+// pending forgets the deferred lines s shows durable or gone: framed (a
+// fold syncs what it frames), or no longer in the tail.
+func (c *Conversation) pending(s *snap) {
+	if c.from >= 0 && (s.framed >= c.fromSeq || s.tlast < c.fromSeq || c.from > s.tend) {
+		c.from = -1
+	}
+	if c.from < 0 {
+		c.mark = c.fs.Committer().Mark()
+	}
+}
+
+// unlock lets go of the writers' lock, and of the files after a failed
+// fdatasync.
+func (c *Conversation) unlock() {
+	c.tf.Unlock()
+	if c.stale {
+		c.drop()
+		c.stale = false
+	}
+}
+
+func (c *Conversation) append(ctx context.Context, seq int64, event []byte, deferred bool) error {
 	if err := rules.Event(seq, event); err != nil {
 		return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, err)
 	}
@@ -38,18 +103,13 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 	if err := c.tf.Lock(ctx, true); err != nil {
 		return c.lockError(err)
 	}
-	defer func() {
-		c.tf.Unlock()
-		if c.stale {
-			c.drop()
-			c.stale = false
-		}
-	}()
+	defer c.unlock()
 
 	var s snap
 	if _, err := c.snapshot(ctx, &s, true); err != nil {
 		return err
 	}
+	c.pending(&s)
 	last := s.last()
 	switch {
 	case seq > last+1:
@@ -71,6 +131,14 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 		}
 		if err := c.sync(c.zf); err != nil {
 			return err
+		}
+		if c.from >= 0 {
+			// If it fails, the deferred lines, never acknowledged, go.
+			if err := c.syncOrCut(c.tf, c.from); err != nil {
+				return err
+			}
+			c.from = -1
+			return nil
 		}
 		return c.sync(c.tf)
 	}
@@ -122,7 +190,7 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 			return err
 		}
 	}
-	if err := c.writeLine(&s, seq, event); err != nil {
+	if err := c.writeLine(&s, seq, event, deferred); err != nil {
 		return err
 	}
 	if c.due(&s) {
@@ -148,8 +216,10 @@ func (c *Conversation) due(s *snap) bool {
 	return s.count >= int64(c.foldEvents) || int64(len(s.tail)-s.skip) >= FoldBytes
 }
 
-// writeLine appends event's line to the tail and makes it durable.
-func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
+// writeLine appends event's line to the tail and makes it durable, with
+// the deferred lines before it, unless deferred is set: then it is left
+// for the next sync, and the Conversation says where it starts.
+func (c *Conversation) writeLine(s *snap, seq int64, event []byte, deferred bool) error {
 	line := make([]byte, 0, len(event)+1)
 	line = append(append(line, event...), '\n')
 	if _, err := c.tf.WriteAt(line, s.tend); err != nil {
@@ -157,8 +227,19 @@ func (c *Conversation) writeLine(s *snap, seq int64, event []byte) error {
 		c.tf.Truncate(s.tend)
 		return fmt.Errorf("compact: append to %s at offset %d: %w", c.tail, s.tend, err)
 	}
-	if err := c.syncOrCut(c.tf, s.tend); err != nil {
-		return err
+	switch {
+	case deferred && c.from < 0:
+		c.from, c.fromSeq = s.tend, seq
+	case deferred:
+	case c.from >= 0:
+		if err := c.syncOrCut(c.tf, c.from); err != nil {
+			return err
+		}
+		c.from = -1
+	default:
+		if err := c.syncOrCut(c.tf, s.tend); err != nil {
+			return err
+		}
 	}
 	s.tail = append(s.tail[:s.tend:s.tend], line...) // a copy: tbuf may be shorter
 	s.tend += int64(len(line))
@@ -268,6 +349,7 @@ func (c *Conversation) emptyTail(s *snap) error {
 		return err
 	}
 	s.tail, s.tsize, s.tend, s.skip, s.count, s.tlast = s.tail[:0], 0, 0, 0, 0, 0
+	c.from = -1 // what it held is framed, and durable
 	return nil
 }
 

@@ -15,7 +15,10 @@ import (
 	"lnk.dev/linkharness/store/internal/disk"
 )
 
-var _ store.Conversation = (*Conversation)(nil)
+var (
+	_ store.Conversation = (*Conversation)(nil)
+	_ store.Deferred     = (*Conversation)(nil)
+)
 
 // Tuning, not part of the format.
 const (
@@ -66,9 +69,17 @@ type Conversation struct {
 
 	// tf is the open tail, zf the open frames, or nil; each writable says
 	// it was opened for writing.
-	tf, zf       disk.File
-	tw, zw       bool
-	dirty        bool // Unsynced: written since the last Sync
+	tf, zf disk.File
+	tw, zw bool
+	dirty  bool // Unsynced: written since the last Sync
+
+	// from is where the tail's lines this Conversation appended deferred,
+	// and not yet synced, start, and fromSeq the seq of the first; from
+	// is -1 when there are none. mark is the Committer's, taken before
+	// the first of them was written.
+	from         int64
+	fromSeq      int64
+	mark         uint64
 	stale        bool // an fdatasync failed: drop the files after the lock
 	foldEvents   int  // FoldEvents, but for tests
 	sawDuplicate bool // the last snapshot found framed events in the tail, for tests
@@ -106,6 +117,7 @@ func OpenOptions(dir string, opts Options) (*Conversation, error) {
 		opts:       opts,
 		fs:         fsys,
 		foldEvents: FoldEvents,
+		from:       -1,
 	}, nil
 }
 

@@ -8,16 +8,18 @@ import (
 	"lnk.dev/linkharness/store/internal/disk"
 )
 
-// sync makes f durable, timing it. After a failure nothing written since
-// the last good one can be trusted to the descriptor again, so both files
-// are closed, once the lock is let go, and opened afresh by the next call.
+// sync makes f durable, through the filesystem's Committer, which may sync
+// it with other conversations' writes, timing it. After a failure nothing
+// written since the last good one can be trusted to the descriptor again,
+// so both files are closed, once the lock is let go, and opened afresh by
+// the next call.
 func (c *Conversation) sync(f disk.File) error {
 	if c.opts.Unsynced {
 		c.dirty = true
 		return nil
 	}
 	start := time.Now()
-	err := f.Sync()
+	err := c.fs.Committer().Commit(f, c.mark)
 	if c.opts.Synced != nil {
 		c.opts.Synced(time.Since(start))
 	}

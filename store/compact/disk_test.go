@@ -44,6 +44,9 @@ func TestCrashImages(t *testing.T) {
 	if r.Kinds[disk.OpTruncate] < 25 {
 		t.Errorf("%d images after a truncate: the script folded less than it should", r.Kinds[disk.OpTruncate])
 	}
+	if r.Deferred == 0 {
+		t.Error("no crash image was taken between a message appended deferred and its answer's sync")
+	}
 }
 
 // TestCrashImagesNoSyncDir shows the crash images catch a conversation

@@ -79,6 +79,18 @@ made durable (the same bytes again at a taken seq, a unit whose events
 the tail still holds, another writer's thread frame) writes them again
 over themselves before its fdatasync, rather than only sync them.
 
+# Deferred lines, and syncs shared
+
+AppendDeferred (store.Deferred) writes its line to the tail without the
+tail's fdatasync; the next Append's or Commit's makes it durable with its
+own, and a fold makes durable all it frames. Until then a machine's crash
+may take it, as it may any line not acknowledged; if that fdatasync fails,
+it cuts the deferred lines off with its own. The writers' lock is let go
+between, since readers take it shared; a turn's writers are kept out by
+its folder's flock. Every fdatasync goes through the filesystem's
+disk.Committer, which syncs the writers of this process that wait at once
+with one syncfs (see store/log).
+
 # Three kinds of end
 
 Reading the tail: a clean end; an incomplete final line, which readers do

@@ -63,6 +63,7 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 	if err := c.tf.Lock(ctx, true); err != nil {
 		return Repaired{}, c.lockError(err)
 	}
+	c.mark = c.fs.Committer().Mark()
 	defer func() {
 		c.tf.Unlock()
 		if c.stale {

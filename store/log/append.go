@@ -14,38 +14,86 @@ import (
 // (store.ErrGap) or a taken seq holding other bytes (store.ErrSeqTaken),
 // and accepts the same bytes again; cuts a torn final line off, keeping it
 // in events.jsonl.torn; writes the line and its '\n' in one write; and
-// returns after fdatasync. Into an empty log it writes only once the
-// folder is synced, so a log holding a line has a durable name. An event
-// that is not one line of one JSON object whose seq is seq, or is over
+// returns after fdatasync, which makes the lines appended deferred before
+// it durable too. Into an empty log it writes only once the folder is
+// synced, so a log holding a line has a durable name. An event that is
+// not one line of one JSON object whose seq is seq, or is over
 // event.MaxBytes, is store.ErrBadEvent. An Append that fails leaves the
 // complete lines as they were, unless a cut after a failed fdatasync fails
-// too; the same bytes again are then written again over themselves.
+// too; the same bytes again are then written again over themselves. A
+// failed fdatasync cuts the lines appended deferred before it too: they
+// were never acknowledged.
 func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) error {
+	return c.append(ctx, seq, event, false)
+}
+
+// AppendDeferred is Append without the fdatasync (store.Deferred): the
+// line is written, and the writers' lock is kept from then until the
+// Append or Commit that makes it durable, or Close. Held so, no other
+// writer appends after a line that is not durable, and the calls between
+// read the end from memory. A seq already taken is made durable at once,
+// as Append does.
+func (c *Conversation) AppendDeferred(ctx context.Context, seq int64, event []byte) error {
+	return c.append(ctx, seq, event, true)
+}
+
+// Commit makes the lines appended deferred durable and lets go of the
+// writers' lock; with none, it does nothing. If the fdatasync fails, it
+// cuts them off, as Append does its own line.
+func (c *Conversation) Commit(ctx context.Context) error {
+	if !c.held {
+		return nil
+	}
+	defer c.unlock()
+	return c.commit(c.from)
+}
+
+func (c *Conversation) append(ctx context.Context, seq int64, event []byte, deferred bool) error {
 	if err := rules.Event(seq, event); err != nil {
 		return fmt.Errorf("log: append seq %d to %s: %w", seq, c.path, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := c.open(true); err != nil {
-		return err
+	if !c.held {
+		if _, err := c.open(true); err != nil {
+			return err
+		}
+		if err := c.f.Lock(ctx, true); err != nil {
+			return c.lockError(err)
+		}
+		c.held, c.from = true, -1
+		c.mark = c.fs.Committer().Mark()
 	}
 	defer c.trim()
-	if err := c.f.Lock(ctx, true); err != nil {
-		return c.lockError(err)
-	}
-	defer c.f.Unlock()
-
 	e, err := c.readEnd(ctx, tailSize, true)
 	if err != nil {
+		c.release()
 		return err
 	}
 	switch {
 	case seq == e.last+1:
-		return c.write(&e, event)
+		first := c.from < 0
+		if first {
+			c.from = e.end
+		}
+		err := c.write(&e, seq, event)
+		if err != nil && first {
+			c.from = -1 // nothing of this Conversation's waits for a sync
+		}
+		if deferred && err == nil {
+			return nil // the lock stays held until the line is durable
+		}
+		if err == nil {
+			err = c.commit(c.from)
+		}
+		c.release()
+		return err
 	case seq > e.last+1:
+		c.release()
 		return fmt.Errorf("log: append seq %d to %s: %w: the last is %d", seq, c.path, store.ErrGap, e.last)
 	}
+	defer c.release()
 	line, off, err := c.find(&e, seq)
 	if err != nil {
 		return err
@@ -58,18 +106,35 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 	// them may have died before its fdatasync; or a failed fdatasync may
 	// have left them readable though they are not on the disk, and no
 	// later one puts them there. So write them again over themselves,
-	// which a reader cannot tell, and make them durable.
+	// which a reader cannot tell, and make them durable, with what this
+	// Conversation appended deferred before.
 	line = c.grow(len(event) + 1)
 	copy(line, event)
 	line[len(event)] = '\n'
 	if _, err := c.f.WriteAt(line, off); err != nil {
 		return fmt.Errorf("log: append seq %d to %s again at offset %d: %w", seq, c.path, off, err)
 	}
-	return c.sync()
+	return c.commit(c.from)
 }
 
-// write appends event after the last complete line.
-func (c *Conversation) write(e *end, event []byte) error {
+// release lets go of the writers' lock unless lines appended deferred
+// wait for their fdatasync under it.
+func (c *Conversation) release() {
+	if c.held && c.from < 0 {
+		c.unlock()
+	}
+}
+
+// unlock lets go of the writers' lock.
+func (c *Conversation) unlock() {
+	if c.held && c.f != nil {
+		c.f.Unlock()
+	}
+	c.held, c.from, c.tip.ok = false, -1, false
+}
+
+// write appends event, the line of seq, after the last complete line.
+func (c *Conversation) write(e *end, seq int64, event []byte) error {
 	if e.end == 0 {
 		// No line yet: the file may be new. Make its name durable before
 		// a line is written in it. A writer that dies, or whose folder
@@ -93,19 +158,12 @@ func (c *Conversation) write(e *end, event []byte) error {
 		// Part of it may be there: cut it, so the file ends where it
 		// did. If that fails too, the next Append cuts it as torn.
 		c.f.Truncate(e.end)
+		c.tip = tip{}
 		return fmt.Errorf("log: append to %s at offset %d: %w", c.path, e.end, err)
 	}
-	// If the fdatasync fails, cut the line off, under the lock still. A
-	// failed fdatasync may leave it to be read though it is not on the
-	// disk, and a later one that succeeds does not put it there (Linux
-	// marks its pages written): a retried Append would find it, take it
-	// for its own and acknowledge what a crash loses, and the next
-	// Append would follow a line the disk does not hold. Cut off, it is
-	// written again by the retry. A reader may have read it between the
-	// write and the cut, as it may read any line before its Append
-	// returns: a line is acknowledged only by its Append's nil. A forward
-	// read that meets the cut ends there (see readForward). If the cut
-	// fails too, the retry finds the line and writes it again over
-	// itself (see Append).
-	return c.syncOrCut(e.end)
+	// Under the lock the end is known from here: the calls until it is
+	// let go read it from memory.
+	c.tip = tip{end: e.end + int64(len(line)), last: seq, off: e.end, ok: true}
+	c.last = append(c.last[:0], event...)
+	return nil
 }

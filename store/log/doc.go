@@ -68,36 +68,57 @@ look at, and nothing reads them again.
 
 # Crashes
 
-An Append returns once its line is durable, after fdatasync of the log.
+An Append returns once its line is durable, after an fdatasync of the
+log, which makes the lines appended deferred before it durable too.
+AppendDeferred (store.Deferred) writes its line and returns without a
+sync: the line is read, is the conversation's last, and survives the
+writer's process being killed (the kernel holds it), but a machine's
+crash before the next Append or Commit returns may take it, whole or
+torn. Its writer keeps the writers' lock from that line to its sync, so
+no other writer's line follows it meanwhile, and tells nobody of it until
+then. So a crash leaves every acknowledged line, a line whose Append or
+Commit returned nil or that was before such a line, and after them at
+most the lines of one writer that had not yet been acknowledged, whole or
+torn (the last one only); the next Append cuts a torn one as above.
+
 The log's name is made durable by an fsync of the folder before the first
 line is written into it, by whichever writer finds it holding no line: a
 writer that dies, or whose folder sync fails, before that leaves no line
-for a crash to lose. A crash then leaves every acknowledged line, and at
-most one line more whose Append had not returned, whole or torn; the next
-Append cuts a torn one as above.
+for a crash to lose.
 
-An fdatasync that fails may leave the line it was to make durable to be
-read, though it is not on the disk, and a later fdatasync that succeeds
-does not put it there: Linux marks its pages written. So the Append whose
-fdatasync failed cuts its line off before it lets go of the lock, and
-returns the error; the retry writes the line again. A reader may have read
-the line before the cut, as it may read any line before its Append
-returns; a forward read that meets the cut ends there. If the cut fails
-too, the line stays: an Append that finds its own bytes at its seq writes
-them again over themselves before its fdatasync, rather than trust them.
+The fdatasync goes through the filesystem's disk.Committer: a writer
+alone makes its own, and writers of this process that wait for one at
+once share one syncfs of their filesystem (group commit). A syncfs that
+fails fails every writer whose unsynced lines it may have taken, those
+waiting for it and those that wrote before it and sync after.
+
+An fdatasync that fails may leave the lines it was to make durable to be
+read, though they are not on the disk, and a later fdatasync that
+succeeds does not put them there: Linux marks their pages written. So the
+Append or Commit whose fdatasync failed cuts off every line it was to
+make durable, its own and the deferred ones before it, before it lets go
+of the lock, and returns the error; the retry writes them again. A reader
+may have read them before the cut, as it may read any line before it is
+acknowledged; a forward read that meets the cut ends there. If the cut
+fails too, the lines stay: an Append that finds its own bytes at its seq
+writes them again over themselves before its fdatasync, rather than
+trust them.
 
 Every file operation goes through a disk.FS, and the tests stand a
-disk.Mem in the disk's place: they crash a 100-event script after each of
-its operations, keeping only what was synced and, again, half of an
-unsynced append, and fail each operation in turn with EIO and ENOSPC,
-once and from then on, a failed fdatasync dropping what it was to make
-durable and, again, keeping it readable as Linux does, checking these
-words at every point.
+disk.Mem in the disk's place: they crash a 100-event script, its
+messages appended deferred and its answers durably, after each of its
+operations (so between a message written and its answer's sync too),
+keeping only what was synced and, again, half of an unsynced append,
+and fail each operation in turn with EIO and ENOSPC, once and from then
+on, a failed fdatasync dropping what it was to make durable and, again,
+keeping it readable as Linux does, checking these words at every point.
 
 # The lock
 
 Writers serialize with flock(2), exclusive, on events.jsonl itself: the
-lock holds across processes and goes with a writer that dies. Readers take
+lock holds across processes and goes with a writer that dies. A writer
+holds it for one Append, or from an AppendDeferred to the Append or
+Commit that makes its line durable, or its Close. Readers take
 no lock (see Read); they only read complete lines, which no writer changes.
 Replacing the file by a rename while a Conversation holds it open is for a
 stopped agent only (lnk agent chat convert), since the lock is on the file.

@@ -14,14 +14,16 @@ func (c *Conversation) lockError(err error) error {
 }
 
 // sync makes what was written to the log durable, and times it.
-func (c *Conversation) sync() error { return c.syncOrCut(-1) }
+func (c *Conversation) sync() error { return c.commit(-1) }
 
-// syncOrCut is sync, and if the fdatasync fails and off is not negative,
-// cuts the log back to off, the end before the line it was to make
-// durable (see write).
-func (c *Conversation) syncOrCut(off int64) error {
+// commit makes what was written to the log durable, through the
+// filesystem's Committer, which may sync it with other conversations'
+// writes, and times it. If that fails and off is not negative, it cuts the
+// log back to off, the end before the lines it was to make durable (see
+// write).
+func (c *Conversation) commit(off int64) error {
 	start := time.Now()
-	err := c.f.Sync()
+	err := c.fs.Committer().Commit(c.f, c.mark)
 	if c.opts.Synced != nil {
 		c.opts.Synced(time.Since(start))
 	}
@@ -36,6 +38,7 @@ func (c *Conversation) syncOrCut(off int64) error {
 		c.drop()
 		return fmt.Errorf("log: fdatasync %s: %w", c.path, err)
 	}
+	c.from = -1
 	return nil
 }
 

@@ -8,13 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/disk"
 )
 
-var _ store.Conversation = (*Conversation)(nil)
+var (
+	_ store.Conversation = (*Conversation)(nil)
+	_ store.Deferred     = (*Conversation)(nil)
+)
 
 // Tuning, not part of the format.
 const (
@@ -60,8 +64,34 @@ type Conversation struct {
 	f        disk.File
 	writable bool
 
+	// held says f holds the writers' lock between calls: lines appended
+	// deferred, from offset from on, wait for their fdatasync. from is
+	// -1 when no line of this Conversation waits. mark is the
+	// Committer's, taken with the lock.
+	held bool
+	from int64
+	mark uint64
+
+	// tip is the end as this Conversation last found or wrote it, and
+	// last its line, so the end is read again only once the file changed.
+	tip  tip
+	last []byte
+
 	// buf is reused by every read; what a call hands out points into it.
 	buf []byte
+}
+
+// tip is the end of the log as a Conversation last found or wrote it.
+type tip struct {
+	end  int64 // just past the last '\n'
+	last int64 // the last line's seq
+	off  int64 // where the last line starts
+	// ok says this Conversation wrote the end under the lock it holds:
+	// nobody else changes it until the lock is let go.
+	ok bool
+	// stamp is the file's size and change stamp when the end was read;
+	// zero when not known (after a write of this Conversation's).
+	stamp disk.Info
 }
 
 // Open returns the conversation kept in dir, which the caller has created.
@@ -80,7 +110,7 @@ func OpenOptions(dir string, opts Options) (*Conversation, error) {
 	if fsys == nil {
 		fsys = disk.OS
 	}
-	return &Conversation{path: filepath.Join(dir, FileName), dir: dir, fs: fsys, opts: opts}, nil
+	return &Conversation{path: filepath.Join(dir, FileName), dir: dir, fs: fsys, opts: opts, from: -1}, nil
 }
 
 // Last returns the seq of the last complete line, or 0 when there is none.
@@ -100,9 +130,11 @@ func (c *Conversation) Last(ctx context.Context) (int64, error) {
 	return e.last, nil
 }
 
-// Close closes the file and drops the buffer.
+// Close closes the file and drops the buffer. Lines appended deferred
+// and not yet committed are left as they are: written, not durable.
 func (c *Conversation) Close() error {
-	c.buf = nil
+	c.buf, c.last = nil, nil
+	c.held, c.from, c.tip = false, -1, tip{}
 	if c.f == nil {
 		return nil
 	}
@@ -114,18 +146,24 @@ func (c *Conversation) Close() error {
 	return nil
 }
 
-// open opens the log if it is not open already, for writing if write is
-// set, creating it then. It reports false when there is nothing to read:
-// no file (err nil), or an error.
+// open opens the log if it is not open already, creating it if write is
+// set. It opens it for writing whenever it can, so the reads of a turn
+// and its appends share one descriptor; read-only when it may not write.
+// It reports false when there is nothing to read: no file (err nil), or
+// an error.
 func (c *Conversation) open(write bool) (bool, error) {
 	if c.f != nil && (c.writable || !write) {
 		return true, nil
 	}
-	flag := os.O_RDONLY
+	flag := os.O_RDWR
 	if write {
-		flag = os.O_RDWR | os.O_CREATE
+		flag |= os.O_CREATE
 	}
 	f, err := c.fs.OpenFile(c.path, flag, FileMode)
+	writable := err == nil
+	if !write && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+		f, err = c.fs.OpenFile(c.path, os.O_RDONLY, FileMode)
+	}
 	if err != nil {
 		if !write && errors.Is(err, fs.ErrNotExist) {
 			return false, nil
@@ -135,17 +173,19 @@ func (c *Conversation) open(write bool) (bool, error) {
 	if c.f != nil {
 		c.f.Close()
 	}
-	c.f, c.writable = f, write
+	c.f, c.writable = f, writable
 	return true, nil
 }
 
 // drop closes the file after an error that leaves its state unknown (a
-// failed fdatasync), so the next call starts from a fresh descriptor.
+// failed fdatasync), so the next call starts from a fresh descriptor. The
+// writers' lock goes with it.
 func (c *Conversation) drop() {
 	if c.f != nil {
 		c.f.Close()
 		c.f, c.writable = nil, false
 	}
+	c.held, c.from, c.tip = false, -1, tip{}
 }
 
 // grow returns the buffer with n bytes, reusing it when it is big enough.
@@ -161,6 +201,9 @@ func (c *Conversation) grow(n int) []byte {
 func (c *Conversation) trim() {
 	if cap(c.buf) > keepBuf {
 		c.buf = nil
+	}
+	if cap(c.last) > keepBuf && !c.held {
+		c.last, c.tip = nil, tip{} // the end is read again
 	}
 }
 

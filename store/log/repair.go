@@ -102,6 +102,9 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 	if _, err := c.fs.Stat(c.path); errors.Is(err, fs.ErrNotExist) {
 		return Repaired{}, nil // nothing to repair, and nothing to create
 	}
+	if err := c.Commit(ctx); err != nil {
+		return Repaired{}, err
+	}
 	if _, err := c.open(true); err != nil {
 		return Repaired{}, err
 	}
@@ -110,6 +113,8 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 		return Repaired{}, c.lockError(err)
 	}
 	defer c.f.Unlock()
+	c.mark = c.fs.Committer().Mark()
+	c.tip = tip{} // what it cuts changes the end
 	st, err := c.stat()
 	if err != nil {
 		return Repaired{}, err

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/internal/disk"
 )
 
 // Readers take no lock. That is safe because writers never change a
@@ -44,7 +45,16 @@ func (e *end) near(seq int64) bool { return e.last-seq <= backScan }
 
 // readEnd reads the last complete line, reading n bytes first. With locked
 // set the caller holds the writers' lock, so the end cannot change.
+//
+// The end found is kept (tip) with the file's size and change stamp, and
+// while they stay the same it is not read again: the next call makes one
+// fstat. While this Conversation holds the lock with a line it wrote at
+// the end, it makes none.
 func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, error) {
+	if c.held && c.tip.ok {
+		return c.tipEnd(c.tip.end), nil // this Conversation wrote the end, under its lock
+	}
+	locked = locked || c.held
 	for try := 0; ; try++ {
 		if !locked && try == stableTries {
 			if err := c.f.Lock(ctx, false); err != nil {
@@ -58,11 +68,17 @@ func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, er
 		if err != nil {
 			return end{}, err
 		}
+		if c.tip.stamp == before && before.Changed != 0 {
+			return c.tipEnd(before.Size), nil // nothing changed since the end was read
+		}
 		size := before.Size
 		e, err := c.readEndOnce(size, n)
 		if locked {
 			if err == errShrunk {
 				err = c.corrupt(size, "the file shrank under the writers' lock")
+			}
+			if err == nil {
+				c.keepTip(&e, before)
 			}
 			return e, err
 		}
@@ -74,9 +90,24 @@ func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, er
 			return end{}, serr
 		}
 		if after.Size == size && after.Changed == before.Changed {
+			if err == nil {
+				c.keepTip(&e, before)
+			}
 			return e, err
 		}
 	}
+}
+
+// tipEnd is the end kept in tip, in a file of size bytes.
+func (c *Conversation) tipEnd(size int64) end {
+	t := c.tip
+	return end{size: size, end: t.end, last: t.last, line: c.last, off: t.off, back: backward{c: c, off: t.off}}
+}
+
+// keepTip keeps e, read from a file whose size and stamp were st, as tip.
+func (c *Conversation) keepTip(e *end, st disk.Info) {
+	c.last = append(c.last[:0], e.line...)
+	c.tip = tip{end: e.end, last: e.last, off: e.off, stamp: st}
 }
 
 func (c *Conversation) readEndOnce(size int64, n int) (end, error) {

@@ -20,6 +20,10 @@ type FS interface {
 	// SyncDir makes the names in the folder dir durable: a file created
 	// in it survives a crash only once SyncDir(dir) has returned.
 	SyncDir(dir string) error
+
+	// Committer is the filesystem's group commit: the one every
+	// conversation kept on it in this process shares (see Committer).
+	Committer() *Committer
 }
 
 // File is an open file. It is for one goroutine at a time.
@@ -38,6 +42,17 @@ type File interface {
 	// and mark them written though they are not on the disk, so what is
 	// to be made durable is written again.
 	Sync() error
+
+	// SyncFS makes durable the data and size of every file of the
+	// filesystem this file is on (syncfs(2)), its own among them, but not
+	// new names: those need SyncDir. It fails as Sync does, for any of
+	// them, and after it fails nothing written to any of them since its
+	// last good sync may be trusted (see Committer).
+	SyncFS() error
+
+	// Device says which filesystem the file is on: files with the same
+	// Device are synced together by one SyncFS.
+	Device() uint64
 
 	// Stat returns the file's size and a stamp that changes whenever its
 	// data or size does, so a reader can tell it read a file that did not

@@ -44,9 +44,14 @@ import (
 //
 // Flocks are per open File, shared or exclusive, as flock(2)'s are.
 //
-// The counted operations are OpenFile, WriteAt, Write, Truncate, Sync and
-// SyncDir (see Kind); ReadAt, Stat, Lock and Close are not counted and
-// never fail by a Plan.
+// SyncFS syncs every file of the Mem, as syncfs(2) does a filesystem's,
+// and a SyncFS that fails does to every file what a failed Sync does to
+// its own: so a store that commits in a group (Committer) is crashed and
+// failed as one that syncs alone is. It makes no name durable.
+//
+// The counted operations are OpenFile, WriteAt, Write, Truncate, Sync,
+// SyncFS and SyncDir (see Kind); ReadAt, Stat, Lock and Close are not
+// counted and never fail by a Plan.
 //
 // A Mem is safe for concurrent use; each File is for one goroutine at a
 // time, as File says. The zero value is not usable: use NewMem.
@@ -65,6 +70,8 @@ type Mem struct {
 
 	noSyncDir bool
 	onOp      func(Op)
+
+	committer Committer // the Mem's group commit, as the filesystem's
 }
 
 // memNode is one file.
@@ -100,6 +107,7 @@ const (
 	OpTruncate                 // File.Truncate
 	OpSync                     // File.Sync
 	OpSyncDir                  // FS.SyncDir
+	OpSyncFS                   // File.SyncFS
 )
 
 func (k Kind) String() string {
@@ -114,6 +122,8 @@ func (k Kind) String() string {
 		return "sync"
 	case OpSyncDir:
 		return "syncdir"
+	case OpSyncFS:
+		return "syncfs"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -154,6 +164,9 @@ func NewMem() *Mem {
 		dirs:    make(map[string]bool),
 	}
 }
+
+// Committer is the Mem's group commit.
+func (m *Mem) Committer() *Committer { return &m.committer }
 
 // MkdirAll makes the folder dir and the folders above it, durably.
 func (m *Mem) MkdirAll(dir string) error {
@@ -551,21 +564,66 @@ func (f *memFile) Sync() error {
 	m.mu.Lock()
 	n, errno := m.count()
 	op := Op{N: n, Kind: OpSync, Path: f.name, Fault: errno != 0}
-	node := f.node
 	switch {
 	case f.closed:
 		op.Err = &fs.PathError{Op: "sync", Path: f.name, Err: fs.ErrClosed}
-	case errno != 0 && m.plan.Keep:
-		op.Err = errno
-		node.lose()
 	case errno != 0:
 		op.Err = errno
-		node.data, node.cow, node.lost = node.synced, true, nil
-		m.stamp++
-		node.changed = m.stamp
-	case len(node.lost) > 0:
-		// What a failed Sync kept readable is not written: the disk keeps
-		// what it held there.
+		m.failSync(f.node)
+	default:
+		f.node.sync()
+	}
+	err := op.Err
+	m.done(op)
+	return err
+}
+
+// SyncFS syncs every file of the Mem: each as Sync does, and when it
+// fails each as a failed Sync does.
+func (f *memFile) SyncFS() error {
+	m := f.m
+	m.mu.Lock()
+	n, errno := m.count()
+	op := Op{N: n, Kind: OpSyncFS, Path: f.name, Fault: errno != 0}
+	switch {
+	case f.closed:
+		op.Err = &fs.PathError{Op: "syncfs", Path: f.name, Err: fs.ErrClosed}
+	case errno != 0:
+		op.Err = errno
+		for _, node := range m.files {
+			if !bytes.Equal(node.data, node.synced) {
+				m.failSync(node)
+			}
+		}
+	default:
+		for _, node := range m.files {
+			node.sync()
+		}
+	}
+	err := op.Err
+	m.done(op)
+	return err
+}
+
+// Device is the same for every file: a Mem is one filesystem.
+func (f *memFile) Device() uint64 { return 0 }
+
+// failSync does to node what a failed Sync does, as the plan says; m.mu
+// is held.
+func (m *Mem) failSync(node *memNode) {
+	if m.plan.Keep {
+		node.lose()
+		return
+	}
+	node.data, node.cow, node.lost = node.synced, true, nil
+	m.stamp++
+	node.changed = m.stamp
+}
+
+// sync makes node's bytes now its synced ones, but for what a failed Sync
+// kept readable: the disk keeps what it held there.
+func (node *memNode) sync() {
+	if len(node.lost) > 0 {
 		synced := bytes.Clone(node.data)
 		for _, s := range node.lost {
 			for i := s.from; i < s.to; i++ {
@@ -576,14 +634,11 @@ func (f *memFile) Sync() error {
 			}
 		}
 		node.synced = synced
-	default:
-		// A full slice, so an append to data never shows through it.
-		node.synced = node.data[:len(node.data):len(node.data)]
-		node.cow = true
+		return
 	}
-	err := op.Err
-	m.done(op)
-	return err
+	// A full slice, so an append to data never shows through it.
+	node.synced = node.data[:len(node.data):len(node.data)]
+	node.cow = true
 }
 
 // span is the bytes [from, to) of a file.

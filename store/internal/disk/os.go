@@ -2,33 +2,48 @@ package disk
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/store/internal/flock"
 )
 
-// OS is the real filesystem.
-var OS FS = osFS{}
+// OS is the real filesystem. Its files are bare descriptors, not
+// *os.File: a regular file never goes in Go's poller, and an os.File
+// asks the kernel to put it there (and back out) at every open, four
+// fcntl calls and a failing epoll_ctl that a log opened once per turn
+// pays each time.
+var OS FS = &osFS{}
 
-type osFS struct{}
-
-func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	// Fd is taken once: a regular file is never in the poller, so this
-	// changes nothing about how f works, and f keeps the descriptor alive.
-	return &osFile{File: f, fd: int(f.Fd())}, nil
+// osFS is the real filesystem; its Committer is the process's.
+type osFS struct {
+	committer Committer
 }
 
-func (osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return &osFile{name: name, fd: fd, dev: -1, append: flag&os.O_APPEND != 0}, nil
+}
 
-func (osFS) SyncDir(dir string) error {
+func (*osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
+func (*osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -40,12 +55,115 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
+func (o *osFS) Committer() *Committer { return &o.committer }
+
+// osFile is an open file of the real filesystem: a descriptor. It is for
+// one goroutine at a time, as File says.
 type osFile struct {
-	*os.File
-	fd int
+	name string
+	fd   int
+
+	append bool // opened with os.O_APPEND
+	closed bool
+
+	once sync.Once
+	dev  int64 // the device it is on, once Device asked; -1 before
+}
+
+// errClosed is the error of a call on a closed file, as os.File's.
+func (f *osFile) errClosed(op string) error {
+	return &fs.PathError{Op: op, Path: f.name, Err: fs.ErrClosed}
+}
+
+func (f *osFile) Name() string { return f.name }
+
+func (f *osFile) ReadAt(b []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, f.errClosed("read")
+	}
+	done := 0
+	for done < len(b) {
+		n, err := unix.Pread(f.fd, b[done:], off+int64(done))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, &fs.PathError{Op: "read", Path: f.name, Err: err}
+		}
+		if n == 0 {
+			return done, io.EOF
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func (f *osFile) WriteAt(b []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, f.errClosed("write")
+	}
+	if f.append {
+		// As os.File.WriteAt says.
+		return 0, errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
+	}
+	done := 0
+	for done < len(b) {
+		n, err := unix.Pwrite(f.fd, b[done:], off+int64(done))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, &fs.PathError{Op: "write", Path: f.name, Err: err}
+		}
+		if n == 0 {
+			return done, &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func (f *osFile) Write(b []byte) (int, error) {
+	if f.closed {
+		return 0, f.errClosed("write")
+	}
+	done := 0
+	for done < len(b) {
+		n, err := unix.Write(f.fd, b[done:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, &fs.PathError{Op: "write", Path: f.name, Err: err}
+		}
+		if n == 0 {
+			return done, &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func (f *osFile) Truncate(size int64) error {
+	if f.closed {
+		return f.errClosed("truncate")
+	}
+	for {
+		err := unix.Ftruncate(f.fd, size)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
+		}
+		return nil
+	}
 }
 
 func (f *osFile) Sync() error {
+	if f.closed {
+		return f.errClosed("sync")
+	}
 	for {
 		if err := unix.Fdatasync(f.fd); err != unix.EINTR {
 			return err
@@ -53,7 +171,41 @@ func (f *osFile) Sync() error {
 	}
 }
 
+func (f *osFile) SyncFS() error {
+	if f.closed {
+		return f.errClosed("syncfs")
+	}
+	for {
+		if err := unix.Syncfs(f.fd); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (f *osFile) Device() uint64 {
+	f.once.Do(func() {
+		var st unix.Stat_t
+		for {
+			err := unix.Fstat(f.fd, &st)
+			if err == nil {
+				f.dev = int64(st.Dev)
+				return
+			}
+			if err != unix.EINTR {
+				return // -1: a device of its own, synced alone
+			}
+		}
+	})
+	if f.dev < 0 {
+		return uint64(f.fd) | 1<<63
+	}
+	return uint64(f.dev)
+}
+
 func (f *osFile) Stat() (Info, error) {
+	if f.closed {
+		return Info{}, f.errClosed("stat")
+	}
 	var st unix.Stat_t
 	for {
 		err := unix.Fstat(f.fd, &st)
@@ -61,12 +213,15 @@ func (f *osFile) Stat() (Info, error) {
 			return Info{Size: st.Size, Changed: st.Ctim.Nano()}, nil
 		}
 		if err != unix.EINTR {
-			return Info{}, fmt.Errorf("stat %s: %w", f.Name(), err)
+			return Info{}, fmt.Errorf("stat %s: %w", f.name, err)
 		}
 	}
 }
 
 func (f *osFile) Lock(ctx context.Context, exclusive bool) error {
+	if f.closed {
+		return f.errClosed("flock")
+	}
 	how := unix.LOCK_SH
 	if exclusive {
 		how = unix.LOCK_EX
@@ -74,4 +229,20 @@ func (f *osFile) Lock(ctx context.Context, exclusive bool) error {
 	return flock.Lock(ctx, f.fd, how)
 }
 
-func (f *osFile) Unlock() { flock.Unlock(f.fd) }
+func (f *osFile) Unlock() {
+	if !f.closed {
+		flock.Unlock(f.fd)
+	}
+}
+
+func (f *osFile) Close() error {
+	if f.closed {
+		return f.errClosed("close")
+	}
+	f.closed = true
+	// close is not retried on EINTR: on Linux the descriptor is gone.
+	if err := unix.Close(f.fd); err != nil {
+		return &fs.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}

@@ -3,8 +3,16 @@
 // operation of the filesystem, and the conversation that survives is
 // checked against what Append acknowledged.
 //
+// The script is a conversation's: odd seqs are messages, even seqs their
+// answers. On a store that can (store.Deferred), a message is appended
+// deferred, without its sync, and its answer's Append makes both durable,
+// as a turn does; so images are taken between a message written and its
+// answer's sync, and a crash there may lose the message, never an
+// acknowledged event.
+//
 // The invariants checked, on every image and after every fault: each
-// event whose Append returned nil is there byte for byte; seqs run from 1
+// event acknowledged (its Append, or an Append after it, returned nil) is
+// there byte for byte; seqs run from 1
 // with no gap; no event is there that was never appended; the
 // conversation takes the next Append, and the same bytes again at its
 // last seq. The faults include failed fdatasyncs of both kinds a Mem
@@ -92,22 +100,53 @@ func Script(seed uint64, n int) [][]byte {
 	return out
 }
 
+// appendOne appends seq, script[seq-1], as the script's turn does:
+// deferred when seq is a message (odd) and c can, else durably. It says
+// whether the Append acknowledged it, and with it every event before.
+func appendOne(ctx context.Context, c store.Conversation, script [][]byte, seq int) (acked bool, err error) {
+	if d, ok := c.(store.Deferred); ok && seq%2 == 1 {
+		return false, d.AppendDeferred(ctx, int64(seq), script[seq-1])
+	}
+	return true, c.Append(ctx, int64(seq), script[seq-1])
+}
+
 // Report is what CrashImages found.
 type Report struct {
 	Images     int               // crash images checked, torn ones among them
 	Torn       int               // of them, images of CrashTorn that differ from Crash's
+	Deferred   int               // of them, images taken after a message was appended deferred and before its answer's Append returned
 	Kinds      map[disk.Kind]int // the operations after which images were taken, by kind
 	Restarts   int               // crashes the script went on from
 	Violations []string          // what was wrong, one per image at most
 }
 
-// Crash runs CrashImages and fails t for each violation.
+// Crash runs CrashImages and fails t for each violation, and if the store
+// appends deferred but no image was taken while a message waited for its
+// answer's sync.
 func Crash(t *testing.T, open Open) {
 	t.Helper()
 	r := CrashImages(t, open, Options{})
 	for _, v := range r.Violations {
 		t.Error(v)
 	}
+	if r.Deferred == 0 && deferring(t, open) {
+		t.Error("no crash image was taken between a message appended deferred and its answer's sync")
+	}
+}
+
+// deferring says whether open's conversations append deferred.
+func deferring(t testing.TB, open Open) bool {
+	m := disk.NewMem()
+	if err := m.MkdirAll(Dir); err != nil {
+		t.Fatal(err)
+	}
+	c, err := open(m, Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, ok := c.(store.Deferred)
+	return ok
 }
 
 // Conformance runs storetest's suite with the conversations that open
@@ -135,13 +174,15 @@ func Conformance(t *testing.T, open Open) {
 const restarts = 3
 
 // CrashImages runs the script on a Mem and, before the first counted
-// operation and after every one (every open, write, truncate, sync and
-// folder sync; the image after one is the image before the next), takes
-// the crash images of Crash and CrashTorn and checks each: opens the
-// conversation on it and checks the invariants against the Appends that
-// had returned nil by then. Three times, after the first write of an
-// Append, the script goes on from that torn image instead, retrying the
-// Append there, so images are taken of a store cutting a torn tail too.
+// operation and after every one (every open, write, truncate, sync,
+// syncfs and folder sync; the image after one is the image before the
+// next), takes the crash images of Crash and CrashTorn and checks each:
+// opens the conversation on it and checks the invariants against the
+// events acknowledged by then. Three times, after the first write of an
+// Append, the script goes on from that torn image instead, as a restarted
+// program whose caller sends again what was not answered: from the event
+// after the last the image holds, so images are taken of a store cutting
+// a torn tail too.
 // It logs the counts and returns them with what it found wrong; it fails
 // t only when the script cannot run.
 func CrashImages(t testing.TB, open Open, opts Options) Report {
@@ -154,9 +195,14 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 	}
 	m.SkipSyncDir(opts.SkipSyncDir)
 	r := Report{Kinds: make(map[disk.Kind]int)}
-	var acked, tried int
+	// written is the last seq appended deferred whose AppendDeferred
+	// returned: past acked, its message waits for its answer's sync.
+	var acked, tried, written int
 	check := func(img *disk.Mem, after string) {
 		r.Images++
+		if written > acked {
+			r.Deferred++
+		}
 		if err := verify(ctx, img, open, script, acked, tried); err != nil {
 			r.Violations = append(r.Violations, fmt.Sprintf("crash image %s, with %d events acknowledged: %v", after, acked, err))
 		}
@@ -187,14 +233,15 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 		t.Fatalf("open: %v", err)
 	}
 	for i := 0; i < len(script); i++ {
-		seq := int64(i + 1)
-		tried = i + 1
-		if err := c.Append(ctx, seq, script[i]); err != nil {
+		seq := i + 1
+		tried = seq
+		ok, err := appendOne(ctx, c, script, seq)
+		if err != nil {
 			t.Fatalf("append seq %d: %v", seq, err)
 		}
 		if torn != nil {
 			// The program died in that Append: go on from what it left,
-			// and make the Append again.
+			// from the event after the last it holds.
 			delete(restartAt, tried)
 			c.Close()
 			m.OnOp(nil)
@@ -205,11 +252,19 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 			if c, err = open(m, Dir); err != nil {
 				t.Fatalf("open after a crash: %v", err)
 			}
-			i--
+			last, err := c.Last(ctx)
+			if err != nil || last < int64(acked) {
+				t.Fatalf("after a crash in seq %d the last is %d (%v), %d acknowledged", seq, last, err, acked)
+			}
+			i = int(last) - 1
 			continue
 		}
-		acked = i + 1
-		if acked%reopenEvery == 0 {
+		if !ok {
+			written = seq
+		} else {
+			acked = seq
+		}
+		if ok && seq%reopenEvery == 0 {
 			if c, err = reopen(c, m, open); err != nil {
 				t.Fatal(err)
 			}
@@ -217,8 +272,8 @@ func CrashImages(t testing.TB, open Open, opts Options) Report {
 	}
 	m.OnOp(nil)
 	c.Close()
-	t.Logf("%d crash images of %d appends checked, %d of them torn, after operations %v, with %d restarts; %d violations",
-		r.Images, len(script), r.Torn, r.Kinds, r.Restarts, len(r.Violations))
+	t.Logf("%d crash images of %d appends checked, %d of them torn, %d while a message waited for its answer's sync, after operations %v, with %d restarts; %d violations",
+		r.Images, len(script), r.Torn, r.Deferred, r.Kinds, r.Restarts, len(r.Violations))
 	return r
 }
 
@@ -402,12 +457,23 @@ func tornAt(t testing.TB, ctx context.Context, open Open, script [][]byte, seq i
 			torn = m.CrashTorn()
 		}
 	})
-	if _, failed, err := appendAll(ctx, m, open, script[:seq-1], 0, nil); err != nil || failed != 0 {
+	if c, failed, _, err := appendAll(ctx, m, open, script[:seq-1], 0, nil); err != nil || failed != 0 {
 		t.Fatalf("the script up to seq %d: seq %d: %v", seq-1, failed, err)
+	} else {
+		// The image is to hold seqs 1 to seq-1: the last, a message
+		// maybe, is made durable.
+		if d, ok := c.(store.Deferred); ok {
+			if err := d.Commit(ctx); err != nil {
+				t.Fatalf("commit seq %d: %v", seq-1, err)
+			}
+		}
+		c.Close()
 	}
 	armed = true
-	if _, failed, err := appendAll(ctx, m, open, script[:seq], seq-1, nil); err != nil || failed != 0 {
+	if c, failed, _, err := appendAll(ctx, m, open, script[:seq], seq-1, nil); err != nil || failed != 0 {
 		t.Fatalf("seq %d: %v", seq, err)
+	} else {
+		c.Close()
 	}
 	if torn == nil {
 		t.Fatalf("no write of seq %d left a torn crash image", seq)
@@ -423,8 +489,10 @@ func (r *FaultReport) loop(t testing.TB, ctx context.Context, open Open, script 
 	m := start.Crash()
 	kinds := []disk.Kind{0}
 	m.OnOp(func(op disk.Op) { kinds = append(kinds, op.Kind) })
-	if _, failed, err := appendAll(ctx, m, open, script, from, nil); err != nil || failed != 0 {
+	if c, failed, _, err := appendAll(ctx, m, open, script, from, nil); err != nil || failed != 0 {
 		t.Fatalf("the script without faults, %s: seq %d: %v", where, failed, err)
+	} else {
+		c.Close()
 	}
 	for k := 1; k < len(kinds); k++ {
 		for _, p := range faults {
@@ -453,32 +521,38 @@ func (r *FaultReport) loop(t testing.TB, ctx context.Context, open Open, script 
 }
 
 // appendAll appends script[from:] on m until an Append (or an open)
-// fails, and returns the last Conversation, open, and the seq that
-// failed, 0 if none did. survived is called after an Append that met a
-// fault and returned nil.
-func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, from int, survived func(seq int) error) (store.Conversation, int, error) {
-	c, err := open(m, Dir)
+// fails, and returns the last Conversation, open, the seq that failed, 0
+// if none did, and the last seq acknowledged. survived is called after an
+// Append that met a fault and acknowledged its event.
+func appendAll(ctx context.Context, m *disk.Mem, open Open, script [][]byte, from int, survived func(seq int) error) (c store.Conversation, failed, acked int, err error) {
+	acked = from
+	c, err = open(m, Dir)
 	if err != nil {
-		return nil, from + 1, err
+		return nil, from + 1, acked, err
 	}
 	for i := from; i < len(script); i++ {
 		seq := i + 1
 		before := m.Faults()
-		if err := c.Append(ctx, int64(seq), script[i]); err != nil {
-			return c, seq, err
+		ok, err := appendOne(ctx, c, script, seq)
+		if err != nil {
+			return c, seq, acked, err
 		}
+		if !ok {
+			continue
+		}
+		acked = seq
 		if m.Faults() > before && survived != nil {
 			if err := survived(seq); err != nil {
-				return c, 0, err
+				return c, 0, acked, err
 			}
 		}
 		if seq%reopenEvery == 0 {
 			if c, err = reopen(c, m, open); err != nil {
-				return nil, seq + 1, err
+				return nil, seq + 1, acked, err
 			}
 		}
 	}
-	return c, 0, nil
+	return c, 0, acked, nil
 }
 
 // errSurvived marks a violation found by survived, not an Append's error.
@@ -503,7 +577,7 @@ func (r *FaultCounts) run(ctx context.Context, open Open, script [][]byte, m *di
 // check runs the script from seq from+1 on m, which holds seqs 1 to from
 // and has its faults planned, and checks what it left.
 func (r *FaultCounts) check(ctx context.Context, open Open, script [][]byte, m *disk.Mem, from int) error {
-	c, failed, err := appendAll(ctx, m, open, script, from, func(seq int) error {
+	c, failed, acked, err := appendAll(ctx, m, open, script, from, func(seq int) error {
 		if err := verify(ctx, m.Crash(), open, script, seq, seq); err != nil {
 			return errSurvived{fmt.Errorf("seq %d was acknowledged after a fault, and a crash image then: %w", seq, err)}
 		}
@@ -516,12 +590,12 @@ func (r *FaultCounts) check(ctx context.Context, open Open, script [][]byte, m *
 		}
 		return es.error
 	}
-	acked := len(script)
+	tried := len(script)
 	if failed > 0 {
 		r.Failed++
-		acked = failed - 1
+		tried = failed
 	}
-	if verr := verify(ctx, m.Crash(), open, script, acked, acked+1); verr != nil {
+	if verr := verify(ctx, m.Crash(), open, script, acked, tried); verr != nil {
 		return fmt.Errorf("after seq %d failed (%v), a crash image: %w", failed, err, verr)
 	}
 	m.Fail(disk.Plan{})
@@ -533,9 +607,22 @@ func (r *FaultCounts) check(ctx context.Context, open Open, script [][]byte, m *
 				return fmt.Errorf("open once the faults cleared: %w", err)
 			}
 		}
-		if err := c.Append(ctx, int64(failed), script[failed-1]); err != nil {
-			c.Close()
-			return fmt.Errorf("seq %d made again once the faults cleared: %w", failed, err)
+		// The caller sends again what was not acknowledged, from the
+		// event after the last acknowledged to the one that failed: the
+		// same bytes again where the conversation still holds them
+		// (they may be there and not on the disk), written anew where a
+		// failed sync took them, a message with its answer.
+		for seq := acked + 1; seq <= failed; seq++ {
+			if _, err := appendOne(ctx, c, script, seq); err != nil {
+				c.Close()
+				return fmt.Errorf("seq %d made again once the faults cleared: %w", seq, err)
+			}
+		}
+		if d, ok := c.(store.Deferred); ok {
+			if err := d.Commit(ctx); err != nil {
+				c.Close()
+				return fmt.Errorf("seq %d committed once the faults cleared: %w", failed, err)
+			}
 		}
 		acked = failed
 	}

@@ -1,0 +1,235 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
+	"testing"
+	"time"
+
+	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/internal/disk"
+)
+
+// calls counts the calls a Conversation makes on its filesystem.
+type calls struct {
+	open, stat, read, write, lock, sync int
+}
+
+// countedFS is a Mem whose files count their calls.
+type countedFS struct {
+	*disk.Mem
+	n *calls
+}
+
+func (c countedFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
+	c.n.open++
+	f, err := c.Mem.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return countedFile{File: f, n: c.n}, nil
+}
+
+type countedFile struct {
+	disk.File
+	n *calls
+}
+
+func (f countedFile) Stat() (disk.Info, error) { f.n.stat++; return f.File.Stat() }
+func (f countedFile) ReadAt(b []byte, off int64) (int, error) {
+	f.n.read++
+	return f.File.ReadAt(b, off)
+}
+func (f countedFile) WriteAt(b []byte, off int64) (int, error) {
+	f.n.write++
+	return f.File.WriteAt(b, off)
+}
+func (f countedFile) Sync() error   { f.n.sync++; return f.File.Sync() }
+func (f countedFile) SyncFS() error { f.n.sync++; return f.File.SyncFS() }
+func (f countedFile) Lock(ctx context.Context, ex bool) error {
+	f.n.lock++
+	return f.File.Lock(ctx, ex)
+}
+
+// TestTurnCalls counts what a turn's calls on a log of 100 events cost:
+// the end is read once and then checked with one fstat, the file opened
+// once and read-write, the lock taken once for the message and its
+// answer, and one sync makes both durable.
+func TestTurnCalls(t *testing.T) {
+	ctx := context.Background()
+	m := disk.NewMem()
+	const dir = "/home/chats/t"
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	var n calls
+	fsys := countedFS{Mem: m, n: &n}
+	c, err := OpenOptions(dir, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 100; seq++ {
+		if err := c.Append(ctx, seq, typicalEvent(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+
+	n = calls{}
+	c, err = OpenOptions(dir, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	step := func(name string, want calls, do func() error) {
+		t.Helper()
+		n = calls{}
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n != want {
+			t.Errorf("%s made %+v; want %+v", name, n, want)
+		}
+	}
+	one := func(int64, []byte) bool { return false }
+	step("Last", calls{open: 1, stat: 2, read: 1}, func() error {
+		last, err := c.Last(ctx)
+		if err == nil && last != 100 {
+			t.Errorf("last %d", last)
+		}
+		return err
+	})
+	step("the first event", calls{stat: 1, read: 1}, func() error { return c.Read(ctx, 1, store.Forward, one) })
+	step("the last event", calls{stat: 1}, func() error { return c.Read(ctx, store.FromLast, store.Backward, one) })
+	step("the message, deferred", calls{lock: 1, stat: 1, write: 1}, func() error {
+		return c.AppendDeferred(ctx, 101, typicalEvent(101))
+	})
+	k := 0
+	step("the window, 32 events", calls{read: 1}, func() error {
+		return c.Read(ctx, store.FromLast, store.Backward, func(int64, []byte) bool { k++; return k < 32 })
+	})
+	step("the answer", calls{write: 1, sync: 1}, func() error { return c.Append(ctx, 102, typicalEvent(102)) })
+
+	img, err := OpenOptions(dir, Options{FS: m.Crash()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	if last, err := img.Last(ctx); err != nil || last != 102 {
+		t.Errorf("after a crash the last is %d (%v); want 102: the answer's sync made the message durable too", last, err)
+	}
+}
+
+// TestDeferredHoldsTheLock: from a line appended deferred to its commit,
+// its writer holds the writers' lock, so no other writer's line follows a
+// line that is not durable; Commit makes it durable and lets go.
+func TestDeferredHoldsTheLock(t *testing.T) {
+	ctx := context.Background()
+	m := disk.NewMem()
+	const dir = "/home/chats/t"
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Conversation {
+		c, err := OpenOptions(dir, Options{FS: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := open(), open()
+	if err := a.Append(ctx, 1, typicalEvent(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendDeferred(ctx, 2, typicalEvent(2)); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := b.Last(ctx); err != nil || last != 2 {
+		t.Errorf("another reader's last is %d (%v): a deferred line is read", last, err)
+	}
+	crashed := func() int64 {
+		t.Helper()
+		img, err := OpenOptions(dir, Options{FS: m.Crash()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer img.Close()
+		n, err := img.Last(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := crashed(); n != 1 {
+		t.Errorf("a crash now keeps %d events; want 1: seq 2 is not durable yet", n)
+	}
+	busy, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.Append(busy, 3, typicalEvent(3)); !errors.Is(err, context.Canceled) {
+		t.Errorf("another writer's append while the line waits: %v, want it to wait for the lock", err)
+	}
+	if err := a.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, 3, typicalEvent(3)); err != nil {
+		t.Fatalf("another writer's append after the commit: %v", err)
+	}
+	if n := crashed(); n != 3 {
+		t.Errorf("after the commit a crash keeps %d events; want 3", n)
+	}
+}
+
+// TestFailedSyncCutsTheMessage: an answer whose fdatasync fails cuts the
+// message appended deferred before it with its own line. The failed sync
+// kept both readable and never durable (as Linux does), so a message left
+// there would be lost under the lines written after it, which a later
+// sync does not write: here the caller gives up, and another message and
+// answer follow.
+func TestFailedSyncCutsTheMessage(t *testing.T) {
+	ctx := context.Background()
+	m := disk.NewMem()
+	const dir = "/home/chats/t"
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenOptions(dir, Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Append(ctx, 1, typicalEvent(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendDeferred(ctx, 2, typicalEvent(2)); err != nil {
+		t.Fatal(err)
+	}
+	// The answer's write, then its fdatasync, which fails.
+	m.Fail(disk.Plan{At: m.Ops() + 2, Err: syscall.EIO, Keep: true})
+	if err := c.Append(ctx, 3, typicalEvent(3)); err == nil {
+		t.Fatal("the answer's append met a failing fdatasync and returned nil")
+	}
+	m.Fail(disk.Plan{})
+	if last, err := c.Last(ctx); err != nil || last != 1 {
+		t.Fatalf("after the failed sync the last is %d (%v); want 1, the message cut with its answer", last, err)
+	}
+	for seq := int64(2); seq <= 3; seq++ {
+		e := event.Event{Seq: seq, Time: time.Unix(1767225600, 0).UTC(), Type: event.TypeMessage, Text: "another message"}
+		if err := c.Append(ctx, seq, event.Append(nil, &e)); err != nil {
+			t.Fatalf("append %d: %v", seq, err)
+		}
+	}
+	img, err := OpenOptions(dir, Options{FS: m.Crash()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	n := int64(0)
+	err = img.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool { n = seq; return true })
+	if err != nil || n != 3 {
+		t.Errorf("a crash after keeps %d events (%v); want 3, each whole", n, err)
+	}
+}
