@@ -38,6 +38,7 @@ func TestMarkTold(t *testing.T) {
 			t.Errorf("told file %q: %d %v, want %d", body, n, err, want)
 		}
 	}
+	os.WriteFile(filepath.Join(pend, "told"), []byte("7\n"), 0o600)
 	if err := r.MarkTold("web:1", 9); err != nil {
 		t.Fatal(err)
 	}
