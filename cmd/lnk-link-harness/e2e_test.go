@@ -116,13 +116,23 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 		}
 		proxy := httputil.NewSingleHostReverseProxy(u)
 		// A transport of its own: http.DefaultTransport is shared by every test
-		// here (an httptest server closing closes its idle connections), and a
-		// relayed stream cut once under load, so this relay depends on no other.
+		// here (an httptest server closing closes its idle connections).
 		tr := &http.Transport{}
 		t.Cleanup(tr.CloseIdleConnections)
 		proxy.Transport = tr
 		proxy.FlushInterval = -1 // streamed answers pass as they come
 		via := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// The body read whole before it is relayed: an HTTP/1 server
+			// closes a request's body once its handler writes the answer's
+			// head, so a relay still sending the body on (its transport's
+			// write loop late on a loaded machine) fails that write, and its
+			// transport then closes the stream the model is answering on.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			select {
 			case h.asked <- struct{}{}:
 			default:
