@@ -37,6 +37,7 @@ func TestRunLinkHarness(t *testing.T) {
 		Idle:     200 * time.Millisecond,
 		Dir:      dir,
 		Keep:     true,
+		Profile:  true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,15 @@ import (
 type Link struct {
 	Program string // the lnk-link-harness program
 	Profile bool   // have each process write a CPU profile
+
+	// IdleFree, over 0, is passed as `serve --idle-free`: how long after
+	// the last turn the process collects its garbage and gives the memory
+	// back, so what is sampled after that is the memory after a GC.
+	IdleFree time.Duration
+
+	// SleepAfter, over 0, serves every unit (one agent too) from an agents
+	// file whose [serve] sleep_after it is; the unit is then a Sleeper.
+	SleepAfter time.Duration
 }
 
 // Name implements Harness.
@@ -46,18 +55,21 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	}
 	a := agents[0]
 	var args []string
-	if len(agents) == 1 {
-		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
-	} else {
-		file := filepath.Join(a.Scratch, "agents.toml")
-		if err := os.WriteFile(file, agentsFile(agents), 0o600); err != nil {
-			return nil, fmt.Errorf("drive: agents file: %w", err)
-		}
-		args = []string{"serve", "--agents", file}
-	}
-	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{})}
+	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{}), all: agents}
 	for _, ag := range agents {
 		u.agents[ag.Name] = &linkAgent{key: ag.Key}
+	}
+	if len(agents) == 1 && l.SleepAfter <= 0 {
+		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
+	} else {
+		u.file = filepath.Join(a.Scratch, "agents.toml")
+		if err := os.WriteFile(u.file, agentsFile(agents, l.SleepAfter), 0o600); err != nil {
+			return nil, fmt.Errorf("drive: agents file: %w", err)
+		}
+		args = []string{"serve", "--agents", u.file}
+	}
+	if l.IdleFree > 0 {
+		args = append(args, "--idle-free", l.IdleFree.String())
 	}
 	if l.Profile {
 		u.profile = filepath.Join(a.Scratch, "cpu.pprof")
@@ -100,12 +112,19 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 		// agent: as many idle as senders run at once against one agent.
 		Transport: &http.Transport{Proxy: nil, MaxIdleConns: 0, MaxIdleConnsPerHost: 64},
 	}
+	if l.SleepAfter > 0 {
+		return sleepingUnit{u}, nil
+	}
 	return u, nil
 }
 
-// agentsFile is serve --agents' TOML file naming agents.
-func agentsFile(agents []Agent) []byte {
+// agentsFile is serve --agents' TOML file naming agents, with [serve]
+// sleep_after when over 0.
+func agentsFile(agents []Agent, sleepAfter time.Duration) []byte {
 	var b bytes.Buffer
+	if sleepAfter > 0 {
+		fmt.Fprintf(&b, "[serve]\nsleep_after = %q\n\n", sleepAfter.String())
+	}
 	for _, a := range agents {
 		fmt.Fprintf(&b, "[[agent]]\nname = %s\nhome = %s\nlisten = \"127.0.0.1:0\"\nkey_file = %s\n\n",
 			strconv.Quote(a.Name), strconv.Quote(a.Home), strconv.Quote(a.KeyFile))
@@ -131,6 +150,8 @@ func HarnessEnv(env []string, model string) []string {
 type linkUnit struct {
 	agent   Agent // the first agent, whose scratch folder the unit uses
 	agents  map[string]*linkAgent
+	all     []Agent // as started, in order
+	file    string  // the agents file, if served from one
 	cmd     *exec.Cmd
 	client  *http.Client
 	profile string
