@@ -11,7 +11,7 @@ import (
 
 // ResultVersion is the version of Result's JSON shape. It changes only when
 // a field changes meaning or goes; fields may be added within a version.
-const ResultVersion = 1
+const ResultVersion = 2 // 2: idle memory after the warm-up and a collection; CPU per message a mean
 
 // Result is a whole measurement, as `lnk measure --json` writes it. Times
 // are in seconds and sizes in bytes, both as plain numbers; "per message"

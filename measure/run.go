@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -420,6 +421,11 @@ func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp stri
 		pcfg := *cfg
 		pcfg.Messages, pcfg.Warmup, pcfg.Idle, pcfg.Concurrency = cfg.PeerMessages, 1, cfg.PeerIdle, 1
 		pcfg.Observe = nil
+		if _, ok := ph.(*Floor); ok {
+			// The floor's CPU per message stands beside Link Harness's, so
+			// it is a mean over as many messages.
+			pcfg.Messages = cmp.Or(cfg.Messages, MinMessages)
+		}
 		pr.Phase("peer %s", ph.Name())
 		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: Each}, h: ph, model: m, pr: pr,
 			index: -1, messages: pcfg.Messages, dir: filepath.Join(tmp, fmt.Sprintf("peer%d-%s", i+1, ph.Name()))}
