@@ -540,6 +540,16 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			return c, err
 		}
 	}
+	// Asleep at the same count of messages per agent, then woken by one
+	// more each; the scrapes of the metrics page (megabytes with many
+	// agents) come after, so their garbage is in no idle figure.
+	if err := r.sleepAll(ctx, PhaseAsleepWorked); err != nil {
+		return c, err
+	}
+	if err := r.wakeAll(ctx); err != nil {
+		return c, err
+	}
+	r.closeIdle()
 	if err := r.sampleBefore(ctx); err != nil {
 		return c, err
 	}
@@ -557,17 +567,21 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			return c, err
 		}
 	}
-	if err := r.sleepAll(ctx, PhaseAsleepWorked); err != nil {
-		return c, err
-	}
-	if err := r.wakeAll(ctx); err != nil {
-		return c, err
-	}
 	r.pr.Phase("stopping %s", plural(len(r.units), "process"))
 	if err := r.stopAll(); err != nil {
 		return c, err
 	}
 	return r.result(use), nil
+}
+
+// closeIdle closes the connections the messages came by: the caller's
+// connections are not what an idle agent holds.
+func (r *caseRun) closeIdle() {
+	for _, u := range r.units {
+		if c, ok := u.unit.(drive.IdleCloser); ok {
+			c.CloseIdle()
+		}
+	}
 }
 
 // startsIdle says whether the case's units start a program for the quiet
@@ -1007,6 +1021,7 @@ func (r *caseRun) sampleIdle(ctx context.Context) error {
 			started = true
 		}
 	}
+	r.closeIdle()
 	settle := r.gcWait
 	if started {
 		settle = r.cfg.Idle
@@ -1222,7 +1237,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 		pm.TurnErrorsCounted = own.TurnErrors
 		pm.Allocs = per(own.AllocObjects - scrapeCost.AllocObjects)
 		pm.AllocBytes = per(own.AllocBytes - scrapeCost.AllocBytes)
-		ac.Idle.Goroutines = countersOf(u.mc, name).Goroutines
+		ac.Idle.Goroutines = countersOf(u.ma, name).Goroutines
 		model = pm.Model
 	}
 	pm.Latency = spread(lat)

@@ -139,6 +139,14 @@ func (r *Result) writeMarginal(ew io.Writer) {
 	}
 }
 
+// orNone formats x, or nothing for a figure not sampled (0).
+func orNone(x float64, format func(float64) string) string {
+	if x == 0 {
+		return ""
+	}
+	return format(x)
+}
+
 // cpuAt says CPU per second at each count of agents: "0.001% at 1, 0.003% at 1000".
 func cpuAt(agents []int, cpu []float64) string {
 	var parts []string
@@ -371,7 +379,7 @@ func (r *Result) writePeers(w io.Writer) {
 		a := p.Case.Median
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(p.Harness, 16), clip(p.Version, 10),
 			bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), secs(a.PerMessage.CPU), ratio(a.PerMessage.CPU),
-			bytesStr(a.PerMessage.PeakRSS), secs(a.PerMessage.Latency.P50), bytesStr(p.Case.Model.RequestBytes))
+			orNone(a.PerMessage.PeakRSS, bytesStr), secs(a.PerMessage.Latency.P50), bytesStr(p.Case.Model.RequestBytes))
 	}
 	tw.Flush()
 	for _, l := range []string{

@@ -257,7 +257,13 @@ func (u *linkUnit) logTail() string {
 
 func (u *linkUnit) PID() int { return u.cmd.Process.Pid }
 
+// CloseIdle implements IdleCloser.
+func (u *linkUnit) CloseIdle() { u.client.CloseIdleConnections() }
+
 func (u *linkUnit) CPUProfile() string { return u.profile }
+
+// maxMetricsBytes bounds a metrics page read.
+const maxMetricsBytes = 128 << 20
 
 // maxReplyBytes bounds an answer read back.
 const maxReplyBytes = 16 << 20
@@ -345,7 +351,11 @@ func (u *linkUnit) MetricsPage(ctx context.Context) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("drive: metrics of %s: %s", u.agent.Name, resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBytes+1))
+	if err == nil && len(b) > maxMetricsBytes {
+		err = fmt.Errorf("drive: metrics of %s: a page over %d bytes", u.agent.Name, maxMetricsBytes)
+	}
+	return b, err
 }
 
 // Stop implements Unit: SIGTERM, then SIGKILL if ctx ends first.
