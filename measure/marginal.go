@@ -26,7 +26,7 @@ type Marginal struct {
 
 	// AsleepFreshPerAgent and AsleepWorkedPerAgent are the line through
 	// the processes' memory with every agent asleep, before any message
-	// and after all of them, when the layout's agents sleep.
+	// and after the warm-up, when the layout's agents sleep.
 	AsleepFreshPerAgent  *Memory `json:"asleep_fresh_per_agent,omitempty"`
 	AsleepWorkedPerAgent *Memory `json:"asleep_worked_per_agent,omitempty"`
 

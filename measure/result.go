@@ -115,10 +115,10 @@ type Case struct {
 // after a collection, summed over the processes.
 type Asleep struct {
 	Fresh  Memory  `json:"fresh"`  // before any message
-	Worked Memory  `json:"worked"` // after every message of the case
+	Worked Memory  `json:"worked"` // after the warm-up (Case.Warmup messages each)
 	CPU    float64 `json:"cpu"`    // CPU seconds per second over a quiet window asleep
 	// Woken is how many agents answered a message sent once all slept
-	// (after their messages); WakeErrors how many did not.
+	// (after the warm-up); WakeErrors how many did not.
 	Woken         int     `json:"woken"`
 	WakeErrors    int     `json:"wake_errors"`
 	FirstWakeErr  string  `json:"first_wake_error,omitempty"`
@@ -155,7 +155,8 @@ type AgentCost struct {
 
 	// Start is the memory once it listens, before any message.
 	Start Memory `json:"start"`
-	// Idle is the quiet window after its messages.
+	// Idle is the quiet window after the warm-up (for a peer, after its
+	// messages).
 	Idle Idle `json:"idle"`
 	// PerMessage is each measured message's cost.
 	PerMessage PerMessage `json:"per_message"`
@@ -174,7 +175,7 @@ type Memory struct {
 type Idle struct {
 	Memory
 	CPU        float64 `json:"cpu"`        // CPU seconds per second over the window
-	Goroutines float64 `json:"goroutines"` // of its process, after its messages
+	Goroutines float64 `json:"goroutines"` // of its process, awake after the warm-up
 }
 
 // PerMessage is an agent's cost per message.

@@ -64,7 +64,7 @@ type Config struct {
 	PeerIdle     time.Duration
 
 	Concurrency int           // messages in flight at once, over all agents (default 1)
-	Idle        time.Duration // the quiet window after the messages (default 3 s)
+	Idle        time.Duration // each quiet window, awake and asleep (default 3 s)
 	Timeout     time.Duration // one message's limit (default 60 s)
 	MaxTime     time.Duration // the whole run's limit (default 30 min)
 	// Profile has the processes write CPU profiles, so the largest
@@ -103,7 +103,7 @@ const (
 	PhaseWorked       Phase = "worked"        // each agent answered Warmup messages, after a collection
 	PhaseSpanStart    Phase = "span-start"    // before the measured messages
 	PhaseSpanEnd      Phase = "span-end"      // after them
-	PhaseAsleepWorked Phase = "asleep-worked" // every agent asleep again, after its messages
+	PhaseAsleepWorked Phase = "asleep-worked" // every agent asleep again, after the warm-up
 )
 
 // NotRun is a peer asked for that was not measured, and why: what is
@@ -606,9 +606,10 @@ func (r *caseRun) observe(u *unitRun, p Phase) {
 // sleepAll puts every agent of every Sleeper unit to sleep and samples
 // the process once it says all sleep and their memory went back to the
 // system (after a collection): its sleep_after made short and each agent
-// touched, so each timer is armed with it. After the messages
-// (PhaseAsleepWorked) a quiet window asleep follows, for idle CPU. A case
-// of other units does nothing.
+// touched, so each timer is armed with it; then sleep_after is a day
+// again, so no agent sleeps between the messages to come. After the
+// warm-up (PhaseAsleepWorked) a quiet window asleep follows, for idle
+// CPU. A case of other units does nothing.
 func (r *caseRun) sleepAll(ctx context.Context, p Phase) error {
 	var sleepers []*unitRun
 	for _, u := range r.units {
@@ -643,11 +644,12 @@ func (r *caseRun) sleepAll(ctx context.Context, p Phase) error {
 		}
 		if p == PhaseAsleepFresh {
 			u.asleepFresh = s
-			// Awake again for the messages, and kept so.
-			return sl.SetSleepAfter(ctx, awakeSleepAfter)
+		} else {
+			u.asleep0 = s
 		}
-		u.asleep0 = s
-		return nil
+		// Awake for the messages once they come, and kept so: an agent
+		// asleep between them would be measured waking.
+		return sl.SetSleepAfter(ctx, awakeSleepAfter)
 	})
 	if err != nil {
 		return err

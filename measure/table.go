@@ -85,7 +85,7 @@ func (r *Result) writeCase(ew io.Writer, c *Case) {
 		c.Model.Requests, bytesStr(c.Model.RequestBytes), bytesStr(c.Model.MaxBytes), c.Median.Idle.Goroutines), "")
 	if a := c.Asleep; a != nil {
 		writeWrapped(ew, fmt.Sprintf("every agent asleep, the process(es) after a collection: %s RSS before any message, "+
-			"%s after the messages; CPU %s over %s asleep; %d of %d answered a message once all slept",
+			"%s after the warm-up; CPU %s over %s asleep; %d of %d answered a message once all slept",
 			bytesStr(a.Fresh.RSS), bytesStr(a.Worked.RSS), percent(a.CPU), secs(a.WindowSeconds), a.Woken, a.Woken+a.WakeErrors), "")
 		if a.WakeErrors > 0 {
 			writeWrapped(ew, "the first not answered: "+a.FirstWakeErr, "  ")
@@ -116,7 +116,7 @@ func (r *Result) writeMarginal(ew io.Writer) {
 		row("awake, after "+plural(m.Warmup, "message"), m.IdleMemoryPerAgent, bytesStr(m.IdleMemoryBase.RSS))
 		if m.AsleepFreshPerAgent != nil {
 			row("asleep, fresh", *m.AsleepFreshPerAgent, "")
-			row("asleep, after all", *m.AsleepWorkedPerAgent, "")
+			row("asleep, after "+plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
 		}
 	}
 	tw.Flush()
