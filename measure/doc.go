@@ -35,7 +35,7 @@
 //     Idle, for idle CPU.
 //  5. the measured messages: Messages per agent (default: 200 in all,
 //     shared among the case's agents), round after round over the agents,
-//     Concurrency at once, with one metrics scrape before.
+//     Concurrency at once.
 //  6. asleep, after work (Shared): as 2, then a quiet window of Idle
 //     asleep, for idle CPU; then every agent sent one more message, each
 //     answered counted.
@@ -53,9 +53,10 @@
 //     p99; the harness's own turn time; bytes from /proc/PID/io (rchar and
 //     wchar: read and write calls of any kind; read_bytes and write_bytes:
 //     the disk) and the store's event bytes (lnk_store_bytes_*); heap
-//     objects and bytes allocated (go_heap_allocs_*). Counters are read
-//     around one metrics scrape before the messages, so the one scrape in
-//     the measured span is taken off.
+//     objects and bytes allocated (go_heap_allocs_*). The process is
+//     sampled right before the first message and right after the last, the
+//     metrics scraped outside that span: twice before it, so what one
+//     scrape allocates is taken off the counts, and once after.
 //
 // With profiles, they are merged and the top functions by flat and
 // cumulative time named, the scheduler's idle spinning left out
