@@ -106,12 +106,12 @@ func cmdMeasure(args []string) error {
 		for _, name := range names {
 			name = strings.TrimSpace(name)
 			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "finding peer %s\n", name)
+				fmt.Fprintf(cfg.Progress, "lnk measure: finding peer %s\n", name)
 			}
 			p, err := measure.Peer(ctx, name, *peerBin, dir)
 			if errors.Is(err, measure.ErrPeerMissing) {
 				// Said before anything runs, and told as not run.
-				fmt.Fprintf(os.Stderr, "lnk measure: %v\n", err)
+				fmt.Fprintf(os.Stderr, "lnk %v\n", err)
 				cfg.NotRun = append(cfg.NotRun, measure.NotRun{Harness: name, Why: strings.TrimPrefix(err.Error(), measure.ErrPeerMissing.Error()+": "+name+": ")})
 				continue
 			}
