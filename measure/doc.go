@@ -9,33 +9,59 @@
 // and a process:
 //
 //	lnk-link-harness serve --home <tmp>/<case>/agents/agent-N --listen 127.0.0.1:0 \
-//		--key-file <tmp>/<case>/keys/agent-N.key --cpuprofile <tmp>/<case>/run/agent-N/cpu.pprof
+//		--key-file <tmp>/<case>/keys/agent-N.key --idle-free 1s
 //
 // with LNK_MODEL_PROXY set to the scripted model (and no other LNK_
-// variable). Each agent gets Warmup messages, not counted, then Messages
-// messages in the thread "measure-1", round after round over the agents,
-// Concurrency at once; then every process is left alone for the Idle
-// window and stopped with SIGTERM, so it writes its CPU profile.
+// variable); in the layout Shared, one process of `serve --agents FILE`,
+// one agent too, the file saying [serve] sleep_after. With Config.Profile
+// each process also writes a CPU profile (--cpuprofile), whose memory and
+// CPU then count in the idle figures.
+//
+// A case runs in this order, each process sampled from /proc at each step
+// (Config.Observe is told of each, with the process):
+//
+//  1. fresh: every agent listening, before any message. No collection
+//     can be asked of a process from outside, so this one is without.
+//  2. asleep, fresh (Shared): sleep_after made a second by SIGHUP, each
+//     agent touched (its /metrics page, no turn) so its timer takes it;
+//     sampled once the process logs that every agent sleeps and their
+//     memory went back, after its collection. Then sleep_after is a day
+//     again.
+//  3. warm-up: each agent answers Warmup messages (default 1): the fixed
+//     count of messages per agent the idle memory is read at, whatever
+//     the count of agents.
+//  4. worked: 1.5 s after the last answer (--idle-free 1s: the process
+//     collected and gave memory back), idle memory; then a quiet window of
+//     Idle, for idle CPU.
+//  5. the measured messages: Messages per agent (default: 200 in all,
+//     shared among the case's agents), round after round over the agents,
+//     Concurrency at once.
+//  6. asleep, after work (Shared): as 2, then a quiet window of Idle
+//     asleep, for idle CPU; then every agent sent one more message, each
+//     answered counted.
+//  7. every process stopped with SIGTERM.
 //
 // What is measured, per agent:
 //
-//   - idle: RSS, PSS and anonymous memory from /proc/PID/smaps_rollup at
-//     the end of the quiet window, and CPU seconds per second over it;
-//   - per message: CPU of the process (its CPU-time clock, to the
-//     nanosecond), the client's latency and the time the harness adds
+//   - memory: RSS, PSS and anonymous memory from /proc/PID/smaps_rollup,
+//     fresh (1), after the warm-up (4) and, summed over the processes,
+//     asleep (2, 6); CPU seconds per second over the quiet windows;
+//   - per message: CPU of the process over the measured messages (its
+//     CPU-time clock, to the nanosecond), divided by them, less the one
+//     scrape's; the client's latency and the time the harness adds
 //     (latency less the model's share, lnk_model_call_seconds), mean, p50 and
 //     p99; the harness's own turn time; bytes from /proc/PID/io (rchar and
 //     wchar: read and write calls of any kind; read_bytes and write_bytes:
 //     the disk) and the store's event bytes (lnk_store_bytes_*); heap
-//     objects and bytes allocated (go_heap_allocs_*). Counters are read
-//     around one metrics scrape before the messages, so the one scrape in
-//     the measured span is taken off.
+//     objects and bytes allocated (go_heap_allocs_*). The process is
+//     sampled right before the first message and right after the last, the
+//     metrics scraped outside that span: twice before it, so what one
+//     scrape allocates is taken off the counts, and once after.
 //
-// The CPU profiles of every process are merged and the top functions by
-// flat and cumulative time named, the scheduler's idle spinning left out
+// With profiles, they are merged and the top functions by flat and
+// cumulative time named, the scheduler's idle spinning left out
 // (measure/profile); the largest bottleneck is the top flat function,
-// with the nearest function of Link Harness's own code beneath it. A
-// profile covers a process's whole life, its warm-up message included.
+// with the nearest function of Link Harness's own code beneath it.
 //
 // Cases: each length with the fewest agents, then each count of agents
 // with the shortest conversation (plan); cost per message is read against
@@ -43,15 +69,16 @@
 //
 // # JSON
 //
-// `lnk measure --json` writes Result, version 1 (ResultVersion). Times are
+// `lnk measure --json` writes Result, version 2 (ResultVersion). Times are
 // seconds, sizes bytes, shares 0 to 1:
 //
-//	{"version": 1, "harness": "link", "program": "/…/lnk-link-harness",
+//	{"version": 2, "harness": "link", "program": "/…/lnk-link-harness",
 //	 "started": "2026-…Z", "seconds": 5.1,
 //	 "machine": {"cpus": 2, "os": "linux", "arch": "amd64", "kernel": "6.…"},
 //	 "settings": {"messages": 20, "warmup": 1, "concurrency": 1, "idle_seconds": 3,
-//	   "lengths": [0], "agents": [3], "agents_per_process": 1, "thread": "measure-1", "profiled": true},
-//	 "cases": [{"length": 0, "agents": 3, "processes": 3, "messages": 60, "errors": 0,
+//	   "lengths": [0], "agents": [3], "agents_per_process": 1, "thread": "measure-1", "profiled": false},
+//	 "cases": [{"length": 0, "agents": 3, "processes": 3, "messages": 201, "errors": 0,
+//	   "messages_per_agent": 67, "warmup": 1,
 //	   "model": {"requests": 1, "request_bytes": 3400, "max_bytes": 5800, "seconds": 0.0001},
 //	   "median": AGENT, "per_agent": [AGENT, …]}],
 //	 "profile": {"profiles": 3, "samples": 7, "seconds": 0.07, "idle": 0.01,
@@ -80,11 +107,18 @@
 // (`claude -p TEXT`, then `claude -p --continue TEXT`), each agent with its
 // own HOME holding the harness's settings pointed at the scripted model.
 // Peer knows Claude Code, Codex, opencode and pi as
-// /work/shared/peers/README.md runs them. Config.Peers are measured in the
-// same run as Link Harness, against the same scripted model: per message
-// the command's CPU (wait4's, descendants included) and peak resident
-// memory; idle, the interactive program started in a terminal of its own,
-// its process tree sampled after it settles.
+// /work/shared/peers/README.md runs them, and crush (`crush run -q`, then
+// with --continue), which it builds with the go command when it is not
+// found. Peer finds what a peer lacks before anything runs (git, node, the
+// program, a working --version) and says how to get it (ErrPeerMissing);
+// such a peer, or one whose run fails, is told as not run, with why
+// (Config.NotRun, PeerResult.NotRun). Config.Peers are measured in the
+// same run as Link Harness, against the same scripted model, PeerMessages
+// messages each (5 by default, after one warm-up; the floor as many as
+// Link Harness's cases): per message the command's CPU (wait4's,
+// descendants included) and peak resident memory; idle, the interactive
+// program started in a terminal of its own, its process tree sampled
+// after it settles.
 //
 // # Layouts
 //
@@ -92,9 +126,18 @@
 // --layout each,shared, as one process serving every agent of the case
 // (Shared, `serve --agents FILE`, each agent on its own port). Marginal
 // reads, per layout, what one more idle agent adds (the slope of the
-// processes' summed idle memory against the count of agents) and what one
-// more message costs (all the processes' CPU over all the messages): the
-// figures to compare with a harness that runs a process per agent.
+// processes' summed memory against the count of agents: awake fresh and
+// after the warm-up; asleep fresh and after work, where agents sleep), the
+// idle CPU at each count, and what one more message costs (all the
+// processes' CPU over all the messages): the figures to compare with a
+// harness that runs a process per agent.
+//
+// # Report
+//
+// WriteTable writes at most 100 columns, each table's columns told in a
+// line each beneath it. WriteReport writes report.md with two SVG plots
+// (memory against the count of agents, cost per message against the
+// window), result.json and result.txt.
 //
 // # Packages
 //

@@ -37,6 +37,7 @@ func TestRunLinkHarness(t *testing.T) {
 		Idle:     200 * time.Millisecond,
 		Dir:      dir,
 		Keep:     true,
+		Profile:  true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,9 @@ func TestRunLinkHarness(t *testing.T) {
 	if pm.Latency.P50 <= 0 || pm.Added.P99 < pm.Added.P50 || pm.Turn <= 0 || pm.Model <= 0 || pm.Model > pm.Turn {
 		t.Errorf("times per message: %+v", pm)
 	}
-	if pm.StoreWritten <= 0 || pm.StoreRead <= 0 || pm.WrittenChars <= 0 || pm.Allocs <= 0 || pm.AllocBytes <= 0 {
+	// Not Allocs: the runtime counts heap objects as a P's cached spans are
+	// given back, so five messages' objects may all land outside the span.
+	if pm.StoreWritten <= 0 || pm.StoreRead <= 0 || pm.WrittenChars <= 0 || pm.Allocs < 0 || pm.AllocBytes <= 0 {
 		t.Errorf("bytes and allocations per message: %+v", pm)
 	}
 	if a.Idle.RSS < 1e6 || a.Idle.PSS <= 0 || a.Idle.PSS > a.Idle.RSS || a.Idle.Goroutines <= 0 {

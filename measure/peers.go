@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,8 +10,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"lnk.dev/linkharness/measure/drive"
 )
 
 // Peers are the harnesses measured side by side with Link Harness, each as
@@ -91,6 +90,31 @@ trust_level = "trusted"
 }
 `},
 	},
+	"crush": {
+		Label: "crush",
+		First: []string{"crush", "run", "-q", "{text}"},
+		Next:  []string{"crush", "run", "-q", "--continue", "{text}"},
+		Idle:  []string{"crush"},
+		Env:   []string{"CRUSH_DISABLE_METRICS=1", "DO_NOT_TRACK=1", "CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1"},
+		Files: map[string]string{".config/crush/crush.json": `{
+  "providers": {
+    "fake": {
+      "type": "openai-compat",
+      "base_url": "http://MODEL_ADDR/v1",
+      "api_key": "dummy",
+      "models": [
+        { "id": "fake-model", "name": "Fake model", "context_window": 200000, "default_max_tokens": 4096 }
+      ]
+    }
+  },
+  "models": {
+    "large": { "model": "fake-model", "provider": "fake" },
+    "small": { "model": "fake-model", "provider": "fake" }
+  },
+  "options": { "disable_provider_auto_update": true, "disable_metrics": true }
+}
+`},
+	},
 	"pi": {
 		Label: "pi",
 		First: []string{"pi", "-p", "{text}"},
@@ -120,6 +144,24 @@ trust_level = "trusted"
 	},
 }
 
+// getPeer says how to get each peer's program: an npm package (with the
+// script npm 11 does not run unless approved), or a Go module measure can
+// build itself.
+var getPeer = map[string]struct {
+	npm, script, module string
+}{
+	"claude":   {npm: "@anthropic-ai/claude-code@2.1.197", script: "(cd node_modules/@anthropic-ai/claude-code && node install.cjs)"},
+	"codex":    {npm: "@openai/codex@0.171.0"},
+	"opencode": {npm: "opencode-ai@1.18.33", script: "(cd node_modules/opencode-ai && node postinstall.mjs)"},
+	"pi":       {npm: "@mariozechner/pi-coding-agent@0.73.1"},
+	"crush":    {module: "github.com/charmbracelet/crush@latest"},
+}
+
+// ErrPeerMissing comes from Peer when a peer's program is not here and
+// cannot be had; the error says what is missing and how to get it. The
+// run goes on without that peer, told as not run.
+var ErrPeerMissing = errors.New("measure: peer missing")
+
 // PeerNames are the peers Peer knows, sorted.
 func PeerNames() []string {
 	var out []string
@@ -130,27 +172,47 @@ func PeerNames() []string {
 	return out
 }
 
-// Peer returns the peer harness name (claude, codex, opencode or pi) with
-// its programs found in bin (an npm install's node_modules/.bin), or on
-// PATH when bin is empty, and its version as it prints it.
-func Peer(ctx context.Context, name, bin string) (*Command, error) {
+// Peer returns the peer harness name (one of PeerNames) with its programs
+// found in bin (an npm install's node_modules/.bin), or on PATH when bin
+// is empty, and its version as it prints it. A peer built from a Go module
+// (crush) and found nowhere is built into dir, when the go command can.
+// Whatever is missing is found before anything runs: an error wrapping
+// ErrPeerMissing says what and how to get it.
+func Peer(ctx context.Context, name, bin, dir string) (*Command, error) {
 	p, ok := peers[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: no peer %q (know %s)", ErrConfig, name, strings.Join(PeerNames(), ", "))
 	}
-	prog := p.First[0]
-	var path string
-	var err error
-	if bin != "" {
-		path = filepath.Join(bin, prog)
-		if _, err = os.Stat(path); err == nil {
-			path, err = filepath.Abs(path)
+	get := getPeer[name]
+	how := func() string {
+		if get.module != "" {
+			return fmt.Sprintf("build it with `GOBIN=DIR go install %s` (it needs the Go module proxy) and give --peer-bin DIR", get.module)
 		}
-	} else {
-		path, err = exec.LookPath(prog)
+		s := "mkdir -p /work/peers && cd /work/peers && npm install --no-audit --no-fund " + get.npm
+		if get.script != "" {
+			s += " && " + get.script
+		}
+		return "install it: `" + s + "`, then give --peer-bin /work/peers/node_modules/.bin"
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, fmt.Errorf("%w: %s: no git on PATH, which makes each agent's workspace; install git", ErrPeerMissing, name)
+	}
+	if get.npm != "" {
+		if _, err := exec.LookPath("node"); err != nil {
+			return nil, fmt.Errorf("%w: %s: no node on PATH (Node.js 20 or later runs it); install Node.js, then %s", ErrPeerMissing, name, how())
+		}
+	}
+	prog := p.First[0]
+	path, err := findProgram(prog, bin)
+	if err != nil && get.module != "" && dir != "" {
+		path, err = buildPeer(ctx, prog, get.module, dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: peer %s: %v", drive.ErrNoHarness, name, err)
+		where := "on PATH"
+		if bin != "" {
+			where = "in " + bin
+		}
+		return nil, fmt.Errorf("%w: %s: no %s %s (%v); %s", ErrPeerMissing, name, prog, where, err, how())
 	}
 	c := p
 	for _, argv := range []*[]string{&c.First, &c.Next, &c.Idle} {
@@ -160,9 +222,38 @@ func Peer(ctx context.Context, name, bin string) (*Command, error) {
 	defer cancel()
 	out, err := exec.CommandContext(vctx, path, "--version").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("%w: peer %s: %s --version: %v", drive.ErrNoHarness, name, path, err)
+		return nil, fmt.Errorf("%w: %s: `%s --version` fails (%v: %s); %s", ErrPeerMissing, name, path, err, tail(out, 200), how())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	c.Version = strings.TrimSpace(lines[len(lines)-1])
 	return &c, nil
+}
+
+// findProgram returns prog's absolute path in bin, or on PATH when bin is
+// empty.
+func findProgram(prog, bin string) (string, error) {
+	if bin == "" {
+		return exec.LookPath(prog)
+	}
+	path := filepath.Join(bin, prog)
+	if _, err := os.Stat(path); err != nil {
+		return "", err
+	}
+	return filepath.Abs(path)
+}
+
+// buildPeer builds a peer's Go module into dir with the go command.
+func buildPeer(ctx context.Context, prog, module, dir string) (string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("not found, and no go command to build %s", module)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gobin, "install", module)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("not found, and `go install %s` failed: %v: %s", module, err, tail(out, 300))
+	}
+	return filepath.Join(dir, prog), nil
 }

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,13 +10,13 @@ import (
 	"strconv"
 )
 
-// WriteReport writes into dir (made if missing) the result as result.json,
-// the table as result.txt, and the plots as SVG files:
-// cost-per-message.svg (CPU and time the harness adds per message against
-// the conversation's length, with the fewest agents) and idle-memory.svg
-// (an idle agent's RSS and PSS against the count of agents, with the
-// shortest conversation). A plot needs two cases to draw a line; with one
-// it draws the point.
+// WriteReport writes into dir (made if missing) report.md, the result
+// for people in Markdown with its plots; the plots as SVG files:
+// cost-by-agents.svg (the processes' memory against the count of agents,
+// awake and asleep, fresh and after work) and cost-by-window.svg (CPU and
+// the time the harness adds per message against the conversation's
+// length); the result as result.json; and the table as result.txt. A plot
+// needs two cases to draw a line; with one it draws the point.
 func (r *Result) WriteReport(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("measure: report: %w", err)
@@ -41,12 +42,39 @@ func (r *Result) WriteReport(dir string) error {
 	if err := write("result.txt", func(f *os.File) error { return r.WriteTable(f) }); err != nil {
 		return err
 	}
-	for _, p := range r.plots() {
+	plots := r.plots()
+	for _, p := range plots {
 		if err := write(p.file, func(f *os.File) error { return p.plot.WriteSVG(f) }); err != nil {
 			return err
 		}
 	}
-	return nil
+	return write("report.md", func(f *os.File) error { return r.writeMarkdown(f, plots) })
+}
+
+// writeMarkdown writes the report: how the run was made, the plots, and
+// the table.
+func (r *Result) writeMarkdown(w io.Writer, plots []namedPlot) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "# What each agent costs: %s\n\n", r.Harness)
+	fmt.Fprintf(ew, "Measured %s on %d CPUs (%s/%s, kernel %s) in %.0f s, against the scripted model on loopback",
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Machine.CPUs, r.Machine.OS, r.Machine.Arch, r.Machine.Kernel, r.Seconds)
+	if r.Command != "" {
+		fmt.Fprintf(ew, ", by\n\n```sh\n%s\n```\n\n", r.Command)
+	} else {
+		fmt.Fprint(ew, ".\n\n")
+	}
+	if r.Settings.Profiled {
+		fmt.Fprint(ew, "The processes ran with the CPU profiler on: its memory and CPU count in the idle figures.\n\n")
+	}
+	for _, p := range plots {
+		fmt.Fprintf(ew, "![%s](%s)\n\n", p.plot.Title, p.file)
+	}
+	fmt.Fprint(ew, "## Figures\n\n```text\n")
+	if err := r.WriteTable(ew); err != nil {
+		return err
+	}
+	fmt.Fprint(ew, "```\n\nThe whole result, every agent's figures included, is `result.json` beside this file.\n")
+	return ew.err
 }
 
 type namedPlot struct {
@@ -58,7 +86,7 @@ type namedPlot struct {
 func (r *Result) plots() []namedPlot {
 	byLength, byAgents := r.series()
 	perMsg := Plot{
-		Title:  "Cost per message against the conversation's length",
+		Title:  "Cost per message against the window",
 		XLabel: "events in the conversation before the message",
 		YLabel: "milliseconds per message",
 	}
@@ -74,37 +102,66 @@ func (r *Result) plots() []namedPlot {
 	}
 	perMsg.Series = []PlotSeries{cpu, p50, p99}
 
-	idle := Plot{
-		Title:  "An idle agent's memory against the count of agents",
-		XLabel: "agents, one process each",
-		YLabel: "MB per agent",
+	layout := "a process each"
+	if len(byAgents) > 0 && byAgents[len(byAgents)-1].Layout == Shared {
+		layout = "one process"
 	}
-	rss := PlotSeries{Name: "RSS"}
-	pss := PlotSeries{Name: "PSS"}
+	mem := Plot{
+		Title:  "Resident memory against the count of agents",
+		XLabel: "agents, " + layout,
+		YLabel: "MB, every process summed",
+	}
+	fresh := PlotSeries{Name: "awake, fresh"}
+	worked := PlotSeries{Name: "awake, after work"}
+	asleepFresh := PlotSeries{Name: "asleep, fresh"}
+	asleepWorked := PlotSeries{Name: "asleep, after work"}
+	asleep := false
 	for _, c := range byAgents {
-		idle.X = append(idle.X, strconv.Itoa(c.Agents))
-		rss.Y = append(rss.Y, c.Median.Idle.RSS/1e6)
-		pss.Y = append(pss.Y, c.Median.Idle.PSS/1e6)
+		mem.X = append(mem.X, strconv.Itoa(c.Agents))
+		fresh.Y = append(fresh.Y, c.Total.StartMemory.RSS/1e6)
+		worked.Y = append(worked.Y, c.Total.IdleMemory.RSS/1e6)
+		if a := c.Asleep; a != nil {
+			asleep = true
+			asleepFresh.Y = append(asleepFresh.Y, a.Fresh.RSS/1e6)
+			asleepWorked.Y = append(asleepWorked.Y, a.Worked.RSS/1e6)
+		} else {
+			asleepFresh.Y = append(asleepFresh.Y, math.NaN())
+			asleepWorked.Y = append(asleepWorked.Y, math.NaN())
+		}
 	}
-	idle.Series = []PlotSeries{rss, pss}
-	return []namedPlot{{"cost-per-message.svg", perMsg}, {"idle-memory.svg", idle}}
+	mem.Series = []PlotSeries{fresh, worked}
+	if asleep {
+		mem.Series = append(mem.Series, asleepFresh, asleepWorked)
+	}
+	return []namedPlot{{"cost-by-agents.svg", mem}, {"cost-by-window.svg", perMsg}}
 }
 
 // series returns the cases with the fewest agents, by length, and the
-// cases with the shortest conversation, by count of agents: plan's two
-// sweeps.
+// cases with the shortest conversation in the last layout (one agent in
+// any, when the layout has none of its own), by count of agents: plan's
+// two sweeps.
 func (r *Result) series() (byLength, byAgents []Case) {
 	minLen, minAgents := math.MaxInt, math.MaxInt
 	for _, c := range r.Cases {
 		minLen = min(minLen, c.Length)
 		minAgents = min(minAgents, c.Agents)
 	}
+	layout := Each
+	if ls := r.Settings.Layouts; len(ls) > 0 {
+		layout = ls[len(ls)-1]
+	}
+	seen := map[int]bool{}
 	for _, c := range r.Cases {
-		if c.Agents == minAgents {
+		if c.Agents == minAgents && c.Layout == r.Cases[0].Layout {
 			byLength = append(byLength, c)
 		}
-		if c.Length == minLen {
-			byAgents = append(byAgents, c)
+	}
+	for _, want := range []bool{true, false} {
+		for _, c := range r.Cases {
+			if c.Length == minLen && (c.Layout == layout) == want && !seen[c.Agents] && (want || c.Agents == 1) {
+				seen[c.Agents] = true
+				byAgents = append(byAgents, c)
+			}
 		}
 	}
 	sort.SliceStable(byLength, func(i, j int) bool { return byLength[i].Length < byLength[j].Length })

@@ -11,15 +11,16 @@ import (
 
 // ResultVersion is the version of Result's JSON shape. It changes only when
 // a field changes meaning or goes; fields may be added within a version.
-const ResultVersion = 1
+const ResultVersion = 2 // 2: idle memory after the warm-up and a collection; CPU per message a mean
 
 // Result is a whole measurement, as `lnk measure --json` writes it. Times
 // are in seconds and sizes in bytes, both as plain numbers; "per message"
 // figures are means over the measured messages unless a Spread says more.
 type Result struct {
-	Version  int       `json:"version"` // ResultVersion
-	Harness  string    `json:"harness"` // "link"
-	Program  string    `json:"program"` // the harness program run
+	Version  int       `json:"version"`           // ResultVersion
+	Harness  string    `json:"harness"`           // "link"
+	Program  string    `json:"program"`           // the harness program run
+	Command  string    `json:"command,omitempty"` // the command line that made it, when told
 	Started  time.Time `json:"started"`
 	Seconds  float64   `json:"seconds"` // the whole run, building included
 	Machine  Machine   `json:"machine"`
@@ -48,6 +49,11 @@ type PeerResult struct {
 	Messages    int     `json:"messages"`     // measured, after one warm-up (the conversation's first)
 	IdleSeconds float64 `json:"idle_seconds"` // the idle program's settling time, and the quiet window after it
 	Case        Case    `json:"case"`
+
+	// NotRun, when set, says why the peer was not measured (what is
+	// missing and how to get it, or how its run failed); Case is then
+	// empty.
+	NotRun string `json:"not_run,omitempty"`
 }
 
 // Machine is where the measurement ran.
@@ -79,7 +85,11 @@ type Case struct {
 	Processes int    `json:"processes"`
 	Layout    Layout `json:"layout"`   // each, or shared: every agent in one process
 	Messages  int    `json:"messages"` // measured messages answered, over every agent
-	Errors    int    `json:"errors"`   // measured messages not answered
+	// MessagesPerAgent is the measured messages sent to each agent, and
+	// Warmup those each answered before its idle memory was read.
+	MessagesPerAgent int `json:"messages_per_agent"`
+	Warmup           int `json:"warmup"`
+	Errors           int `json:"errors"` // measured messages not answered
 	// FirstError is the first message's error, if any.
 	FirstError string `json:"first_error,omitempty"`
 
@@ -94,12 +104,36 @@ type Case struct {
 
 	// Total is the case's processes together.
 	Total Total `json:"total"`
+
+	// Asleep is the case's processes with every agent asleep, when its
+	// agents sleep (the layout Shared, served from an agents file).
+	Asleep *Asleep `json:"asleep,omitempty"`
+}
+
+// Asleep is what a case's processes hold with every agent asleep, each
+// sampled once the process said all sleep and gave their memory back
+// after a collection, summed over the processes.
+type Asleep struct {
+	Fresh  Memory  `json:"fresh"`  // before any message
+	Worked Memory  `json:"worked"` // after the warm-up (Case.Warmup messages each)
+	CPU    float64 `json:"cpu"`    // CPU seconds per second over a quiet window asleep
+	// Woken is how many agents answered a message sent once all slept
+	// (after the warm-up); WakeErrors how many did not.
+	Woken         int     `json:"woken"`
+	WakeErrors    int     `json:"wake_errors"`
+	FirstWakeErr  string  `json:"first_wake_error,omitempty"`
+	WindowSeconds float64 `json:"window_seconds"`
 }
 
 // Total is what all of a case's processes cost together.
 type Total struct {
-	// IdleMemory is the idle memory of every process, summed.
-	IdleMemory Memory `json:"idle_memory"`
+	// IdleMemory is the idle memory of every process, summed, after the
+	// warm-up; StartMemory before any message.
+	IdleMemory  Memory `json:"idle_memory"`
+	StartMemory Memory `json:"start_memory"`
+	// IdleCPU is every process's CPU seconds per second over the quiet
+	// window, summed.
+	IdleCPU float64 `json:"idle_cpu"`
 	// CPUPerMessage is every process's CPU over the measured messages,
 	// divided by the messages answered.
 	CPUPerMessage float64 `json:"cpu_per_message"`
@@ -121,7 +155,8 @@ type AgentCost struct {
 
 	// Start is the memory once it listens, before any message.
 	Start Memory `json:"start"`
-	// Idle is the quiet window after its messages.
+	// Idle is the quiet window after the warm-up (for a peer, after its
+	// messages).
 	Idle Idle `json:"idle"`
 	// PerMessage is each measured message's cost.
 	PerMessage PerMessage `json:"per_message"`
@@ -140,7 +175,7 @@ type Memory struct {
 type Idle struct {
 	Memory
 	CPU        float64 `json:"cpu"`        // CPU seconds per second over the window
-	Goroutines float64 `json:"goroutines"` // of its process, after its messages
+	Goroutines float64 `json:"goroutines"` // of its process, awake after the warm-up
 }
 
 // PerMessage is an agent's cost per message.

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -22,17 +23,26 @@ import (
 )
 
 // Config says what to measure. The zero value measures the quick run: 3
-// agents, 20 messages each in a new conversation, 3 s of quiet.
+// agents in a new conversation, each answering one message before its
+// idle memory is read and then 67 measured (200 in all), 3 s of quiet.
 type Config struct {
 	// Harness is the harness measured; nil is Link Harness, its program
 	// Program or, if empty, the one FindHarness finds or builds.
 	Harness drive.Harness
 	Program string
 
-	Agents   []int // agent counts, each a case (default 3)
-	Lengths  []int // conversation lengths in events, each a case (default 0)
-	Messages int   // measured messages per agent and case (default 20)
-	Warmup   int   // messages per agent before measuring, not counted (default 1; -1 for none)
+	Agents  []int // agent counts, each a case (default 3)
+	Lengths []int // conversation lengths in events, each a case (default 0)
+
+	// Messages is the measured messages per agent and case; 0 sends each
+	// case's agents MinMessages in all, shared among them (at least one
+	// each), so CPU per message is always a mean over that many.
+	Messages int
+
+	// Warmup is the messages each agent answers before its idle memory
+	// is read (the memory "after work", at this fixed count whatever the
+	// case), not counted in CPU per message (default 1; -1 for none).
+	Warmup int
 
 	// AgentsPerProcess is how many agents one unit serves in the layout
 	// Each: 1 (the default) is one process each.
@@ -45,24 +55,82 @@ type Config struct {
 
 	// Peers are other harnesses measured in the same run, against the same
 	// scripted model, after Link Harness's cases: one agent each,
-	// PeerMessages messages (default 3) after one warm-up, and a quiet
+	// PeerMessages messages (default 5) after one warm-up, and a quiet
 	// window of PeerIdle (default 10 s) after their idle program starts.
+	// NotRun are peers asked for that cannot run here, and why.
 	Peers        []drive.Harness
+	NotRun       []NotRun
 	PeerMessages int
 	PeerIdle     time.Duration
 
 	Concurrency int           // messages in flight at once, over all agents (default 1)
-	Idle        time.Duration // the quiet window after the messages (default 3 s)
+	Idle        time.Duration // each quiet window, awake and asleep (default 3 s)
 	Timeout     time.Duration // one message's limit (default 60 s)
 	MaxTime     time.Duration // the whole run's limit (default 30 min)
-	NoProfile   bool          // don't have the processes write CPU profiles
-	Top         int           // functions named from the profiles (default 5)
-	Script      *scripted.Script
+	// Profile has the processes write CPU profiles, so the largest
+	// bottleneck is named. The profiler holds memory and takes CPU of its
+	// own, so the idle figures of a profiled run are not the harness's.
+	Profile bool
+	Top     int // functions named from the profiles (default 5)
+	Script  *scripted.Script
 
 	Dir      string    // where the temporary folder goes (default the system's)
 	Keep     bool      // keep the temporary folder
 	Progress io.Writer // phases and a bar (on a terminal); nil for none
+
+	// Observe, when set, is called with each process at each moment Run
+	// samples it, right after its own sample, so a caller can count the
+	// same process itself (TestAgreesWithProcfs).
+	Observe func(Observation)
 }
+
+// Observation is one moment Run sampled one process of a case.
+type Observation struct {
+	Case   int    // the case's index in Result.Cases
+	Agents int    // the case's agents; Processes the processes serving them
+	Layout Layout // how they are served
+	PID    int
+	Phase  Phase
+}
+
+// Phase is a moment of a case that Run samples.
+type Phase string
+
+// The phases, in the order a case runs them.
+const (
+	PhaseFresh        Phase = "fresh"         // every agent listening, before any message
+	PhaseAsleepFresh  Phase = "asleep-fresh"  // every agent asleep, none having answered
+	PhaseWorked       Phase = "worked"        // each agent answered Warmup messages, after a collection
+	PhaseSpanStart    Phase = "span-start"    // before the measured messages
+	PhaseSpanEnd      Phase = "span-end"      // after them
+	PhaseAsleepWorked Phase = "asleep-worked" // every agent asleep again, after the warm-up
+)
+
+// NotRun is a peer asked for that was not measured, and why: what is
+// missing and how to get it, or how its run failed.
+type NotRun struct {
+	Harness string `json:"harness"`
+	Why     string `json:"why"`
+}
+
+// MinMessages is how many messages a case sends in all unless
+// Config.Messages says how many per agent.
+const MinMessages = 200
+
+// The sleeps a Sleeper unit is served with: long enough that no agent
+// sleeps while measured awake, and short when the agents are put to sleep.
+const (
+	awakeSleepAfter = 24 * time.Hour
+	soonSleepAfter  = time.Second
+)
+
+// idleFree is the --idle-free Link Harness runs with here: a second after
+// the last turn it collects and gives the memory back; the idle sample is
+// taken gcMargin after that.
+const (
+	idleFree = time.Second
+	gcMargin = 500 * time.Millisecond
+)
 
 // Limits on a Config, so every loop of a run is bounded.
 const (
@@ -98,9 +166,6 @@ func (c *Config) setDefaults() error {
 	if len(c.Lengths) == 0 {
 		c.Lengths = []int{0}
 	}
-	if c.Messages == 0 {
-		c.Messages = 20
-	}
 	switch {
 	case c.Warmup == 0:
 		c.Warmup = 1
@@ -134,7 +199,7 @@ func (c *Config) setDefaults() error {
 		c.Top = 5
 	}
 	if c.PeerMessages == 0 {
-		c.PeerMessages = 3
+		c.PeerMessages = 5
 	}
 	if c.PeerIdle == 0 {
 		c.PeerIdle = 10 * time.Second
@@ -152,7 +217,7 @@ func (c *Config) setDefaults() error {
 			return fmt.Errorf("%w: a conversation of %d events, want 0 to %d", ErrConfig, n, maxLength)
 		}
 	}
-	if c.Messages < 1 || c.Messages > maxMessages {
+	if c.Messages < 0 || c.Messages > maxMessages {
 		return fmt.Errorf("%w: %d messages, want 1 to %d", ErrConfig, c.Messages, maxMessages)
 	}
 	if c.Warmup > maxMessages || c.Concurrency < 1 || c.Concurrency > maxAgents || c.AgentsPerProcess < 1 ||
@@ -175,8 +240,9 @@ type caseSpec struct {
 
 // plan returns the cases of a run: every length with the fewest agents
 // (in the first layout), then, in each layout, every count of agents with
-// the shortest conversation, each case once (one agent is the same case
-// in every layout). Cost per message is read against the length and idle
+// the shortest conversation, each case once. One agent in the layout
+// Shared is served from an agents file too, as the shared process's
+// agents are (its agents sleep), so its line starts at the same process. Cost per message is read against the length and idle
 // memory against the count, so the cross product (a hundred agents with
 // 100,000 events each) is never needed.
 func plan(lengths, agents []int, layouts []Layout, perProcess int) []caseSpec {
@@ -188,17 +254,20 @@ func plan(lengths, agents []int, layouts []Layout, perProcess int) []caseSpec {
 		minAgents = min(minAgents, a)
 	}
 	var out []caseSpec
-	type key struct{ length, agents, per int }
+	type key struct {
+		length, agents, per int
+		layout              Layout
+	}
 	seen := map[key]bool{}
 	add := func(length, agents int, layout Layout) {
 		per := min(perProcess, agents)
 		if layout == Shared {
 			per = agents
 		}
-		if agents == 1 || per == 1 {
+		if per == 1 && layout != Shared {
 			layout = Each
 		}
-		k := key{length, agents, per}
+		k := key{length, agents, per, layout}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, caseSpec{Length: length, Agents: agents, PerProcess: per, Layout: layout})
@@ -241,6 +310,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	hs := harnesses{each: h, shared: h}
+	if l, ok := h.(*drive.Link); ok {
+		sl := *l
+		sl.SleepAfter = awakeSleepAfter
+		hs.shared = &sl
+	}
 	m, err := startModel(cfg.Script)
 	if err != nil {
 		return nil, err
@@ -248,7 +323,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer m.close()
 
 	res := newResult(&cfg, h.Name(), program, started)
-	profiles, err := runCases(ctx, &cfg, h, m, pr, tmp, res)
+	profiles, err := runCases(ctx, &cfg, hs, m, pr, tmp, res)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +357,7 @@ func harnessOf(ctx context.Context, cfg *Config, tmp string, pr *progress) (driv
 	if built {
 		pr.Phase("built %s", p)
 	}
-	return &drive.Link{Program: p, Profile: !cfg.NoProfile}, p, nil
+	return &drive.Link{Program: p, Profile: cfg.Profile, IdleFree: idleFree}, p, nil
 }
 
 // newResult is a run's Result before any case: what was measured, where
@@ -297,19 +372,33 @@ func newResult(cfg *Config, harness, program string, started time.Time) *Result 
 		Settings: Settings{
 			Messages: cfg.Messages, Warmup: cfg.Warmup, Concurrency: cfg.Concurrency,
 			IdleSeconds: cfg.Idle.Seconds(), Lengths: cfg.Lengths, Agents: cfg.Agents,
-			AgentsPerProcess: cfg.AgentsPerProcess, Layouts: cfg.Layouts, Thread: Thread, Profiled: !cfg.NoProfile,
+			AgentsPerProcess: cfg.AgentsPerProcess, Layouts: cfg.Layouts, Thread: Thread, Profiled: cfg.Profile,
 		},
 	}
 }
 
+// harnesses are the harness a case runs on, by layout: Link Harness in
+// the layout Shared is served from an agents file whose agents sleep.
+type harnesses struct{ each, shared drive.Harness }
+
 // runCases measures each case of cfg's plan in turn, each in a folder of
 // its own under tmp, adds them to res, and returns the CPU profiles the
 // processes wrote.
-func runCases(ctx context.Context, cfg *Config, h drive.Harness, m *model, pr *progress, tmp string, res *Result) ([]string, error) {
+func runCases(ctx context.Context, cfg *Config, hs harnesses, m *model, pr *progress, tmp string, res *Result) ([]string, error) {
 	var profiles []string
 	for i, cs := range plan(cfg.Lengths, cfg.Agents, cfg.Layouts, cfg.AgentsPerProcess) {
-		r := &caseRun{cfg: cfg, spec: cs, h: h, model: m, pr: pr,
+		h := hs.each
+		if cs.Layout == Shared {
+			h = hs.shared
+		}
+		r := &caseRun{cfg: cfg, spec: cs, h: h, model: m, pr: pr, index: i, messages: cfg.Messages,
 			dir: filepath.Join(tmp, fmt.Sprintf("case%d-len%d-agents%d-%s", i+1, cs.Length, cs.Agents, cs.Layout))}
+		if r.messages == 0 {
+			r.messages = max(1, ceilDiv(MinMessages, cs.Agents))
+		}
+		if l, ok := h.(*drive.Link); ok && l.IdleFree > 0 {
+			r.gcWait = l.IdleFree + gcMargin
+		}
 		c, err := r.run(ctx)
 		if err != nil {
 			return nil, err
@@ -331,12 +420,24 @@ func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp stri
 	for i, ph := range cfg.Peers {
 		pcfg := *cfg
 		pcfg.Messages, pcfg.Warmup, pcfg.Idle, pcfg.Concurrency = cfg.PeerMessages, 1, cfg.PeerIdle, 1
+		pcfg.Observe = nil
+		if _, ok := ph.(*Floor); ok {
+			// The floor's CPU per message stands beside Link Harness's, so
+			// it is a mean over as many messages.
+			pcfg.Messages = cmp.Or(cfg.Messages, MinMessages)
+		}
 		pr.Phase("peer %s", ph.Name())
 		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: Each}, h: ph, model: m, pr: pr,
-			dir: filepath.Join(tmp, fmt.Sprintf("peer%d-%s", i+1, ph.Name()))}
+			index: -1, messages: pcfg.Messages, dir: filepath.Join(tmp, fmt.Sprintf("peer%d-%s", i+1, ph.Name()))}
 		c, err := r.run(ctx)
 		if err != nil {
-			return fmt.Errorf("measure: peer %s: %w", ph.Name(), err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("measure: peer %s: %w", ph.Name(), err)
+			}
+			// A peer that fails is told as not run, with why; the rest
+			// of the run stands.
+			res.Peers = append(res.Peers, PeerResult{Harness: ph.Name(), NotRun: err.Error()})
+			continue
 		}
 		pres := PeerResult{Harness: ph.Name(), Messages: pcfg.Messages, IdleSeconds: pcfg.Idle.Seconds(), Case: c}
 		if cmd, ok := ph.(*Command); ok {
@@ -344,6 +445,9 @@ func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp stri
 			pres.Program = cmd.First[0]
 		}
 		res.Peers = append(res.Peers, pres)
+	}
+	for _, n := range cfg.NotRun {
+		res.Peers = append(res.Peers, PeerResult{Harness: n.Harness, NotRun: n.Why})
 	}
 	return nil
 }
@@ -359,12 +463,15 @@ func machine() Machine {
 // caseRun is one case being measured. It is used by one goroutine, but for
 // the fields its message senders fill, each of which is written by one.
 type caseRun struct {
-	cfg   *Config
-	spec  caseSpec
-	h     drive.Harness
-	model *model
-	pr    *progress
-	dir   string
+	cfg      *Config
+	spec     caseSpec
+	index    int // in Result.Cases; -1 for a peer
+	messages int // measured per agent
+	gcWait   time.Duration
+	h        drive.Harness
+	model    *model
+	pr       *progress
+	dir      string
 
 	agents   []drive.Agent
 	units    []*unitRun
@@ -377,15 +484,20 @@ type unitRun struct {
 	agents []int // indexes into caseRun.agents
 
 	fresh        proc.Sample   // once listening
-	a, b, c      proc.Sample   // before a scrape, after it, after the messages
-	ma, mb, mc   drive.Metrics // the scrapes around a and b, and after c
+	b, c         proc.Sample   // before the messages and after them
+	ma, mb, mc   drive.Metrics // two scrapes before b, one after c
 	idle0, idle1 proc.Sample   // the quiet window
-	round        proc.Sample   // at the start of the round of messages running
-	roundCPU     []float64     // CPU per message of each round, seconds
+	worked       proc.Sample   // idle memory after the warm-up (idle0 or idle1)
 	latencies    [][]float64   // per agent of the unit, seconds
 	errors       []int         // per agent of the unit
 	firstErr     []string      // per agent of the unit
 	hasMetrics   bool
+
+	// A Sleeper's: every agent asleep before any message and after its
+	// messages, a quiet window asleep, and the messages sent once all slept.
+	asleepFresh, asleep0, asleep1 proc.Sample
+	woken, wakeErrors             int
+	firstWakeErr                  string
 }
 
 func (r *caseRun) run(ctx context.Context) (c Case, err error) {
@@ -407,6 +519,10 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 		if u.fresh, err = u.sampleIdle(true); err != nil {
 			return c, err
 		}
+		r.observe(u, PhaseFresh)
+	}
+	if err := r.sleepAll(ctx, PhaseAsleepFresh); err != nil {
+		return c, err
 	}
 	if r.cfg.Warmup > 0 {
 		r.pr.Phase("warming up: %s per agent, not counted", plural(r.cfg.Warmup, "message"))
@@ -414,21 +530,42 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			return c, err
 		}
 	}
+	// A harness whose idle cost is a program started for the quiet window
+	// is sampled idle after its messages, which would otherwise run beside
+	// that program; a harness serving its agents is sampled idle here, at
+	// a count of messages per agent that does not hang on the case.
+	idleLast := r.startsIdle()
+	if !idleLast {
+		if err := r.sampleIdle(ctx); err != nil {
+			return c, err
+		}
+	}
+	// Asleep at the same count of messages per agent, then woken by one
+	// more each; the scrapes of the metrics page (megabytes with many
+	// agents) come after, so their garbage is in no idle figure.
+	if err := r.sleepAll(ctx, PhaseAsleepWorked); err != nil {
+		return c, err
+	}
+	if err := r.wakeAll(ctx); err != nil {
+		return c, err
+	}
+	r.closeIdle()
 	if err := r.sampleBefore(ctx); err != nil {
 		return c, err
 	}
 	modelBefore := r.model.begin()
-	r.pr.Phase("sending %s to each of %s", plural(r.cfg.Messages, "message"), plural(cs.Agents, "agent"))
-	if err := r.send(ctx, "m", r.cfg.Messages, false); err != nil {
+	r.pr.Phase("sending %s to each of %s", plural(r.messages, "message"), plural(cs.Agents, "agent"))
+	if err := r.send(ctx, "m", r.messages, false); err != nil {
 		return c, err
 	}
 	if err := r.sampleAfter(ctx); err != nil {
 		return c, err
 	}
 	use := r.model.snapshot().minus(modelBefore)
-	r.pr.Phase("quiet for %v", r.cfg.Idle)
-	if err := r.sampleIdle(ctx); err != nil {
-		return c, err
+	if idleLast {
+		if err := r.sampleIdle(ctx); err != nil {
+			return c, err
+		}
 	}
 	r.pr.Phase("stopping %s", plural(len(r.units), "process"))
 	if err := r.stopAll(); err != nil {
@@ -437,9 +574,165 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 	return r.result(use), nil
 }
 
-// minRounds is how many rounds of messages make the median round's CPU a
-// unit's CPU per message; with fewer, it is the whole span's.
-const minRounds = 5
+// closeIdle closes the connections the messages came by: the caller's
+// connections are not what an idle agent holds.
+func (r *caseRun) closeIdle() {
+	for _, u := range r.units {
+		if c, ok := u.unit.(drive.IdleCloser); ok {
+			c.CloseIdle()
+		}
+	}
+}
+
+// startsIdle says whether the case's units start a program for the quiet
+// window (drive.IdleStarter).
+func (r *caseRun) startsIdle() bool {
+	for _, u := range r.units {
+		if _, ok := u.unit.(drive.IdleStarter); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// observe tells cfg.Observe of a sample of u.
+func (r *caseRun) observe(u *unitRun, p Phase) {
+	if r.cfg.Observe == nil || r.index < 0 {
+		return
+	}
+	r.cfg.Observe(Observation{Case: r.index, Agents: r.spec.Agents, Layout: r.spec.Layout, PID: u.unit.PID(), Phase: p})
+}
+
+// sleepAll puts every agent of every Sleeper unit to sleep and samples
+// the process once it says all sleep and their memory went back to the
+// system (after a collection): its sleep_after made short and each agent
+// touched, so each timer is armed with it; then sleep_after is a day
+// again, so no agent sleeps between the messages to come. After the
+// warm-up (PhaseAsleepWorked) a quiet window asleep follows, for idle
+// CPU. A case of other units does nothing.
+func (r *caseRun) sleepAll(ctx context.Context, p Phase) error {
+	var sleepers []*unitRun
+	for _, u := range r.units {
+		if _, ok := u.unit.(drive.Sleeper); ok {
+			sleepers = append(sleepers, u)
+		}
+	}
+	if len(sleepers) == 0 {
+		return nil
+	}
+	r.pr.Phase("every agent asleep (%s)", p)
+	err := r.eachUnit(ctx, startAtOnce, func(ctx context.Context, _ int, u *unitRun) error {
+		sl, ok := u.unit.(drive.Sleeper)
+		if !ok {
+			return nil
+		}
+		n := sl.AllAsleep()
+		if err := sl.SetSleepAfter(ctx, soonSleepAfter); err != nil {
+			return err
+		}
+		for _, ai := range u.agents {
+			if err := sl.Touch(ctx, r.agents[ai].Name); err != nil {
+				return err
+			}
+		}
+		if err := sl.WaitAllAsleep(ctx, n+1); err != nil {
+			return err
+		}
+		s, err := u.sampleIdle(true)
+		if err != nil {
+			return err
+		}
+		if p == PhaseAsleepFresh {
+			u.asleepFresh = s
+		} else {
+			u.asleep0 = s
+		}
+		// Awake for the messages once they come, and kept so: an agent
+		// asleep between them would be measured waking.
+		return sl.SetSleepAfter(ctx, awakeSleepAfter)
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range sleepers {
+		r.observe(u, p)
+	}
+	if p != PhaseAsleepWorked {
+		return nil
+	}
+	if err := r.wait(ctx, r.cfg.Idle); err != nil {
+		return err
+	}
+	for _, u := range sleepers {
+		if u.asleep1, err = u.sampleIdle(true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wakeAll sends every agent of every Sleeper unit, all asleep, one more
+// message, and counts those answered.
+func (r *caseRun) wakeAll(ctx context.Context) error {
+	var sleepers bool
+	for _, u := range r.units {
+		_, ok := u.unit.(drive.Sleeper)
+		sleepers = sleepers || ok
+	}
+	if !sleepers {
+		return nil
+	}
+	r.pr.Phase("waking every agent with a message")
+	var mu sync.Mutex
+	return r.eachUnit(ctx, len(r.units), func(ctx context.Context, _ int, u *unitRun) error {
+		if _, ok := u.unit.(drive.Sleeper); !ok {
+			return nil
+		}
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		for range min(r.cfg.Concurrency, len(u.agents)) {
+			wg.Go(func() {
+				for ai := range jobs {
+					mctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+					_, err := u.unit.Send(mctx, r.agents[ai].Name, Thread, drive.Message{
+						ID: "z1", Text: "Hello again, after a sleep. Please answer briefly."})
+					cancel()
+					mu.Lock()
+					if err != nil {
+						u.wakeErrors++
+						if u.firstWakeErr == "" {
+							u.firstWakeErr = err.Error()
+						}
+					} else {
+						u.woken++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		for _, ai := range u.agents {
+			select {
+			case jobs <- ai:
+			case <-ctx.Done():
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		return ctx.Err()
+	})
+}
+
+// wait waits d, or until ctx ends.
+func (r *caseRun) wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
@@ -615,17 +908,12 @@ type sendJob struct {
 }
 
 // feed hands out every agent's messages, round after round, until all are
-// sent or ctx ends, then closes jobs. Outside a warm-up, each round is a
-// batch of its own: the processes' CPU is sampled between rounds, so a
-// message's CPU is the median round's, which a burst of another program's
-// work on the machine does not move.
+// sent or ctx ends, then closes jobs: an agent's next message goes once
+// every agent's last is answered, so each continues its conversation.
 func (s *sending) feed(ctx context.Context, jobs chan<- sendJob, count int) {
 	defer close(jobs)
 	r := s.r
 	for n := 1; n <= count; n++ {
-		if !s.must {
-			r.roundStart()
-		}
 		for _, u := range r.units {
 			for k, ai := range u.agents {
 				select {
@@ -635,10 +923,7 @@ func (s *sending) feed(ctx context.Context, jobs chan<- sendJob, count int) {
 				}
 			}
 		}
-		if !s.must {
-			s.wait(n * len(r.agents))
-			r.roundEnd()
-		}
+		s.wait(n * len(r.agents))
 	}
 }
 
@@ -681,44 +966,23 @@ func (s *sending) one(ctx context.Context, j sendJob) {
 	s.r.pr.Step(done, s.total)
 }
 
-// roundStart samples each unit's CPU before a round of messages.
-func (r *caseRun) roundStart() {
-	for _, u := range r.units {
-		if s, err := u.sampleWork(); err == nil {
-			u.round = s
-		}
-	}
-}
-
-// roundEnd samples each unit's CPU once a round's messages are answered,
-// and keeps its CPU per message over the round.
-func (r *caseRun) roundEnd() {
-	for _, u := range r.units {
-		s, err := u.sampleWork()
-		if err != nil || u.round.Time.IsZero() {
-			continue
-		}
-		if n := len(u.agents); n > 0 {
-			u.roundCPU = append(u.roundCPU, proc.CPUSeconds(u.round, s)/float64(n))
-		}
-	}
-}
-
-// sampleBefore samples each unit around one scrape of its metrics, so the
-// scrape's own cost is known and taken off the messages'.
+// sampleBefore scrapes each unit's metrics twice, so what one scrape
+// allocates is known and taken off the messages' count, then samples its
+// process: the span measured holds the messages and nothing else (a
+// scrape of a process of 1,000 agents costs a fifth of a second).
 func (r *caseRun) sampleBefore(ctx context.Context) error {
 	return r.eachUnit(ctx, len(r.units), func(ctx context.Context, _ int, u *unitRun) (err error) {
-		if u.a, err = u.sampleWork(); err != nil {
+		if u.ma, err = scrape(ctx, u); err != nil {
 			return err
 		}
-		if u.ma, err = scrape(ctx, u); err != nil {
+		if u.mb, err = scrape(ctx, u); err != nil {
 			return err
 		}
 		if u.b, err = u.sampleWork(); err != nil {
 			return err
 		}
-		u.mb, err = scrape(ctx, u)
-		return err
+		r.observe(u, PhaseSpanStart)
+		return nil
 	})
 }
 
@@ -727,6 +991,7 @@ func (r *caseRun) sampleAfter(ctx context.Context) error {
 		if u.c, err = u.sampleWork(); err != nil {
 			return err
 		}
+		r.observe(u, PhaseSpanEnd)
 		u.mc, err = scrape(ctx, u)
 		return err
 	})
@@ -742,22 +1007,14 @@ func scrape(ctx context.Context, u *unitRun) (drive.Metrics, error) {
 	return mr.Metrics(ctx)
 }
 
-// sampleIdle samples every unit at the start and end of one quiet window.
-// A unit whose idle cost is a program started for the window (IdleStarter)
-// has it started first, and the window waited once more before sampling,
-// for the program to settle.
+// sampleIdle samples every unit at the start and end of one quiet window,
+// begun gcWait after the last message, once the process collected its
+// garbage and gave the memory back (`serve --idle-free`; no collection can
+// be asked of it from outside). A unit whose idle cost is a program started
+// for the window (IdleStarter) has it started first, and the window waited
+// once more before sampling, for the program to settle.
 func (r *caseRun) sampleIdle(ctx context.Context) error {
 	var err error
-	wait := func() error {
-		t := time.NewTimer(r.cfg.Idle)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	started := false
 	for _, u := range r.units {
 		if is, ok := u.unit.(drive.IdleStarter); ok {
@@ -767,22 +1024,33 @@ func (r *caseRun) sampleIdle(ctx context.Context) error {
 			started = true
 		}
 	}
+	r.closeIdle()
+	settle := r.gcWait
 	if started {
-		if err := wait(); err != nil {
-			return err
-		}
+		settle = r.cfg.Idle
+	}
+	r.pr.Phase("quiet for %v", settle+r.cfg.Idle)
+	if err := r.wait(ctx, settle); err != nil {
+		return err
 	}
 	for _, u := range r.units {
-		if u.idle0, err = u.sampleIdle(false); err != nil {
+		if u.idle0, err = u.sampleIdle(true); err != nil {
 			return err
 		}
+		r.observe(u, PhaseWorked)
 	}
-	if err := wait(); err != nil {
+	if err := r.wait(ctx, r.cfg.Idle); err != nil {
 		return err
 	}
 	for _, u := range r.units {
 		if u.idle1, err = u.sampleIdle(true); err != nil {
 			return err
+		}
+		// A process's memory right after its collection; a program
+		// started for the window, at the window's end.
+		u.worked = u.idle0
+		if started {
+			u.worked = u.idle1
 		}
 	}
 	return nil
@@ -851,7 +1119,8 @@ func (r *caseRun) killAll() {
 
 // result computes the case's figures from what was sampled.
 func (r *caseRun) result(use modelUse) Case {
-	c := Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units), Layout: r.spec.Layout}
+	c := Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units), Layout: r.spec.Layout,
+		MessagesPerAgent: r.messages, Warmup: r.cfg.Warmup}
 	answered := 0
 	for _, u := range r.units {
 		for _, l := range u.latencies {
@@ -883,6 +1152,31 @@ func (r *caseRun) result(use modelUse) Case {
 	if use.Requests > 0 {
 		c.Model.RequestBytes = float64(use.RequestBytes) / float64(use.Requests)
 	}
+	for _, u := range r.units {
+		if _, ok := u.unit.(drive.Sleeper); !ok {
+			continue
+		}
+		if c.Asleep == nil {
+			c.Asleep = &Asleep{}
+		}
+		a := c.Asleep
+		add := func(m *Memory, s proc.Sample) {
+			m.RSS += float64(s.RSS)
+			m.PSS += float64(s.PSS)
+			m.Anon += float64(s.Anon)
+		}
+		add(&a.Fresh, u.asleepFresh)
+		add(&a.Worked, u.asleep0)
+		if s := u.asleep1.Time.Sub(u.asleep0.Time).Seconds(); s > 0 {
+			a.CPU += proc.CPUSeconds(u.asleep0, u.asleep1) / s
+			a.WindowSeconds = s
+		}
+		a.Woken += u.woken
+		a.WakeErrors += u.wakeErrors
+		if a.FirstWakeErr == "" {
+			a.FirstWakeErr = u.firstWakeErr
+		}
+	}
 	return c
 }
 
@@ -902,7 +1196,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	msgs := len(lat)
 	ac := AgentCost{Name: name, PID: u.unit.PID()}
 	ac.Start = memory(u.fresh, shared)
-	ac.Idle.Memory = memory(u.idle1, shared)
+	ac.Idle.Memory = memory(u.worked, shared)
 	if s := u.idle1.Time.Sub(u.idle0.Time).Seconds(); s > 0 {
 		ac.Idle.CPU = proc.CPUSeconds(u.idle0, u.idle1) / s / shared
 	}
@@ -912,21 +1206,20 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 	if msgs == 0 {
 		return ac
 	}
-	// The unit's messages are all its agents'; between b and c there was
-	// one scrape, whose cost a to b measured.
+	// The unit's messages are all its agents', and nothing else ran
+	// between b and c.
 	unitMsgs := 0
 	for _, l := range u.latencies {
 		unitMsgs += len(l)
 	}
 	per := func(x float64) float64 { return max(x, 0) / float64(unitMsgs) }
-	pm.CPU = per(proc.CPUSeconds(u.b, u.c) - proc.CPUSeconds(u.a, u.b))
-	if len(u.roundCPU) >= minRounds {
-		pm.CPU = mid(u.roundCPU)
-	}
-	pm.ReadChars = per(d(u.b.RChar, u.c.RChar) - d(u.a.RChar, u.b.RChar))
-	pm.WrittenChars = per(d(u.b.WChar, u.c.WChar) - d(u.a.WChar, u.b.WChar))
-	pm.DiskRead = per(d(u.b.ReadBytes, u.c.ReadBytes) - d(u.a.ReadBytes, u.b.ReadBytes))
-	pm.DiskWritten = per(d(u.b.WriteBytes, u.c.WriteBytes) - d(u.a.WriteBytes, u.b.WriteBytes))
+	// The process's own CPU-time clock over every measured message: a
+	// mean, as an independent count of the same span reads it.
+	pm.CPU = per(proc.CPUSeconds(u.b, u.c))
+	pm.ReadChars = per(d(u.b.RChar, u.c.RChar))
+	pm.WrittenChars = per(d(u.b.WChar, u.c.WChar))
+	pm.DiskRead = per(d(u.b.ReadBytes, u.c.ReadBytes))
+	pm.DiskWritten = per(d(u.b.WriteBytes, u.c.WriteBytes))
 	if uc, ok := u.unit.(drive.UsageCounter); ok {
 		pm.PeakRSS = float64(uc.PeakRSS())
 	}
@@ -947,7 +1240,7 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 		pm.TurnErrorsCounted = own.TurnErrors
 		pm.Allocs = per(own.AllocObjects - scrapeCost.AllocObjects)
 		pm.AllocBytes = per(own.AllocBytes - scrapeCost.AllocBytes)
-		ac.Idle.Goroutines = countersOf(u.mc, name).Goroutines
+		ac.Idle.Goroutines = countersOf(u.ma, name).Goroutines
 		model = pm.Model
 	}
 	pm.Latency = spread(lat)

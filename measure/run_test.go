@@ -155,7 +155,7 @@ func TestRunFake(t *testing.T) {
 	if err := res.WriteReport(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"result.json", "result.txt", "cost-per-message.svg", "idle-memory.svg"} {
+	for _, f := range []string{"result.json", "result.txt", "report.md", "cost-by-window.svg", "cost-by-agents.svg"} {
 		if fi, err := os.Stat(dir + "/" + f); err != nil || fi.Size() == 0 {
 			t.Errorf("report %s: %v", f, err)
 		}
@@ -214,9 +214,10 @@ func TestPlan(t *testing.T) {
 	if got := fmt.Sprint(plan([]int{0}, []int{3}, []Layout{Each}, 1)); got != "[{0 3 1 each}]" {
 		t.Errorf("quick plan %s", got)
 	}
-	// Both layouts: one agent is one case; the lengths in the first layout.
+	// Both layouts: one agent in each, the shared one from an agents file
+	// as its many are; the lengths in the first layout.
 	got = fmt.Sprint(plan([]int{0, 1000}, []int{1, 10, 100}, []Layout{Each, Shared}, 1))
-	if want := "[{0 1 1 each} {1000 1 1 each} {0 10 1 each} {0 100 1 each} {0 10 10 shared} {0 100 100 shared}]"; got != want {
+	if want := "[{0 1 1 each} {1000 1 1 each} {0 10 1 each} {0 100 1 each} {0 1 1 shared} {0 10 10 shared} {0 100 100 shared}]"; got != want {
 		t.Errorf("plan %s, want %s", got, want)
 	}
 }
@@ -270,7 +271,7 @@ func TestCommandHarness(t *testing.T) {
 		Files: map[string]string{"peer.conf": "model = MODEL_ADDR\nworkspace = WORKSPACE\n"},
 	}
 	res, err := Run(context.Background(), Config{Harness: &fakeHarness{}, Agents: []int{1}, Messages: 1, Idle: time.Millisecond,
-		Peers: []drive.Harness{h}, PeerMessages: 2, PeerIdle: 300 * time.Millisecond, Dir: t.TempDir(), NoProfile: true})
+		Peers: []drive.Harness{h}, PeerMessages: 2, PeerIdle: 300 * time.Millisecond, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

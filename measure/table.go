@@ -1,18 +1,22 @@
 package measure
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"lnk.dev/linkharness/measure/profile"
 )
 
-// WriteTable writes r for people: a table per case, an agent a row and
-// their median last, then the model's side and the largest bottleneck.
+// WriteTable writes r for people, at most 100 columns wide: a table per
+// case, an agent a row and their median last; what one more agent and one
+// more message cost; the peers side by side; and the largest bottleneck
+// when profiled. Each table's columns are told in a line each beneath it.
 // Sizes are in decimal units (1 kB = 1000 bytes).
 func (r *Result) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
@@ -34,24 +38,23 @@ func (r *Result) WriteTable(w io.Writer) error {
 	return ew.err
 }
 
+// Width is the widest line WriteTable writes.
+const Width = 100
+
 // writeCase writes one case: an agent a row, their median last, then the
-// latency, the start and the model's side.
+// rest of a message's cost, the model's side and, when its agents sleep,
+// the process asleep.
 func (r *Result) writeCase(ew io.Writer, c *Case) {
-	fmt.Fprintf(ew, "%s harness (%s): %s in %s, %s each after %d warm-up, in a conversation of %s\n",
+	writeWrapped(ew, fmt.Sprintf("%s (%s): %s in %s, %s each after %s, in a conversation of %s",
 		r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), processes(*c),
-		plural(r.Settings.Messages, "message"), r.Settings.Warmup, plural(c.Length, "event"))
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tidle\t\t\t\tper message\t\t\t\t\t\t\t\t\t\t")
-	fmt.Fprintln(tw, "agent\tRSS\tPSS\tanon\tCPU\tCPU\tadded\tp50\tp99\tturn\tallocs\talloc\tstore r/w\tio r/w\tdisk w\t")
+		plural(c.MessagesPerAgent, "message"), plural(c.Warmup, "warm-up message"), plural(c.Length, "event")), "")
+	tw := newTable(ew)
+	fmt.Fprintln(tw, "agent\tfresh RSS\tidle RSS\tidle PSS\tidle CPU\tCPU/msg\tadded p50\tadded p99\tturn\tallocs")
 	row := func(name string, a *AgentCost) {
 		p := &a.PerMessage
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			name, bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), bytesStr(a.Idle.Anon), percent(a.Idle.CPU),
-			secs(p.CPU), secs(p.Added.Mean), secs(p.Added.P50), secs(p.Added.P99), secs(p.Turn),
-			count(p.Allocs), bytesStr(p.AllocBytes),
-			bytesStr(p.StoreRead)+" / "+bytesStr(p.StoreWritten),
-			bytesStr(p.ReadChars)+" / "+bytesStr(p.WrittenChars),
-			bytesStr(p.DiskWritten))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			clip(name, 12), bytesStr(a.Start.RSS), bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), percent(a.Idle.CPU),
+			secs(p.CPU), secs(p.Added.P50), secs(p.Added.P99), secs(p.Turn), count(p.Allocs))
 	}
 	if len(c.PerAgent) <= 12 {
 		for j := range c.PerAgent {
@@ -60,60 +63,190 @@ func (r *Result) writeCase(ew io.Writer, c *Case) {
 	}
 	row("median", &c.Median)
 	tw.Flush()
-	fmt.Fprintf(ew, "(added: the latency less the model's share; turn: the harness's own time; io: read and write calls of any kind)\n")
-	fmt.Fprintf(ew, "latency p50 %s p99 %s; at start %s RSS, %s PSS; %.0f goroutines idle; model: %.2f requests per message, %s per request (largest %s)\n",
-		secs(c.Median.PerMessage.Latency.P50), secs(c.Median.PerMessage.Latency.P99),
-		bytesStr(c.Median.Start.RSS), bytesStr(c.Median.Start.PSS), c.Median.Idle.Goroutines,
-		c.Model.Requests, bytesStr(c.Model.RequestBytes), bytesStr(c.Model.MaxBytes))
+	share := ""
+	if c.Processes < c.Agents {
+		share = " (an agent's share)"
+	}
+	for _, l := range []string{
+		"fresh RSS: resident memory once listening, before any message" + share,
+		"idle RSS, PSS: resident, proportional memory after the warm-up, once collected" + share,
+		"idle CPU: CPU time per second over the quiet window after it" + share,
+		"CPU/msg: the process's CPU clock over the measured messages, divided by them",
+		"added p50, p99: the caller's wait less the model's share (lnk_model_call_seconds)",
+		"turn: the harness's own time for a turn (lnk_turn_seconds); allocs: heap objects a message",
+	} {
+		fmt.Fprintln(ew, "  "+l)
+	}
+	m := &c.Median.PerMessage
+	writeWrapped(ew, fmt.Sprintf("per message: latency p50 %s, p99 %s; store read %s, written %s; read calls %s, write calls %s; "+
+		"disk written %s; heap %s; model %.2f requests of %s (largest %s); %.0f goroutines idle",
+		secs(m.Latency.P50), secs(m.Latency.P99), bytesStr(m.StoreRead), bytesStr(m.StoreWritten),
+		bytesStr(m.ReadChars), bytesStr(m.WrittenChars), bytesStr(m.DiskWritten), bytesStr(m.AllocBytes),
+		c.Model.Requests, bytesStr(c.Model.RequestBytes), bytesStr(c.Model.MaxBytes), c.Median.Idle.Goroutines), "")
+	if a := c.Asleep; a != nil {
+		writeWrapped(ew, fmt.Sprintf("every agent asleep, the process(es) after a collection: %s RSS before any message, "+
+			"%s after the warm-up; CPU %s over %s asleep; %d of %d answered a message once all slept",
+			bytesStr(a.Fresh.RSS), bytesStr(a.Worked.RSS), percent(a.CPU), secs(a.WindowSeconds), a.Woken, a.Woken+a.WakeErrors), "")
+		if a.WakeErrors > 0 {
+			writeWrapped(ew, "the first not answered: "+a.FirstWakeErr, "  ")
+		}
+	}
 	if c.Errors > 0 {
-		fmt.Fprintf(ew, "%d of %d messages not answered; the first: %s\n", c.Errors, c.Errors+c.Messages, c.FirstError)
+		writeWrapped(ew, fmt.Sprintf("%d of %d messages not answered; the first: %s", c.Errors, c.Errors+c.Messages, c.FirstError), "")
 	}
 }
 
-// writeMarginal writes what one more agent and one more message cost, per
-// layout.
+// writeMarginal writes what one more agent costs, per layout and state,
+// and what one more message costs.
 func (r *Result) writeMarginal(ew io.Writer) {
-	fmt.Fprintf(ew, "\nwhat one more agent and one more message cost (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "layout\tagents\tidle RSS per agent\tPSS\tanon\tprocess RSS\tCPU per message\tmessages\t")
+	fmt.Fprintf(ew, "\nwhat one more agent costs (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
+	tw := newTable(ew)
+	fmt.Fprintln(tw, "layout\tagents\tstate\tRSS/agent\tPSS/agent\tanon/agent\tprocess RSS")
 	for _, m := range r.Marginal {
 		counts := make([]string, len(m.Agents))
 		for i, n := range m.Agents {
 			counts[i] = strconv.Itoa(n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", m.Layout, strings.Join(counts, ","),
-			bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), bytesStr(m.IdleMemoryPerAgent.Anon),
-			bytesStr(m.IdleMemoryBase.RSS), secs(m.CPUPerMessage), m.Messages)
+		ag := clip(strings.Join(counts, ","), 14)
+		row := func(state string, per Memory, base string) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Layout, ag, state,
+				bytesStr(per.RSS), bytesStr(per.PSS), bytesStr(per.Anon), base)
+		}
+		row("awake, fresh", m.FreshMemoryPerAgent, bytesStr(m.FreshMemoryBase.RSS))
+		row("awake, after "+plural(m.Warmup, "message"), m.IdleMemoryPerAgent, bytesStr(m.IdleMemoryBase.RSS))
+		if m.AsleepFreshPerAgent != nil {
+			row("asleep, fresh", *m.AsleepFreshPerAgent, "")
+			row("asleep, after "+plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
+		}
 	}
 	tw.Flush()
-	fmt.Fprintln(ew, "(per agent: the slope of the processes' idle memory against the agents; process: the line at no agent)")
+	for _, l := range []string{
+		"RSS, PSS, anon/agent: the slope of the processes' memory against the count of agents",
+		"process RSS: that line at no agent, the process itself",
+		"awake, fresh: every agent listening, before any message (no collection can be asked then)",
+		"awake, after: each agent answered the warm-up, and the process collected (--idle-free)",
+		"asleep: every agent asleep ([serve] sleep_after), once the process said it gave memory back",
+	} {
+		fmt.Fprintln(ew, "  "+l)
+	}
+	for _, m := range r.Marginal {
+		s := fmt.Sprintf("%s: one more message %s CPU (over %s); idle CPU awake %s", m.Layout, secs(m.CPUPerMessage),
+			plural(m.Messages, "message"), cpuAt(m.Agents, m.IdleCPU))
+		if len(m.AsleepCPU) > 0 {
+			s += ", asleep " + cpuAt(m.Agents, m.AsleepCPU)
+		}
+		writeWrapped(ew, s, "")
+	}
+}
+
+// orNone formats x, or nothing for a figure not sampled (0).
+func orNone(x float64, format func(float64) string) string {
+	if x == 0 {
+		return ""
+	}
+	return format(x)
+}
+
+// cpuAt says CPU per second at each count of agents: "0.001% at 1, 0.003% at 1000".
+func cpuAt(agents []int, cpu []float64) string {
+	var parts []string
+	for i, c := range cpu {
+		if i < len(agents) {
+			parts = append(parts, percent(c)+" at "+strconv.Itoa(agents[i]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeProfile writes the largest bottleneck and the top functions.
 func writeProfile(ew io.Writer, p *profile.Summary) {
-	fmt.Fprintf(ew, "\nlargest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
-	if p.Via != "" {
-		fmt.Fprintf(ew, ", via %s", p.Via)
-	}
 	fmt.Fprintln(ew)
+	s := fmt.Sprintf("largest bottleneck: %s (%s of %s CPU sampled in %d profiles)", p.Largest, percent(p.Flat[0].Share), secs(p.Seconds), p.Profiles)
+	if p.Via != "" {
+		s += ", via " + p.Via
+	}
+	writeWrapped(ew, s, "")
 	if p.Samples < fewSamples {
-		fmt.Fprintf(ew, "(from %d samples only, at 100 a CPU second: send more messages, e.g. --messages 1000, for a surer answer)\n", p.Samples)
+		writeWrapped(ew, fmt.Sprintf("(from %d samples only, at 100 a CPU second: send more messages, e.g. --messages 1000, for a surer answer)", p.Samples), "")
 	}
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "flat\t\tcumulative\t")
-	for i := range max(len(p.Flat), len(p.Cum)) {
-		var f, c string
-		if i < len(p.Flat) {
-			f = percent(p.Flat[i].Share) + "\t" + p.Flat[i].Name
-		} else {
-			f = "\t"
-		}
-		if i < len(p.Cum) {
-			c = percent(p.Cum[i].Share) + "  " + p.Cum[i].Name
-		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", f, c)
+	fmt.Fprintln(ew, "flat:")
+	for _, f := range p.Flat {
+		fmt.Fprintf(ew, "  %6s  %s\n", percent(f.Share), clip(f.Name, Width-10))
 	}
-	tw.Flush()
+	fmt.Fprintln(ew, "cumulative:")
+	for _, f := range p.Cum {
+		fmt.Fprintf(ew, "  %6s  %s\n", percent(f.Share), clip(f.Name, Width-10))
+	}
+}
+
+// table is a tabwriter whose lines lose their trailing spaces (a row's
+// empty last cells).
+type table struct {
+	*tabwriter.Writer
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func newTable(w io.Writer) *table {
+	t := &table{w: w}
+	t.Writer = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	return t
+}
+
+// Flush writes the table.
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	for _, l := range strings.SplitAfter(t.buf.String(), "\n") {
+		if l == "" {
+			continue
+		}
+		if _, err := io.WriteString(t.w, strings.TrimRight(l, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	t.buf.Reset()
+	return nil
+}
+
+// writeWrapped writes s in lines of at most Width, breaking at spaces;
+// lines after the first start with indent (and two spaces more).
+func writeWrapped(w io.Writer, s, indent string) {
+	prefix := indent
+	for s != "" {
+		room := Width - utf8.RuneCountInString(prefix)
+		if utf8.RuneCountInString(s) <= room {
+			fmt.Fprintln(w, prefix+s)
+			return
+		}
+		cut := byteIndex(s, room)
+		if i := strings.LastIndexByte(s[:cut], ' '); i > 0 {
+			cut = i
+		}
+		fmt.Fprintln(w, prefix+strings.TrimRight(s[:cut], " "))
+		s = strings.TrimLeft(s[cut:], " ")
+		prefix = indent + "  "
+	}
+}
+
+// byteIndex is the byte offset of s's nth rune, or len(s).
+func byteIndex(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
+
+// clip shortens s to n runes, its end replaced by "…".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // processes says how a case's agents were served.
@@ -195,40 +328,74 @@ func plural(n int, thing string) string {
 func count(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 // writePeers writes Link Harness and the peers side by side: what an idle
-// agent holds and what a message costs.
+// agent holds and what a message costs; a peer that did not run, why.
 func (r *Result) writePeers(w io.Writer) {
-	fmt.Fprintf(w, "\nside by side, against the same scripted model (peers: %s each after one warm-up, idle %s after their program starts):\n",
-		plural(r.Peers[0].Messages, "message"), secs(r.Peers[0].IdleSeconds))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "harness\tversion\tidle RSS\tidle PSS\tCPU per message\tpeak RSS\tlatency p50\tmodel request\t")
+	var ran *PeerResult
+	for i := range r.Peers {
+		if r.Peers[i].NotRun == "" {
+			ran = &r.Peers[i]
+			break
+		}
+	}
+	fmt.Fprintln(w)
+	if ran != nil {
+		writeWrapped(w, fmt.Sprintf("side by side, against the same scripted model (peers: %s each after one warm-up, idle %s after their program starts):",
+			plural(ran.Messages, "message"), secs(ran.IdleSeconds)), "")
+	} else {
+		fmt.Fprintln(w, "side by side, against the same scripted model:")
+	}
+	floor := 0.0
+	for _, p := range r.Peers {
+		if p.Harness == "floor" && p.NotRun == "" {
+			floor = p.Case.Median.PerMessage.CPU
+		}
+	}
+	ratio := func(cpu float64) string {
+		if floor <= 0 || cpu <= 0 {
+			return ""
+		}
+		return strconv.FormatFloat(cpu/floor, 'f', 2, 64) + "×"
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "harness\tversion\tidle RSS\tidle PSS\tCPU/msg\tfloor\tpeak RSS\tp50\trequest")
 	for _, m := range r.Marginal {
 		if m.Layout != Shared {
 			continue
 		}
-		fmt.Fprintf(tw, "%s, one more agent in one process\t\t%s\t%s\t%s\t\t\t\t\n", r.Harness,
-			bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), secs(m.CPUPerMessage))
+		fmt.Fprintf(tw, "%s +1 shared\t\t%s\t%s\t%s\t%s\t\t\t\n", r.Harness,
+			bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), secs(m.CPUPerMessage), ratio(m.CPUPerMessage))
 	}
 	if len(r.Cases) > 0 {
 		c := r.Cases[0]
-		fmt.Fprintf(tw, "%s, an agent alone\t\t%s\t%s\t%s\t\t%s\t%s\t\n", r.Harness,
-			bytesStr(c.Median.Idle.RSS), bytesStr(c.Median.Idle.PSS), secs(c.Median.PerMessage.CPU), secs(c.Median.PerMessage.Latency.P50),
-			bytesStr(c.Model.RequestBytes))
+		fmt.Fprintf(tw, "%s alone\t\t%s\t%s\t%s\t%s\t\t%s\t%s\n", r.Harness,
+			bytesStr(c.Median.Idle.RSS), bytesStr(c.Median.Idle.PSS), secs(c.Median.PerMessage.CPU), ratio(c.Median.PerMessage.CPU),
+			secs(c.Median.PerMessage.Latency.P50), bytesStr(c.Model.RequestBytes))
 	}
 	for _, p := range r.Peers {
-		a := p.Case.Median
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Harness, p.Version,
-			bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), secs(a.PerMessage.CPU), bytesStr(a.PerMessage.PeakRSS), secs(a.PerMessage.Latency.P50),
-			bytesStr(p.Case.Model.RequestBytes))
-		if p.Case.Errors > 0 {
-			fmt.Fprintf(tw, "  %d of %d not answered: %s\t\t\t\t\t\t\t\t\n", p.Case.Errors, p.Case.Errors+p.Case.Messages, p.Case.FirstError)
+		if p.NotRun != "" {
+			fmt.Fprintf(tw, "%s\tnot run\t\t\t\t\t\t\t\n", clip(p.Harness, 16))
+			continue
 		}
+		a := p.Case.Median
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(p.Harness, 16), clip(p.Version, 10),
+			bytesStr(a.Idle.RSS), bytesStr(a.Idle.PSS), secs(a.PerMessage.CPU), ratio(a.PerMessage.CPU),
+			orNone(a.PerMessage.PeakRSS, bytesStr), secs(a.PerMessage.Latency.P50), bytesStr(p.Case.Model.RequestBytes))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "(a peer's CPU is its command's and its descendants', per message; its idle memory is its interactive program's process tree)")
+	for _, l := range []string{
+		"+1 shared: one more agent in one process (the slopes above); alone: one agent, its process",
+		"idle RSS, PSS: a peer's interactive program's process tree, settled",
+		"CPU/msg: a peer's command's, its descendants' included; floor: as a multiple of the floor's",
+		"peak RSS: the largest command's; p50: the caller's wait; request: the model request's mean body",
+	} {
+		fmt.Fprintln(w, "  "+l)
+	}
 	for _, p := range r.Peers {
-		if floor := p.Case.Median.PerMessage.CPU; p.Harness == "floor" && floor > 0 && len(r.Cases) > 0 {
-			fmt.Fprintf(w, "%s, an agent alone: %.2f× the floor's CPU per message (bench/floor, the least a warm harness does)\n",
-				r.Harness, r.Cases[0].Median.PerMessage.CPU/floor)
+		switch {
+		case p.NotRun != "":
+			writeWrapped(w, p.Harness+": not run: "+p.NotRun, "")
+		case p.Case.Errors > 0:
+			writeWrapped(w, fmt.Sprintf("%s: %d of %d not answered: %s", p.Harness, p.Case.Errors, p.Case.Errors+p.Case.Messages, p.Case.FirstError), "")
 		}
 	}
 }

@@ -20,6 +20,5 @@ func TrustConfig(program string) Config {
 		// One at a time: a message's CPU is then its own, not shared
 		// with the scheduling of others.
 		Concurrency: 1,
-		NoProfile:   true,
 	}
 }

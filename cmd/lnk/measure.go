@@ -30,22 +30,22 @@ func cmdMeasure(args []string) error {
 	agents := fs.String("agents", "3", "agents: a count, or counts separated by commas")
 	layouts := fs.String("layout", "each", "how agents are put in processes: each (a process per agent), shared (all of a case's agents in one, serve --agents), or each,shared")
 	lengths := fs.String("lengths", "0", "events already in each conversation: a length, or lengths separated by commas")
-	messages := fs.Int("messages", 20, "messages measured per agent")
-	warmup := fs.Int("warmup", 1, "messages per agent before measuring, not counted")
-	idle := fs.Duration("idle", 3*time.Second, "the quiet window after the messages, for idle memory and CPU")
+	messages := fs.Int("messages", 0, fmt.Sprintf("messages measured per agent (default: %d in all in each case, shared among its agents)", measure.MinMessages))
+	warmup := fs.Int("warmup", 1, "messages each agent answers before its idle memory is read, not counted in CPU per message")
+	idle := fs.Duration("idle", 3*time.Second, "the quiet windows (awake after the warm-up, and asleep), for idle CPU")
 	concurrency := fs.Int("concurrency", 1, "messages in flight at once, over all agents")
 	timeout := fs.Duration("timeout", 60*time.Second, "one message's limit")
 	maxTime := fs.Duration("max-time", 30*time.Minute, "the whole run's limit")
 	full := fs.Bool("full", false, "the full run: lengths 0,1000,100000 and agents 1,10,100, in both layouts")
 	script := fs.String("script", "", "a script for the scripted model (TOML; default: answer every message at once)")
-	noProfile := fs.Bool("no-profile", false, "don't have the harness write CPU profiles (no bottleneck is named)")
-	peerList := fs.String("peers", "", "measure these harnesses too, in the same run: names separated by commas ("+strings.Join(measure.PeerNames(), ", ")+")")
+	profile := fs.Bool("profile", false, "have the harness write CPU profiles and name the largest bottleneck (the profiler's own memory and CPU then count in the idle figures)")
+	peerList := fs.String("peers", "", "measure these harnesses too, in the same run: names separated by commas ("+strings.Join(measure.PeerNames(), ", ")+"), or all")
 	peerBin := fs.String("peer-bin", "", "the folder holding the peers' programs (an npm install's node_modules/.bin; default: PATH)")
 	floor := fs.Bool("floor", false, "measure the floor too, as a peer (bench/floor, the least a warm harness does per message, built from the source tree), and tell Link Harness's CPU per message as a ratio to it")
-	peerMessages := fs.Int("peer-messages", 3, "messages measured per peer, after one warm-up")
+	peerMessages := fs.Int("peer-messages", 5, "messages measured per peer, after one warm-up")
 	peerIdle := fs.Duration("peer-idle", 10*time.Second, "how long a peer's interactive program settles before, and then stays idle for, its idle sample")
 	jsonOut := fs.Bool("json", false, "print the result as JSON instead of a table")
-	report := fs.String("report", "", "write result.json, result.txt and SVG plots into this folder")
+	report := fs.String("report", "", "write report.md, result.json, result.txt and SVG plots into this folder")
 	keep := fs.Bool("keep", false, "keep the temporary folder (homes, logs, profiles)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := cli.Parse(fs, args); err != nil {
@@ -57,7 +57,7 @@ func cmdMeasure(args []string) error {
 	cfg := measure.Config{
 		Program: *harness, Messages: *messages, Warmup: *warmup, Idle: *idle,
 		Concurrency: *concurrency, Timeout: *timeout, MaxTime: *maxTime,
-		NoProfile: *noProfile, Keep: *keep, Progress: os.Stderr,
+		Profile: *profile, Keep: *keep, Progress: os.Stderr,
 	}
 	if *warmup == 0 {
 		cfg.Warmup = -1
@@ -93,8 +93,28 @@ func cmdMeasure(args []string) error {
 	defer stop()
 	cfg.PeerMessages, cfg.PeerIdle = *peerMessages, *peerIdle
 	if *peerList != "" {
-		for _, name := range strings.Split(*peerList, ",") {
-			p, err := measure.Peer(ctx, strings.TrimSpace(name), *peerBin)
+		names := strings.Split(*peerList, ",")
+		if *peerList == "all" {
+			names = measure.PeerNames()
+		}
+		// A peer built here (crush) is built into a folder of the run's.
+		dir, err := os.MkdirTemp("", "lnk-measure-peers-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		for _, name := range names {
+			name = strings.TrimSpace(name)
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "lnk measure: finding peer %s\n", name)
+			}
+			p, err := measure.Peer(ctx, name, *peerBin, dir)
+			if errors.Is(err, measure.ErrPeerMissing) {
+				// Said before anything runs, and told as not run.
+				fmt.Fprintf(os.Stderr, "lnk %v\n", err)
+				cfg.NotRun = append(cfg.NotRun, measure.NotRun{Harness: name, Why: strings.TrimPrefix(err.Error(), measure.ErrPeerMissing.Error()+": "+name+": ")})
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -120,6 +140,7 @@ func cmdMeasure(args []string) error {
 		}
 		return err
 	}
+	res.Command = "lnk measure " + strings.Join(args, " ")
 	if *report != "" {
 		if err := res.WriteReport(*report); err != nil {
 			return err

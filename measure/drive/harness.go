@@ -78,6 +78,13 @@ type (
 		PeakRSS() uint64
 	}
 
+	// IdleCloser is a unit whose client keeps connections to it between
+	// messages; CloseIdle closes them, so the process's idle memory holds
+	// no connection of the measurer's.
+	IdleCloser interface {
+		CloseIdle()
+	}
+
 	// IdleStarter is a unit whose idle cost is a program started for the
 	// quiet window alone (an interactive harness in a terminal); its PID
 	// is that program's from then on, its whole process tree sampled.

@@ -27,6 +27,15 @@ import (
 type Link struct {
 	Program string // the lnk-link-harness program
 	Profile bool   // have each process write a CPU profile
+
+	// IdleFree, over 0, is passed as `serve --idle-free`: how long after
+	// the last turn the process collects its garbage and gives the memory
+	// back, so what is sampled after that is the memory after a GC.
+	IdleFree time.Duration
+
+	// SleepAfter, over 0, serves every unit (one agent too) from an agents
+	// file whose [serve] sleep_after it is; the unit is then a Sleeper.
+	SleepAfter time.Duration
 }
 
 // Name implements Harness.
@@ -46,19 +55,21 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	}
 	a := agents[0]
 	var args []string
-	var file string
-	if len(agents) == 1 {
-		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
-	} else {
-		file = filepath.Join(a.Scratch, "agents.toml")
-		if err := writeAgentsFile(file, agents); err != nil {
-			return nil, err
-		}
-		args = []string{"serve", "--agents", file}
-	}
-	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, file: file, done: make(chan struct{})}
+	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{}), all: agents, sleepAfter: l.SleepAfter}
 	for _, ag := range agents {
 		u.agents[ag.Name] = &linkAgent{key: ag.Key}
+	}
+	if len(agents) == 1 && l.SleepAfter <= 0 {
+		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
+	} else {
+		u.file = filepath.Join(a.Scratch, "agents.toml")
+		if err := writeAgentsFile(u.file, agents, l.SleepAfter); err != nil {
+			return nil, err
+		}
+		args = []string{"serve", "--agents", u.file}
+	}
+	if l.IdleFree > 0 {
+		args = append(args, "--idle-free", l.IdleFree.String())
 	}
 	if l.Profile {
 		u.profile = filepath.Join(a.Scratch, "cpu.pprof")
@@ -101,12 +112,19 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 		// agent: as many idle as senders run at once against one agent.
 		Transport: &http.Transport{Proxy: nil, MaxIdleConns: 0, MaxIdleConnsPerHost: 64},
 	}
+	if l.SleepAfter > 0 {
+		return sleepingUnit{u}, nil
+	}
 	return u, nil
 }
 
-// agentsFile is serve --agents' TOML file naming agents.
-func agentsFile(agents []Agent) []byte {
+// agentsFile is serve --agents' TOML file naming agents, with [serve]
+// sleep_after when over 0.
+func agentsFile(agents []Agent, sleepAfter time.Duration) []byte {
 	var b bytes.Buffer
+	if sleepAfter > 0 {
+		fmt.Fprintf(&b, "[serve]\nsleep_after = %q\n\n", sleepAfter.String())
+	}
 	for _, a := range agents {
 		fmt.Fprintf(&b, "[[agent]]\nname = %s\nhome = %s\nlisten = \"127.0.0.1:0\"\nkey_file = %s\n\n",
 			strconv.Quote(a.Name), strconv.Quote(a.Home), strconv.Quote(a.KeyFile))
@@ -131,15 +149,17 @@ func HarnessEnv(env []string, model string) []string {
 // agents is written by Start before the unit is handed out, and by Churn
 // under mu.
 type linkUnit struct {
-	agent   Agent  // the first agent, whose scratch folder the unit uses
-	file    string // the agents file of a unit serving several; "" for one
-	mu      sync.RWMutex
-	agents  map[string]*linkAgent // grows by Churn, under mu
-	later   chan string           // the listening lines printed after Start's, for Churn
-	cmd     *exec.Cmd
-	client  *http.Client
-	profile string
-	log     string
+	agent      Agent  // the first agent, whose scratch folder the unit uses
+	file       string // the agents file, if served from one
+	sleepAfter time.Duration
+	mu         sync.RWMutex
+	agents     map[string]*linkAgent // grows by Churn, under mu
+	all        []Agent               // as served, in order: as started, then as Churn left them, under mu
+	later      chan string           // the listening lines printed after Start's, for Churn
+	cmd        *exec.Cmd
+	client     *http.Client
+	profile    string
+	log        string
 
 	done    chan struct{} // closed once the process is waited for
 	waitErr error         // set before done is closed
@@ -255,7 +275,13 @@ func (u *linkUnit) logTail() string {
 
 func (u *linkUnit) PID() int { return u.cmd.Process.Pid }
 
+// CloseIdle implements IdleCloser.
+func (u *linkUnit) CloseIdle() { u.client.CloseIdleConnections() }
+
 func (u *linkUnit) CPUProfile() string { return u.profile }
+
+// maxMetricsBytes bounds a metrics page read.
+const maxMetricsBytes = 128 << 20
 
 // maxReplyBytes bounds an answer read back.
 const maxReplyBytes = 16 << 20
@@ -348,7 +374,11 @@ func (u *linkUnit) MetricsPage(ctx context.Context) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("drive: metrics of %s: %s", u.agent.Name, resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBytes+1))
+	if err == nil && len(b) > maxMetricsBytes {
+		err = fmt.Errorf("drive: metrics of %s: a page over %d bytes", u.agent.Name, maxMetricsBytes)
+	}
+	return b, err
 }
 
 // Stop implements Unit: SIGTERM, then SIGKILL if ctx ends first.

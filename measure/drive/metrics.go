@@ -30,8 +30,9 @@ type Series struct {
 // Metrics is a scrape of a /metrics page, in the order written.
 type Metrics []Series
 
-// maxMetricsLines bounds what ParseMetrics reads from one page.
-const maxMetricsLines = 100000
+// maxMetricsLines bounds what ParseMetrics reads from one page: a process
+// of 1,000 agents writes about 150 lines for each.
+const maxMetricsLines = 1 << 20
 
 // ParseMetrics reads the Prometheus text exposition format: comment and
 // blank lines are skipped, and each other line is `name{labels} value`,
