@@ -190,7 +190,8 @@ type Cache struct {
 	size int64
 	book *Book
 
-	missing missing.Files // the user's file, when it was found missing
+	missing missing.Files    // the user's file, when it was found missing
+	kernel  func() time.Time // the time a folder's times are of: nil is time.Now; tests set a later one
 }
 
 // Load is Cache.Load without a cache: the user's file is read again.
@@ -215,6 +216,9 @@ func (c *Cache) Load(path string) (*Book, error) {
 		return &Book{link: link}, nil
 	}
 	seen := time.Now() // the kernel's clock, which a folder's times are of
+	if c.kernel != nil {
+		seen = c.kernel()
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// Stat follows a symlink: only a name with no entry at all, not

@@ -48,7 +48,17 @@ type promptCache struct {
 
 	memos // the texts last made from the files' texts
 
-	missing missing.Files // the files found missing, until their folders change
+	missing missing.Files    // the files found missing, until their folders change
+	kernel  func() time.Time // the time a folder's times are of: nil is time.Now; tests set a later one
+}
+
+// kernelNow is the time a folder's times are of, the kernel's clock, never
+// a Runner's own: it tells whether a folder's times had settled.
+func (c *promptCache) kernelNow() time.Time {
+	if c.kernel != nil {
+		return c.kernel()
+	}
+	return time.Now()
 }
 
 // cached is one file's entry. It is never changed once in the cache.
@@ -103,7 +113,7 @@ func (t *turn) unchanged(path string) (*cached, error) {
 	}
 	var st unix.Stat_t
 	e := t.r.prompts.peek(path)
-	seen := time.Now() // the kernel's clock, which a folder's times are of, never a Runner's own
+	seen := t.r.prompts.kernelNow()
 	var err error
 	if e != nil {
 		err = lstatz(e.pathz, &st)
