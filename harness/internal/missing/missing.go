@@ -82,9 +82,9 @@ type folder struct {
 	turn  uint64 // the turn of that stat: a later turn stats it again
 }
 
-// Turn begins a turn: the folders Still looks at are stat'ed once in it,
-// whatever number of missing files they hold. A turn number taken before
-// another turn's stat is done may use that stat, which is later than it.
+// Turn begins a turn: the folders Missing looks at are stat'ed once in
+// it, whatever number of missing files they hold. Turns may overlap: a
+// turn uses any stat made since it began, its own or another's.
 func (fs *Files) Turn() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
