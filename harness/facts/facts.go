@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/harness/internal/missing"
 )
 
 // ErrBadFacts comes when a file of model facts cannot be taken: not TOML,
@@ -176,14 +179,19 @@ func UserPath(getenv func(string) string) (string, error) {
 }
 
 // Cache keeps the user's file last read while it does not change, so a
-// turn does not parse it again. Its zero value is ready; it is safe for
-// concurrent use. A Runner holds one, so nothing of it is the process's.
+// turn does not parse it again, and a missing file while its folder does
+// not change, so a turn does not stat it (see package missing). Its zero
+// value is ready; it is safe for concurrent use. A Runner holds one, so
+// nothing of it is the process's.
 type Cache struct {
 	mu   sync.Mutex // guards the fields below
 	path string
 	mod  time.Time
 	size int64
 	book *Book
+
+	missing missing.Files    // the user's file, when it was found missing
+	kernel  func() time.Time // the time a folder's times are of: nil is time.Now; tests set a later one
 }
 
 // Load is Cache.Load without a cache: the user's file is read again.
@@ -202,9 +210,27 @@ func (c *Cache) Load(path string) (*Book, error) {
 	if err != nil {
 		return nil, err
 	}
+	turn := c.missing.Turn()
+	gone, known := c.missing.Missing(path, turn)
+	if gone {
+		return &Book{link: link}, nil
+	}
+	seen := time.Now() // the kernel's clock, which a folder's times are of
+	if c.kernel != nil {
+		seen = c.kernel()
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
+		// Stat follows a symlink: only a name with no entry at all, not
+		// a dangling symlink, is missing until its folder changes.
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) == unix.ENOENT {
+			c.missing.Gone(path, turn, seen)
+		}
 		return &Book{link: link}, nil
+	}
+	if known {
+		c.missing.Forget(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("facts: %w", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/store/event"
@@ -217,4 +218,79 @@ func TestCost(t *testing.T) {
 	if Cost(&local, event.Usage{Input: 1e6, Output: 1e6}) != 0 || Cost(&nobody, event.Usage{Input: 1e6}) != 0 {
 		t.Error("a local or unknown model costs something")
 	}
+}
+
+// A missing user's file is looked for by a stat of its folder, and each
+// way of making it is seen at the next Load: in a folder made then, made
+// again once removed, and through a symlink that led nowhere.
+func TestCacheSeesFileMade(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "lnk")
+	path := filepath.Join(dir, FileName)
+	var c Cache
+	// Each change is made settled: the folders' times are set back, each
+	// time to another second long past, and the kernel's clock read a
+	// second ahead, past the times Chtimes gives the folders' ctime.
+	c.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	back := int64(1e9)
+	settle := func() {
+		t.Helper()
+		for _, d := range []string{root, dir} {
+			back++
+			if err := os.Chtimes(d, time.Unix(back, 0), time.Unix(back, 0)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := func(step, want string) {
+		t.Helper()
+		b, err := c.Load(path)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if b.Path() != want {
+			t.Errorf("%s: the book read %q, want %q", step, b.Path(), want)
+		}
+	}
+	write := func() {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("[models.\"acme/m\"]\nwindow = 1000\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle()
+	want("none", "")
+	want("none, nothing changed", "")
+	if files, folders := c.missing.Len(); files != 1 || folders != 1 {
+		t.Errorf("%d missing files kept in %d folders, want 1 in 1", files, folders)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write()
+	want("made in a folder made then", path)
+	settle()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	want("removed", "")
+	settle()
+	want("removed, nothing changed", "")
+	write()
+	want("made again", path)
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "facts.toml") // no folder on the way to path changes
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	want("a symlink to nothing", "")
+	want("a symlink to nothing, nothing changed", "")
+	if err := os.WriteFile(target, []byte("[models.\"acme/m\"]\nwindow = 1000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want("its target made", path)
 }

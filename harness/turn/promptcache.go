@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lnk.dev/linkharness/harness/internal/missing"
 	"lnk.dev/linkharness/harness/prompt"
 )
 
@@ -46,6 +47,18 @@ type promptCache struct {
 	bytes int
 
 	memos // the texts last made from the files' texts
+
+	missing missing.Files    // the files found missing, until their folders change
+	kernel  func() time.Time // the time a folder's times are of: nil is time.Now; tests set a later one
+}
+
+// kernelNow is the time a folder's times are of, the kernel's clock, never
+// a Runner's own: it tells whether a folder's times had settled.
+func (c *promptCache) kernelNow() time.Time {
+	if c.kernel != nil {
+		return c.kernel()
+	}
+	return time.Now()
 }
 
 // cached is one file's entry. It is never changed once in the cache.
@@ -85,9 +98,22 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 // same version: what is returned is what was read safely. Anything else
 // goes the safe way, opening the file again. A missing file is
 // os.ErrNotExist.
+//
+// A file found missing is remembered with its nearest existing folder (see
+// package missing): while that folder is unchanged, the file is missing
+// still, told by one stat of the folder a turn, shared by every missing
+// file in it, and none of the file's own.
 func (t *turn) unchanged(path string) (*cached, error) {
+	if t.missingTurn == 0 {
+		t.missingTurn = t.r.prompts.missing.Turn()
+	}
+	gone, known := t.r.prompts.missing.Missing(path, t.missingTurn)
+	if gone {
+		return nil, os.ErrNotExist
+	}
 	var st unix.Stat_t
 	e := t.r.prompts.peek(path)
+	seen := t.r.prompts.kernelNow()
 	var err error
 	if e != nil {
 		err = lstatz(e.pathz, &st)
@@ -96,8 +122,12 @@ func (t *turn) unchanged(path string) (*cached, error) {
 	}
 	switch {
 	case err == unix.ENOENT:
+		t.r.prompts.missing.Gone(path, t.missingTurn, seen)
 		return nil, os.ErrNotExist
-	case err != nil || e == nil:
+	case known:
+		t.r.prompts.missing.Forget(path)
+	}
+	if err != nil || e == nil {
 		return nil, nil
 	}
 	k := fileKey{

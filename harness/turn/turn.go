@@ -311,6 +311,7 @@ type turn struct {
 	msg         *Message           // the turn's message, and
 	set         *settings.Settings // its settings, for composing the instructions again
 	facts       *facts.Book        // the model facts as the turn first read them (factsBook)
+	missingTurn uint64             // the turn's number in the prompt's missing files (see unchanged); 0 before it looks at one
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written

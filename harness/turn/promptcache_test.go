@@ -1,0 +1,115 @@
+package turn
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/settings"
+)
+
+// A prompt file that is missing is looked for by a stat of its folder, and
+// each way of making it reaches the next turn's prompt: in a folder that
+// was, in a folder made then, deep under folders made then, removed and
+// made again, in a folder put in its folder's place.
+func TestMissingFilesSeenNextTurn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ada")
+	populate(t, dir, "anthropic/claude-opus-5-5")
+	for _, rel := range []string{"instructions/persona.md", "memory", "instructions/models"} {
+		if err := os.RemoveAll(filepath.Join(dir, rel)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	// Each change is made settled: the folders' times are set back, each
+	// time to another second long past, and the kernel's clock read a
+	// second ahead, past the times Chtimes gives the folders' ctime.
+	r.prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	back := int64(1e9)
+	settle := func() {
+		t.Helper()
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			back++
+			return os.Chtimes(p, time.Unix(back, 0), time.Unix(back, 0))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := settings.Read(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose := func() string {
+		tt := &turn{r: r, thread: "t"}
+		system, _ := tt.compose(tt.sections(&s, &Message{}))
+		return system
+	}
+	const persona, notes, model = "You are Ada's clerk.", "The train is at six.", "Opus: be brief."
+	want := func(step string, has ...string) {
+		t.Helper()
+		system := compose()
+		for _, text := range []string{persona, notes, model} {
+			if got, want := strings.Contains(system, text), strings.Contains(strings.Join(has, "\n"), text); got != want {
+				t.Errorf("%s: %q in the prompt: %v, want %v", step, text, got, want)
+			}
+		}
+	}
+
+	settle()
+	want("none there")
+	want("nothing changed")
+	if files, folders := r.prompts.missing.Len(); files != 3 || folders != 2 {
+		t.Errorf("%d missing files kept in %d folders, want 3 in 2 (instructions and the home)", files, folders)
+	}
+
+	write("instructions/persona.md", persona)
+	want("made in a folder that was", persona)
+	settle()
+	write("memory/notes.md", "- "+notes+"\n")
+	want("made in a folder made then", persona, notes)
+	settle()
+	write("instructions/models/anthropic/claude-opus-5-5/instruction.md", model)
+	want("made under folders made then", persona, notes, model)
+	settle()
+
+	if err := os.Remove(filepath.Join(dir, "instructions/persona.md")); err != nil {
+		t.Fatal(err)
+	}
+	want("removed", notes, model)
+	settle()
+	want("removed, nothing changed", notes, model)
+	write("instructions/persona.md", persona)
+	want("made again", persona, notes, model)
+
+	if err := os.Remove(filepath.Join(dir, "memory/notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	write("memory.new/notes.md", "- "+notes+"\n")
+	settle()
+	want("notes removed", persona, model)
+	want("notes removed, nothing changed", persona, model)
+	// os.Rename refuses a folder over a folder; rename(2) takes an empty one.
+	if err := unix.Rename(filepath.Join(dir, "memory.new"), filepath.Join(dir, "memory")); err != nil {
+		t.Fatal(err)
+	}
+	want("a folder put in its folder's place", persona, notes, model)
+}
