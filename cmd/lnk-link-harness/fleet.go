@@ -112,6 +112,16 @@ func where(u unit, err error) error {
 	return fmt.Errorf("agents file line %d: %w", u.line, err)
 }
 
+// http1Only is every agent's protocol: an agent listens on plain TCP,
+// where HTTP/2 would need h2c, which no caller speaks to it. Said, it also
+// spares each agent's server the HTTP/2 set-up its first Serve makes (about
+// 1 KiB an agent, kept while it sleeps).
+var http1Only = func() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	return &p
+}()
+
 // join serves the agents prepare made, each printing where it listens.
 func (f *fleet) join(js []*joining) error {
 	for i, j := range js {
@@ -130,6 +140,7 @@ func (f *fleet) join(js []*joining) error {
 			ReadTimeout:       60 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			MaxHeaderBytes:    server.MaxHeaderBytes,
+			Protocols:         http1Only,
 		}
 		f.running[j.name] = r
 		r.mu.Lock()
