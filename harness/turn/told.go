@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
 	"lnk.dev/linkharness/store"
@@ -96,26 +96,30 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 		return err
 	}
 	path := filepath.Join(pend, toldName)
-	f, err := osfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
+	fd, err := openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // the folder's first told: made only then
 		if err = os.MkdirAll(pend, 0o700); err == nil {
-			f, err = osfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
+			fd, err = openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer unix.Close(fd)
+	// One read of a bare descriptor: a regular file's pread is short only
+	// at its end, and the file is never longer than maxTold but by damage.
 	var buf [maxTold + 1]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if err != nil && err != io.EOF {
-		return err
+	n, err := pread(fd, buf[:], 0)
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if told, err := parseTold(path, buf[:n]); err == nil && told >= seq && seq != 0 && n > 0 {
 		return nil
 	}
-	_, err = f.WriteAt(toldLine(seq), 0)
-	return err
+	if _, err := pwrite(fd, toldLine(seq), 0); err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
 
 // toldLine is what the told file holds for seq: the seq twice, each in 20
