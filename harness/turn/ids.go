@@ -67,7 +67,15 @@ func idHash[S string | []byte](id S) uint64 {
 }
 
 // idIndex is one conversation's open index. It is for one turn at a time,
-// the turn that holds the conversation.
+// the turn that holds the conversation; kept open between its turns in a
+// warm conversation (see warm.go), valid as long as that is: no other
+// turn wrote the conversation.
+//
+// Its header is written once, when the turn is done with it (flush): the
+// slots a turn adds are written as they are added, and a process that
+// dies before the header leaves one saying less than the slots hold,
+// which the next turn's catching up adds again (a slot twice costs
+// nothing but room; a count short by a few, a doubling a little later).
 type idIndex struct {
 	path    string
 	f       *os.File
@@ -75,7 +83,16 @@ type idIndex struct {
 	count   uint64
 	through int64
 	lastMsg int64
+	dirty   bool // the header in memory is not the file's
 	buf     [idsHeader]byte
+
+	// free is the empty slot the last find ended at, for hash, while no
+	// slot was written since: an add of the id looked for writes it there
+	// without reading it again.
+	free struct {
+		hash, slot uint64
+		ok         bool
+	}
 }
 
 // openIDs opens the index in dir, or makes an empty one (through 0) when
@@ -137,10 +154,21 @@ func (x *idIndex) reset() error {
 	return x.remake(nil)
 }
 
+// close writes the header (flush) and closes the file.
 func (x *idIndex) close() {
 	if x != nil && x.f != nil {
+		x.flush()
 		x.f.Close()
+		x.f = nil
 	}
+}
+
+// flush writes the header when what it says changed.
+func (x *idIndex) flush() error {
+	if !x.dirty {
+		return nil
+	}
+	return x.writeHeader()
 }
 
 // find returns the seqs whose slots hold id's hash: the message with id is
@@ -161,6 +189,7 @@ func (x *idIndex) find(id string) ([]int64, error) {
 			s := slot[j*idsSlot:]
 			got := binary.LittleEndian.Uint64(s)
 			if got == 0 {
+				x.free.hash, x.free.slot, x.free.ok = h, (i+j)&mask, true
 				return out, nil
 			}
 			if got == h {
@@ -180,7 +209,8 @@ func (x *idIndex) add(id string, seq int64) error {
 		return err
 	}
 	x.lastMsg = max(x.lastMsg, seq)
-	return x.setThrough(seq)
+	x.setThrough(seq)
+	return nil
 }
 
 // idEntry is one slot's contents.
@@ -198,8 +228,13 @@ func (x *idIndex) put(entries []idEntry) error {
 	var slot [idsSlot]byte
 	mask := x.slots - 1
 	for k, e := range entries {
-		i, probes := e.hash&mask, uint64(0)
-		for {
+		i := e.hash & mask
+		known := x.free.ok && x.free.hash == e.hash // found empty by the find before
+		if known {
+			i = x.free.slot
+		}
+		x.free.ok = false
+		for probes := uint64(0); !known; {
 			if _, err := x.f.ReadAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
 				return fmt.Errorf("the id index: %w", err)
 			}
@@ -217,17 +252,17 @@ func (x *idIndex) put(entries []idEntry) error {
 			return fmt.Errorf("the id index: %w", err)
 		}
 		x.count++
+		x.dirty = true
 	}
 	return nil
 }
 
-// setThrough records that every message through seq is held.
-func (x *idIndex) setThrough(seq int64) error {
-	if seq <= x.through {
-		return nil
+// setThrough records that every message through seq is held: in the
+// header, written by flush.
+func (x *idIndex) setThrough(seq int64) {
+	if seq > x.through {
+		x.through, x.dirty = seq, true
 	}
-	x.through = seq
-	return x.writeHeader()
 }
 
 func (x *idIndex) writeHeader() error {
@@ -242,6 +277,7 @@ func (x *idIndex) writeHeader() error {
 	if _, err := x.f.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("the id index: %w", err)
 	}
+	x.dirty = false
 	return nil
 }
 
@@ -280,7 +316,7 @@ func (x *idIndex) remake(more []idEntry) error {
 	if x.f != nil {
 		x.f.Close()
 	}
-	x.f, x.slots, x.count = f, slots, 0
+	x.f, x.slots, x.count, x.free.ok = f, slots, 0, false
 	if err := x.put(append(old, more...)); err != nil {
 		return err
 	}

@@ -201,7 +201,7 @@ func (t *turn) untold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	told, ok, err := readToldFile(pend)
+	told, ok, err := t.readTold(pend)
 	switch {
 	case err != nil:
 		return err
@@ -225,4 +225,46 @@ func (t *turn) untold(ctx context.Context) error {
 	}
 	t.r.Untold(t.thread, answerOf(t.thread, a))
 	return writeTold(t.r.Agent, t.thread, a.Seq)
+}
+
+// readTold is readToldFile for the turn: the told file is kept open
+// between the turns of a warm conversation (warmConv.told), and read again
+// with one pread. It is only ever written in place, by this process's
+// turns and MarkTold while the conversation is warm here (another
+// process's turn would change its last seq, and the warm conversation
+// with it): the open file is the file. Were the pending folder removed by
+// hand meanwhile, the kept file would say less than was told, and an
+// answer would be handed over once more, as after a lost write.
+func (t *turn) readTold(pend string) (int64, bool, error) {
+	fd := -1
+	if t.warm != nil && t.warm.toldOpen {
+		fd = t.warm.toldFD
+	} else {
+		var err error
+		fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return 0, false, nil
+		case err != nil:
+			return 0, true, err
+		}
+		if t.warm != nil {
+			t.warm.toldFD, t.warm.toldOpen = fd, true
+		}
+	}
+	path := filepath.Join(pend, toldName)
+	var buf [maxTold + 1]byte
+	n, err := pread(fd, buf[:], 0)
+	if err != nil || t.warm == nil {
+		if t.warm != nil {
+			t.warm.closeTold()
+		} else {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return 0, true, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	told, err := parseTold(path, buf[:n])
+	return told, true, err
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/store"
@@ -68,6 +69,13 @@ type warmConv struct {
 	folder folderKey          // the folder as the turn left it
 
 	startConn, cacheThread string // what open read of the first event
+
+	dirFD    int      // the folder, open and unlocked, whose flock the next turn takes,
+	dirOpen  bool     // when this is set
+	toldFD   int      // the told file, open to read (see readTold),
+	toldOpen bool     // when this is set
+	ids      *idIndex // the id index, open, through last; nil when not kept
+	copy     keptCopy // the copy for people, open
 
 	// log is the conversation's events from log[0].Seq through last, in
 	// the log's order, as decoded from the store; size and toks are each
@@ -308,12 +316,55 @@ func (w *Warm) Len() (int, int) {
 	return len(w.kept), w.bytes
 }
 
-// close closes c's conversation.
+// close closes c's conversation and the files kept with it.
 func (c *warmConv) close() {
 	if c.conv != nil {
 		c.conv.Close()
 		c.conv = nil
 	}
+	c.closeFiles()
+}
+
+// closeFiles closes the files kept with c's conversation.
+func (c *warmConv) closeFiles() {
+	if c.dirOpen {
+		unix.Close(c.dirFD)
+	}
+	c.dirFD, c.dirOpen = 0, false
+	c.closeTold()
+	c.ids.close()
+	c.ids = nil
+	c.copy.close()
+}
+
+// closeTold closes the told file kept open.
+func (c *warmConv) closeTold() {
+	if c.toldOpen {
+		unix.Close(c.toldFD)
+	}
+	c.toldFD, c.toldOpen = 0, false
+}
+
+// takeDir takes the folder kept open: -1 when none is.
+func (c *warmConv) takeDir() int {
+	fd := c.dirFD
+	if !c.dirOpen {
+		fd = -1
+	}
+	c.dirFD, c.dirOpen = 0, false
+	return fd
+}
+
+// keptIDs takes the id index the turn before left open, when the turn
+// took its conversation warm: nothing changed since, so it holds every
+// message through the last seq. Nil when none was kept.
+func (t *turn) keptIDs() *idIndex {
+	if t.warm == nil {
+		return nil
+	}
+	x := t.warm.ids
+	t.warm.ids = nil
+	return x
 }
 
 // keepEvent adds the event the turn just appended, b, to the events it
@@ -338,6 +389,9 @@ func (t *turn) keepEvent(b []byte) {
 // known.
 func (t *turn) dropWarm() {
 	t.keep = false
+	if t.warm != nil {
+		t.warm.closeFiles()
+	}
 	t.warm = nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
+	"golang.org/x/sys/unix"
 )
 
 // warmScript answers a long conversation: a summary when asked for one,
@@ -385,5 +386,117 @@ func TestWarmIdle(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if w.take("ada", "busy", "d") != nil {
 		t.Error("a conversation idle for 2 minutes taken")
+	}
+}
+
+// A warm conversation keeps its files open between turns (its folder, its
+// id index, its copy for people, its told file), the folder unlocked; a
+// copy a person replaced or wrote to is made again whole rather than
+// written through the file kept; and an agent that rests holds none.
+func TestWarmKeepsFiles(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	r.Untold = func(string, Answer) {}
+	ctx := context.Background()
+	send := func(id string) Answer {
+		t.Helper()
+		a, err := r.Message(ctx, "t", Message{ID: id, Text: "words " + id}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Seq != 0 && !a.Repeat {
+			if err := r.MarkTold("t", a.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	}
+	chat, _ := r.Agent.Path(home.Chat, "t")
+	copyPath, _ := r.Agent.Path(home.ChatCopy, "t")
+	copyIsWhole := func(when string) {
+		t.Helper()
+		conv, err := r.Conversation("t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conv.Close()
+		var want bytes.Buffer
+		if _, err := WriteCopy(ctx, &want, "ada", conv); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want.Bytes())
+		}
+	}
+	kept := func() *warmConv {
+		t.Helper()
+		r.Warm.mu.Lock()
+		defer r.Warm.mu.Unlock()
+		c := r.Warm.kept[warmKey{"ada", "t"}]
+		if c == nil {
+			t.Fatal("the conversation is not kept")
+		}
+		return c
+	}
+
+	send("1")
+	send("2")
+	c := kept()
+	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.toldOpen {
+		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	}
+	// The folder kept open holds no lock between turns: another process's
+	// turn may take it.
+	fd, err := unix.Open(chat, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("the folder is locked between turns: %v", err)
+	}
+	unix.Close(fd)
+	copyIsWhole("after two turns")
+
+	// Replaced by a person: the file kept is not the file at the path.
+	tmp := copyPath + ".mine"
+	os.WriteFile(tmp, []byte("my own notes\n"), 0o600)
+	if err := os.Rename(tmp, copyPath); err != nil {
+		t.Fatal(err)
+	}
+	send("3")
+	copyIsWhole("after the copy was replaced")
+	send("4")
+	if c := kept(); !c.copy.open {
+		t.Fatal("the copy is not kept open again")
+	}
+	// Written to in place, the folder as it was: the size left is not the
+	// size.
+	f, err := os.OpenFile(copyPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(strings.Repeat("a long line of mine, ", 500) + "\n")
+	f.Close()
+	send("5")
+	copyIsWhole("after the copy was written to")
+
+	// The id index kept open finds a message again, and says on disk what
+	// it holds.
+	if a := send("2"); !a.Repeat {
+		t.Errorf("message 2 sent again: %+v, want its answer told again", a)
+	}
+	ev := events(t, r, "t")
+	x, err := openIDs(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.through != ev[len(ev)-1].Seq {
+		t.Errorf("the index on disk holds messages through %d; the conversation ends at %d", x.through, ev[len(ev)-1].Seq)
+	}
+	x.close()
+
+	c = kept()
+	r.Rest()
+	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.open || c.toldOpen {
+		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
 	}
 }
