@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
-	"golang.org/x/sys/unix"
 )
 
 // warmScript answers a long conversation: a summary when asked for one,
