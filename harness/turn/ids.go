@@ -71,11 +71,12 @@ func idHash[S string | []byte](id S) uint64 {
 // warm conversation (see warm.go), valid as long as that is: no other
 // turn wrote the conversation.
 //
-// Its header is written once, when the turn is done with it (flush): the
-// slots a turn adds are written as they are added, and a process that
-// dies before the header leaves one saying less than the slots hold,
-// which the next turn's catching up adds again (a slot twice costs
-// nothing but room; a count short by a few, a doubling a little later).
+// Its header is written when the turn is done with it (flush), and in a
+// warm conversation only once it is idsHeaderLag messages behind: the
+// slots a turn adds are written as they are added, and a header behind
+// them (a process that died, a warm conversation let go of) says less
+// than the slots hold, so the next turn's catching up reads those few
+// events again and finds their slots there.
 type idIndex struct {
 	path    string
 	f       *os.File
@@ -83,7 +84,8 @@ type idIndex struct {
 	count   uint64
 	through int64
 	lastMsg int64
-	dirty   bool // the header in memory is not the file's
+	dirty   bool  // the header in memory is not the file's
+	disk    int64 // through, as the file's header says
 	buf     [idsHeader]byte
 
 	// free is the empty slot the last find ended at, for hash, while no
@@ -136,6 +138,7 @@ func (x *idIndex) readHeader() error {
 	le := binary.LittleEndian
 	x.slots, x.count = le.Uint64(b[8:]), le.Uint64(b[16:])
 	x.through, x.lastMsg = int64(le.Uint64(b[24:])), int64(le.Uint64(b[32:]))
+	x.disk = x.through
 	if x.slots < idsMinSize || x.slots&(x.slots-1) != 0 || x.slots > 1<<40 || x.count >= x.slots ||
 		x.through < 0 || x.lastMsg < 0 || x.lastMsg > x.through ||
 		fi.Size() != int64(idsHeader+x.slots*idsSlot) {
@@ -162,6 +165,24 @@ func (x *idIndex) close() {
 		x.f = nil
 	}
 }
+
+// discard closes the file without writing the header: x may no longer be
+// the conversation's (a warm conversation let go of, another turn may
+// have written the index since), and a header behind costs only a
+// catching up.
+func (x *idIndex) discard() {
+	if x != nil && x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
+}
+
+// idsHeaderLag is how many messages the header of an index kept open in a
+// warm conversation may say less than it holds.
+const idsHeaderLag = 32
+
+// lags says whether the header is idsHeaderLag messages or more behind.
+func (x *idIndex) lags() bool { return x.through-x.disk >= idsHeaderLag }
 
 // flush writes the header when what it says changed.
 func (x *idIndex) flush() error {
@@ -234,11 +255,19 @@ func (x *idIndex) put(entries []idEntry) error {
 			i = x.free.slot
 		}
 		x.free.ok = false
+		there := false
 		for probes := uint64(0); !known; {
 			if _, err := x.f.ReadAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
 				return fmt.Errorf("the id index: %w", err)
 			}
-			if binary.LittleEndian.Uint64(slot[:]) == 0 {
+			got := binary.LittleEndian.Uint64(slot[:])
+			if got == 0 {
+				break
+			}
+			if got == e.hash && int64(binary.LittleEndian.Uint64(slot[8:])) == e.seq {
+				// There already, added by a turn whose header was not
+				// written: the header's count did not count it.
+				there = true
 				break
 			}
 			if probes++; probes == x.slots { // full, its count wrong: made again from the slots it holds
@@ -246,10 +275,12 @@ func (x *idIndex) put(entries []idEntry) error {
 			}
 			i = (i + 1) & mask
 		}
-		binary.LittleEndian.PutUint64(slot[:], e.hash)
-		binary.LittleEndian.PutUint64(slot[8:], uint64(e.seq))
-		if _, err := x.f.WriteAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
-			return fmt.Errorf("the id index: %w", err)
+		if !there {
+			binary.LittleEndian.PutUint64(slot[:], e.hash)
+			binary.LittleEndian.PutUint64(slot[8:], uint64(e.seq))
+			if _, err := x.f.WriteAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
+				return fmt.Errorf("the id index: %w", err)
+			}
 		}
 		x.count++
 		x.dirty = true
@@ -277,7 +308,7 @@ func (x *idIndex) writeHeader() error {
 	if _, err := x.f.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("the id index: %w", err)
 	}
-	x.dirty = false
+	x.dirty, x.disk = false, x.through
 	return nil
 }
 

@@ -123,12 +123,17 @@ func (t *turn) addID(id string, seq int64) {
 }
 
 // flushIDs records that the index holds every message the turn wrote,
-// writing its header. It stays open, for keepIDs.
-func (t *turn) flushIDs() {
+// writing its header while the turn holds the conversation; for an index
+// kept open in a warm conversation only once it lags (see idIndex). It
+// stays open, to be kept or discarded.
+func (t *turn) flushIDs(warm bool) {
 	if t.ids == nil {
 		return
 	}
 	t.ids.setThrough(t.last)
+	if warm && !t.ids.lags() {
+		return
+	}
 	if err := t.ids.flush(); err != nil {
 		t.log().Warn("id index not written", "error", err)
 		t.ids.close()

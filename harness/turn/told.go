@@ -77,6 +77,9 @@ func (r *Runner) MarkTold(thread string, seq int64) error {
 		return err
 	}
 	defer r.telling.done(dir, seq)
+	if ok, err := r.Warm.markTold(r.Agent.Name, thread, dir, seq); ok {
+		return err
+	}
 	return writeTold(r.Agent, thread, seq)
 }
 
@@ -106,8 +109,13 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 		return err
 	}
 	defer unix.Close(fd)
-	// One read of a bare descriptor: a regular file's pread is short only
-	// at its end, and the file is never longer than maxTold but by damage.
+	return writeToldAt(fd, path, seq)
+}
+
+// writeToldAt is writeTold on the told file open as fd: one read of a
+// bare descriptor (a regular file's pread is short only at its end, and
+// the file is never longer than maxTold but by damage), and the write.
+func writeToldAt(fd int, path string, seq int64) error {
 	var buf [maxTold + 1]byte
 	n, err := pread(fd, buf[:], 0)
 	if err != nil {
@@ -240,8 +248,16 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 	if t.warm != nil && t.warm.toldOpen {
 		fd = t.warm.toldFD
 	} else {
+		// Open to write as well, for MarkTold to write it through the
+		// warm conversation (Warm.markTold); to read only where it may
+		// not write.
 		var err error
-		fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
+		rw := true
+		fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDWR, 0)
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+			rw = false
+			fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return 0, false, nil
@@ -249,7 +265,8 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 			return 0, true, err
 		}
 		if t.warm != nil {
-			t.warm.toldFD, t.warm.toldOpen = fd, true
+			t.warm.toldFD, t.warm.toldOpen, t.warm.toldRW = fd, true, rw
+			t.warm.toldPath = filepath.Join(pend, toldName)
 		}
 	}
 	path := filepath.Join(pend, toldName)

@@ -323,7 +323,7 @@ type turn struct {
 }
 
 func (t *turn) close() {
-	t.flushIDs()
+	t.flushIDs(t.keep && t.warm != nil && t.warm.conv != nil)
 	t.giveWindow()
 	t.offer.End()
 	if d, ok := t.conv.(store.Deferred); ok {
@@ -354,7 +354,7 @@ func (t *turn) close() {
 		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
 		return
 	}
-	t.ids.close()
+	t.ids.discard() // its header written above, or let lag if the turn meant to keep it
 	t.ids = nil
 	if t.warm != nil { // what it kept open goes with it
 		t.warm.closeFiles()

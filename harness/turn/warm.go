@@ -70,10 +70,12 @@ type warmConv struct {
 
 	startConn, cacheThread string // what open read of the first event
 
-	dirFD    int      // the folder, open and unlocked, whose flock the next turn takes,
-	dirOpen  bool     // when this is set
-	toldFD   int      // the told file, open to read (see readTold),
-	toldOpen bool     // when this is set
+	dirFD    int  // the folder, open and unlocked, whose flock the next turn takes,
+	dirOpen  bool // when this is set
+	toldFD   int  // the told file, open (see readTold),
+	toldOpen bool // when this is set,
+	toldRW   bool // to write as well
+	toldPath string
 	ids      *idIndex // the id index, open, through last; nil when not kept
 	copy     keptCopy // the copy for people, open
 
@@ -332,7 +334,7 @@ func (c *warmConv) closeFiles() {
 	}
 	c.dirFD, c.dirOpen = 0, false
 	c.closeTold()
-	c.ids.close()
+	c.ids.discard() // see idIndex: another turn may have written it since
 	c.ids = nil
 	c.copy.close()
 }
@@ -342,7 +344,25 @@ func (c *warmConv) closeTold() {
 	if c.toldOpen {
 		unix.Close(c.toldFD)
 	}
-	c.toldFD, c.toldOpen = 0, false
+	c.toldFD, c.toldOpen, c.toldRW = 0, false, false
+}
+
+// markTold writes seq as told through the told file kept open with agent's
+// conversation thread, kept in dir, and reports whether one was. A turn
+// takes the conversation out of w before it uses the file, and w lets go
+// of it before closing it, so w's lock keeps the file to this call. Else
+// the caller opens the file itself.
+func (w *Warm) markTold(agent, thread, dir string, seq int64) (bool, error) {
+	if w == nil {
+		return false, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.kept[warmKey{agent, thread}]
+	if c == nil || c.dir != dir || !c.toldRW {
+		return false, nil
+	}
+	return true, writeToldAt(c.toldFD, c.toldPath, seq)
 }
 
 // takeDir takes the folder kept open: -1 when none is.
