@@ -82,6 +82,7 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 	kept := t.takeCopy()
 	if k, ok := ability[interface{ KeepsNoCopy() bool }](t.conv); ok && k.KeepsNoCopy() {
 		kept.close()
+		t.touched = true
 		// A copy left from when the conversation was a log would be read
 		// in place of the events, and never grow again.
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -102,6 +103,9 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 		}
 	}
 	c, endsWell, err := openCopy(path, prev, kept)
+	if err != nil || c != kept {
+		t.touched = true // opened afresh: made, maybe
+	}
 	if err != nil {
 		return err
 	}
@@ -222,6 +226,7 @@ func endsWithMark(fd int, size, prev int64) (bool, error) {
 // or written elsewhere. It is written as it is made, so a long
 // conversation's copy is never held in memory whole.
 func (t *turn) remakeCopy(ctx context.Context, path string) error {
+	t.touched = true
 	return home.WriteAtomic(path, 0o600, func(w io.Writer) error {
 		n, err := WriteCopy(ctx, w, t.r.Agent.Name, t.conv)
 		t.written += n

@@ -85,6 +85,7 @@ type idIndex struct {
 	through int64
 	lastMsg int64
 	dirty   bool  // the header in memory is not the file's
+	made    bool  // the file was made (remake) since it was opened: its folder changed
 	disk    int64 // through, as the file's header says
 	buf     [idsHeader]byte
 
@@ -336,6 +337,7 @@ func (x *idIndex) remake(more []idEntry) error {
 		slots *= 2
 	}
 	tmp := x.path + ".new"
+	x.made = true
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("the id index: %w", err)

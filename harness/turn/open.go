@@ -100,6 +100,7 @@ func (t *turn) openWarm(ctx context.Context, w *warmConv) (bool, error) {
 	}
 	w.conv = conv
 	t.warm = w
+	t.folder, t.warmed = w.folder, true
 	t.startConn, t.cacheThread = w.startConn, w.cacheThread
 	return true, nil
 }

@@ -119,6 +119,7 @@ func (t *turn) addID(id string, seq int64) {
 		t.log().Warn("id index not written", "error", err)
 		t.ids.close()
 		t.ids = nil
+		t.touched = true // a doubling may have failed halfway
 	}
 }
 
@@ -138,6 +139,7 @@ func (t *turn) flushIDs(warm bool) {
 		t.log().Warn("id index not written", "error", err)
 		t.ids.close()
 		t.ids = nil
+		t.touched = true
 	}
 }
 

@@ -214,6 +214,7 @@ func (t *turn) untold(ctx context.Context) error {
 	case err != nil:
 		return err
 	case !ok:
+		t.touched = true // the pending folder made, maybe
 		return writeTold(t.r.Agent, t.thread, t.last)
 	case t.last == 0:
 		return nil

@@ -294,6 +294,12 @@ type turn struct {
 	folderFD int           // the conversation's folder, open and flocked, while locked
 	locked   bool
 	keepDir  bool // the folder stays open when its flock is let go, for the next turn
+	// folder is the folder's key as a warm turn found it, and touched
+	// says the turn made, removed or renamed a name in it (or may have):
+	// untouched, the key is the one to leave, without asking again.
+	folder  folderKey
+	warmed  bool
+	touched bool
 
 	startConn   string             // the connection of the conversation's first message, as open read it
 	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
@@ -337,7 +343,11 @@ func (t *turn) close() {
 	}
 	if t.keep && t.warm != nil && t.warm.conv != nil {
 		var err error
-		t.warm.folder, err = t.folderNow()
+		if t.warmed && !t.touched && (t.ids == nil || !t.ids.made) {
+			t.warm.folder = t.folder
+		} else {
+			t.warm.folder, err = t.folderNow()
+		}
 		t.keep = err == nil
 		t.keepDir = t.keep && t.locked
 	}

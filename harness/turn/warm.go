@@ -384,6 +384,9 @@ func (t *turn) keptIDs() *idIndex {
 	}
 	x := t.warm.ids
 	t.warm.ids = nil
+	if x != nil {
+		x.made = false
+	}
 	return x
 }
 

@@ -442,6 +442,10 @@ func TestWarmKeepsFiles(t *testing.T) {
 	send("1")
 	send("2")
 	c := kept()
+	send("2b")
+	if kept() != c {
+		t.Fatal("a turn that changed nothing in the folder left its conversation to be composed afresh")
+	}
 	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.toldOpen {
 		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
 	}
