@@ -16,7 +16,11 @@ import (
 // A warm conversation. Between drop points a conversation's request is the
 // same bytes up to its last answer from turn to turn, so a turn keeps what
 // it composed for the next: the conversation open, the events of its
-// window decoded, the model's messages made of them and their wire bytes.
+// window decoded, the model's messages made of them and their wire bytes;
+// and the files a turn reads and writes beside the log open (its folder,
+// whose flock the next turn takes again on the same descriptor, the id
+// index, the copy for people, the told file), so a warm message opens and
+// closes none.
 // The next turn of the conversation in this process takes it back under
 // the folder's lock and uses it only when nothing changed underneath: the
 // conversation's last seq is the one the turn left, and its folder the
@@ -29,8 +33,9 @@ import (
 // the tools are read as every turn reads them (from the prompt's cache,
 // which stats its files): nothing of them is kept here.
 
-// Default bounds of a Warm: a conversation kept holds an open file, and
-// about three times its window's bytes (see CHOICES.md).
+// Default bounds of a Warm: a conversation kept holds up to five open files
+// (its log, its folder, its id index, its copy for people, its told file),
+// and about three times its window's bytes (see CHOICES.md).
 const (
 	DefaultWarmConversations = 256
 	DefaultWarmBytes         = 64 << 20
