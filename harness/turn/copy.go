@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -68,12 +69,20 @@ func AppendCopy(dst []byte, agent string, events []event.Event) []byte {
 // as read (its first n) and then everything the turn appended; n < 0 says
 // the turn's own events are not all there (what left the window mid-turn),
 // and the copy is made again from the store.
+//
+// A warm conversation keeps the copy open between its turns (keptCopy),
+// with the size it left it and the mark it ends with: while the path
+// names the same file of that size, the next part is written at its end
+// with no read.
 func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error {
 	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
 	if err != nil {
 		return err
 	}
+	kept := t.takeCopy()
 	if k, ok := ability[interface{ KeepsNoCopy() bool }](t.conv); ok && k.KeepsNoCopy() {
+		kept.close()
+		t.touched = true
 		// A copy left from when the conversation was a log would be read
 		// in place of the events, and never grow again.
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -82,6 +91,7 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 		return nil
 	}
 	if n < 0 {
+		kept.close()
 		return t.remakeCopy(ctx, path)
 	}
 	// The answer before this turn's, and what came after it.
@@ -92,16 +102,15 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 			break
 		}
 	}
-	f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
+	c, endsWell, err := openCopy(path, prev, kept)
+	if err != nil || c != kept {
+		t.touched = true // opened afresh: made, maybe
 	}
-	defer f.Close()
-	endsWell, err := endsWithMark(f, prev)
 	if err != nil {
 		return err
 	}
 	if !endsWell || (prev == 0 && events[0].Seq != 1) {
+		c.close()
 		return t.remakeCopy(ctx, path)
 	}
 	// Each answer closes its part, as WriteCopy makes them.
@@ -111,43 +120,113 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 		if part[i].Type == event.TypeAnswer {
 			b = AppendCopy(b, t.r.Agent.Name, part[start:i+1])
 			start = i + 1
+			c.mark = part[i].Seq
 		}
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return err
+	if _, err := pwrite(c.fd, b, c.size); err != nil {
+		c.close()
+		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
+	c.size += int64(len(b))
 	t.written += int64(len(b))
+	t.keepCopy(c)
 	return nil
 }
 
-// endsWithMark says whether the copy ends with the mark of answer prev (an
-// empty copy when prev is 0).
-func endsWithMark(f *os.File, prev int64) (bool, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return false, err
+// keptCopy is the copy for people held open: its file, the file's
+// identity and size as last written, and the seq of the answer whose mark
+// ends it. The zero value holds nothing.
+type keptCopy struct {
+	fd       int
+	open     bool
+	dev, ino uint64
+	size     int64
+	mark     int64
+}
+
+func (c *keptCopy) close() {
+	if c.open {
+		unix.Close(c.fd)
 	}
+	*c = keptCopy{}
+}
+
+// takeCopy takes the copy the turn before kept open; the zero keptCopy
+// when none was.
+func (t *turn) takeCopy() keptCopy {
+	if t.warm == nil {
+		return keptCopy{}
+	}
+	c := t.warm.copy
+	t.warm.copy = keptCopy{}
+	return c
+}
+
+// keepCopy keeps c open for the next turn when the conversation is kept
+// warm; else closes it.
+func (t *turn) keepCopy(c keptCopy) {
+	if t.warm == nil {
+		c.close()
+		return
+	}
+	t.warm.copy = c
+}
+
+// openCopy opens the copy for people at path, made empty when there is
+// none, and says whether it ends with the mark of answer prev (empty when
+// prev is 0). kept, when open, is the copy as the turn before left it: it
+// is used without a read while path names the same file, of the size left
+// and ending with prev's mark; a person may have replaced it, or written
+// to it.
+func openCopy(path string, prev int64, kept keptCopy) (keptCopy, bool, error) {
+	var st unix.Stat_t
+	if kept.open {
+		if err := unix.Stat(path, &st); err == nil && st.Dev == kept.dev && st.Ino == kept.ino && st.Size == kept.size && kept.mark == prev {
+			return kept, true, nil
+		}
+		kept.close()
+	}
+	fd, err := openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
+	if err != nil {
+		return keptCopy{}, false, err
+	}
+	c := keptCopy{fd: fd, open: true, mark: prev}
+	if err := unix.Fstat(fd, &st); err != nil {
+		c.close()
+		return keptCopy{}, false, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	c.dev, c.ino, c.size = st.Dev, st.Ino, st.Size
+	ends, err := endsWithMark(fd, c.size, prev)
+	if err != nil {
+		c.close()
+		return keptCopy{}, false, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return c, ends, nil
+}
+
+// endsWithMark says whether the copy, open as fd and size bytes long,
+// ends with the mark of answer prev (an empty copy when prev is 0).
+func endsWithMark(fd int, size, prev int64) (bool, error) {
 	if prev == 0 {
-		return fi.Size() == 0, nil
+		return size == 0, nil
 	}
 	mark := copyMark(prev)
-	if fi.Size() < int64(len(mark)) {
+	if size < int64(len(mark)) {
 		return false, nil
 	}
 	tail := make([]byte, len(mark))
-	if _, err := f.ReadAt(tail, fi.Size()-int64(len(mark))); err != nil {
+	n, err := pread(fd, tail, size-int64(len(mark)))
+	if err != nil {
 		return false, err
 	}
-	return bytes.Equal(tail, []byte(mark)), nil
+	return n == len(tail) && bytes.Equal(tail, []byte(mark)), nil
 }
 
 // remakeCopy makes the copy again from every event, when it was cut short
 // or written elsewhere. It is written as it is made, so a long
 // conversation's copy is never held in memory whole.
 func (t *turn) remakeCopy(ctx context.Context, path string) error {
+	t.touched = true
 	return home.WriteAtomic(path, 0o600, func(w io.Writer) error {
 		n, err := WriteCopy(ctx, w, t.r.Agent.Name, t.conv)
 		t.written += n

@@ -67,7 +67,16 @@ func idHash[S string | []byte](id S) uint64 {
 }
 
 // idIndex is one conversation's open index. It is for one turn at a time,
-// the turn that holds the conversation.
+// the turn that holds the conversation; kept open between its turns in a
+// warm conversation (see warm.go), valid as long as that is: no other
+// turn wrote the conversation.
+//
+// Its header is written when the turn is done with it (flush), and in a
+// warm conversation only once it is idsHeaderLag messages behind: the
+// slots a turn adds are written as they are added, and a header behind
+// them (a process that died, a warm conversation let go of) says less
+// than the slots hold, so the next turn's catching up reads those few
+// events again and finds their slots there.
 type idIndex struct {
 	path    string
 	f       *os.File
@@ -75,7 +84,18 @@ type idIndex struct {
 	count   uint64
 	through int64
 	lastMsg int64
+	dirty   bool  // the header in memory is not the file's
+	made    bool  // the file was made (remake) since it was opened: its folder changed
+	disk    int64 // through, as the file's header says
 	buf     [idsHeader]byte
+
+	// free is the empty slot the last find ended at, for hash, while no
+	// slot was written since: an add of the id looked for writes it there
+	// without reading it again.
+	free struct {
+		hash, slot uint64
+		ok         bool
+	}
 }
 
 // openIDs opens the index in dir, or makes an empty one (through 0) when
@@ -119,6 +139,7 @@ func (x *idIndex) readHeader() error {
 	le := binary.LittleEndian
 	x.slots, x.count = le.Uint64(b[8:]), le.Uint64(b[16:])
 	x.through, x.lastMsg = int64(le.Uint64(b[24:])), int64(le.Uint64(b[32:]))
+	x.disk = x.through
 	if x.slots < idsMinSize || x.slots&(x.slots-1) != 0 || x.slots > 1<<40 || x.count >= x.slots ||
 		x.through < 0 || x.lastMsg < 0 || x.lastMsg > x.through ||
 		fi.Size() != int64(idsHeader+x.slots*idsSlot) {
@@ -137,10 +158,39 @@ func (x *idIndex) reset() error {
 	return x.remake(nil)
 }
 
+// close writes the header (flush) and closes the file.
 func (x *idIndex) close() {
 	if x != nil && x.f != nil {
+		x.flush()
 		x.f.Close()
+		x.f = nil
 	}
+}
+
+// discard closes the file without writing the header: x may no longer be
+// the conversation's (a warm conversation let go of, another turn may
+// have written the index since), and a header behind costs only a
+// catching up.
+func (x *idIndex) discard() {
+	if x != nil && x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
+}
+
+// idsHeaderLag is how many messages the header of an index kept open in a
+// warm conversation may say less than it holds.
+const idsHeaderLag = 32
+
+// lags says whether the header is idsHeaderLag messages or more behind.
+func (x *idIndex) lags() bool { return x.through-x.disk >= idsHeaderLag }
+
+// flush writes the header when what it says changed.
+func (x *idIndex) flush() error {
+	if !x.dirty {
+		return nil
+	}
+	return x.writeHeader()
 }
 
 // find returns the seqs whose slots hold id's hash: the message with id is
@@ -161,6 +211,7 @@ func (x *idIndex) find(id string) ([]int64, error) {
 			s := slot[j*idsSlot:]
 			got := binary.LittleEndian.Uint64(s)
 			if got == 0 {
+				x.free.hash, x.free.slot, x.free.ok = h, (i+j)&mask, true
 				return out, nil
 			}
 			if got == h {
@@ -180,7 +231,8 @@ func (x *idIndex) add(id string, seq int64) error {
 		return err
 	}
 	x.lastMsg = max(x.lastMsg, seq)
-	return x.setThrough(seq)
+	x.setThrough(seq)
+	return nil
 }
 
 // idEntry is one slot's contents.
@@ -198,12 +250,25 @@ func (x *idIndex) put(entries []idEntry) error {
 	var slot [idsSlot]byte
 	mask := x.slots - 1
 	for k, e := range entries {
-		i, probes := e.hash&mask, uint64(0)
-		for {
+		i := e.hash & mask
+		known := x.free.ok && x.free.hash == e.hash // found empty by the find before
+		if known {
+			i = x.free.slot
+		}
+		x.free.ok = false
+		there := false
+		for probes := uint64(0); !known; {
 			if _, err := x.f.ReadAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
 				return fmt.Errorf("the id index: %w", err)
 			}
-			if binary.LittleEndian.Uint64(slot[:]) == 0 {
+			got := binary.LittleEndian.Uint64(slot[:])
+			if got == 0 {
+				break
+			}
+			if got == e.hash && int64(binary.LittleEndian.Uint64(slot[8:])) == e.seq {
+				// There already, added by a turn whose header was not
+				// written: the header's count did not count it.
+				there = true
 				break
 			}
 			if probes++; probes == x.slots { // full, its count wrong: made again from the slots it holds
@@ -211,23 +276,25 @@ func (x *idIndex) put(entries []idEntry) error {
 			}
 			i = (i + 1) & mask
 		}
-		binary.LittleEndian.PutUint64(slot[:], e.hash)
-		binary.LittleEndian.PutUint64(slot[8:], uint64(e.seq))
-		if _, err := x.f.WriteAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
-			return fmt.Errorf("the id index: %w", err)
+		if !there {
+			binary.LittleEndian.PutUint64(slot[:], e.hash)
+			binary.LittleEndian.PutUint64(slot[8:], uint64(e.seq))
+			if _, err := x.f.WriteAt(slot[:], int64(idsHeader+i*idsSlot)); err != nil {
+				return fmt.Errorf("the id index: %w", err)
+			}
 		}
 		x.count++
+		x.dirty = true
 	}
 	return nil
 }
 
-// setThrough records that every message through seq is held.
-func (x *idIndex) setThrough(seq int64) error {
-	if seq <= x.through {
-		return nil
+// setThrough records that every message through seq is held: in the
+// header, written by flush.
+func (x *idIndex) setThrough(seq int64) {
+	if seq > x.through {
+		x.through, x.dirty = seq, true
 	}
-	x.through = seq
-	return x.writeHeader()
 }
 
 func (x *idIndex) writeHeader() error {
@@ -242,6 +309,7 @@ func (x *idIndex) writeHeader() error {
 	if _, err := x.f.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("the id index: %w", err)
 	}
+	x.dirty, x.disk = false, x.through
 	return nil
 }
 
@@ -269,6 +337,7 @@ func (x *idIndex) remake(more []idEntry) error {
 		slots *= 2
 	}
 	tmp := x.path + ".new"
+	x.made = true
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("the id index: %w", err)
@@ -280,7 +349,7 @@ func (x *idIndex) remake(more []idEntry) error {
 	if x.f != nil {
 		x.f.Close()
 	}
-	x.f, x.slots, x.count = f, slots, 0
+	x.f, x.slots, x.count, x.free.ok = f, slots, 0, false
 	if err := x.put(append(old, more...)); err != nil {
 		return err
 	}

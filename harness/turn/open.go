@@ -46,7 +46,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err != nil {
 		return err
 	}
-	if err := t.hold(ctx, conv); err != nil {
+	if err := t.hold(ctx, conv, -1); err != nil {
 		return err
 	}
 	if t.r.Warm != nil {
@@ -78,38 +78,48 @@ func (t *turn) open(ctx context.Context, kind string) error {
 }
 
 // openWarm takes the conversation from what its last turn in this process
-// left, w, when nothing changed since: its lease and lock taken again, its
-// last seq the one that turn left. It reports false, w let go of and
-// nothing held, when something changed: the conversation is opened afresh.
+// left, w, when nothing changed since: its lease and lock taken again (on
+// the folder it kept open), its last seq the one that turn left, its
+// folder's path naming the folder it left, with the same times. It reports
+// false, w let go of and nothing held, when something changed: the
+// conversation is opened afresh.
 func (t *turn) openWarm(ctx context.Context, w *warmConv) (bool, error) {
-	conv := w.conv
+	conv, fd := w.conv, w.takeDir()
 	w.conv = nil // the turn's: closed when it ends unless kept again
-	if err := t.hold(ctx, conv); err != nil {
+	if err := t.hold(ctx, conv, fd); err != nil {
+		w.close()
 		return false, err
 	}
-	if folder, err := t.folderNow(); t.last != w.last || err != nil || folder != w.folder {
+	if folder, err := t.folderAt(); t.last != w.last || err != nil || folder != w.folder {
 		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.last)
 		t.release()
 		t.conv.Close()
 		t.conv, t.release, t.last = nil, nil, 0
+		w.close() // the files kept with it
 		return false, nil
 	}
 	w.conv = conv
 	t.warm = w
+	t.folder, t.warmed = w.folder, true
 	t.startConn, t.cacheThread = w.startConn, w.cacheThread
 	return true, nil
 }
 
 // hold takes conv's lease where its store keeps leases, else the folder's
-// lock, and reads its last seq. Held or not, t.conv is conv held and
-// t.release lets go of what was taken.
-func (t *turn) hold(ctx context.Context, conv store.Conversation) error {
+// lock, on dirFD when it is not -1 (the folder as the turn before kept it
+// open), and reads its last seq. Held or not, t.conv is conv held and
+// t.release lets go of what was taken: it closes the folder, or only
+// unlocks it when the turn keeps it (keepDir).
+func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) error {
 	// The lease before anything is read, so what the turn reads of the
 	// conversation is what it appends after: another process's turn holds
 	// it until its own ends. A store without leases is returned as it is.
 	held, release, err := store.HoldLease(ctx, conv, "turn", store.LeaseTTL)
 	if err != nil {
 		conv.Close()
+		if dirFD >= 0 {
+			unix.Close(dirFD)
+		}
 		return err
 	}
 	t.conv, t.release = held, release
@@ -118,12 +128,27 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation) error {
 		// folder, so the folder's flock is its lease: a turn of another
 		// process on this home waits for this one to end, rather than
 		// appending between its message and its answer.
-		fd, err := lockFolder(ctx, t.caller, t.dir)
-		if err != nil {
+		fd := dirFD
+		if fd < 0 {
+			if fd, err = openFolder(t.dir); err != nil {
+				return err
+			}
+		}
+		if err := flockFolder(ctx, t.caller, fd, t.dir); err != nil {
+			unix.Close(fd)
 			return err
 		}
 		t.folderFD, t.locked = fd, true
-		t.release = func() { unix.Close(fd); t.locked = false; release() }
+		t.release = func() {
+			t.locked = false
+			if !t.keepDir || unix.Flock(fd, unix.LOCK_UN) != nil {
+				unix.Close(fd)
+				t.keepDir = false
+			}
+			release()
+		}
+	} else if dirFD >= 0 {
+		unix.Close(dirFD)
 	}
 	if t.last, err = held.Last(ctx); err != nil {
 		return err
@@ -168,30 +193,57 @@ func (t *turn) folderNow() (folderKey, error) {
 	if err := unix.Fstat(t.folderFD, &st); err != nil {
 		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
 	}
-	return folderKey{dev: st.Dev, ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, nil
+	return folderKeyOf(&st), nil
 }
 
-// lockFolder takes an exclusive flock on the conversation's folder dir and
-// returns the folder open: closing it lets the lock go. A flock belongs to
-// the open file, so it holds between Runners in one process as across
-// processes, and it goes with a process that dies. While another holds it (another process's turn, or a
-// process stuck with the folder locked) it tries again at growing
-// intervals, until the turn's ctx is done (its time, the process's stop)
-// or its caller's is: then ErrBusy, and nothing of the message is written.
-func lockFolder(ctx, caller context.Context, dir string) (int, error) {
+// folderAt is the key of the folder the conversation's path names now,
+// as the turn holds it locked: the folder it holds open and locked when
+// the key is the one it left, for a name removed, made or renamed in it,
+// or the folder itself, changes its times. The zero key for a store that
+// keeps leases.
+func (t *turn) folderAt() (folderKey, error) {
+	if !t.locked {
+		return folderKey{}, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(t.dir, &st); err != nil {
+		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
+	}
+	return folderKeyOf(&st), nil
+}
+
+func folderKeyOf(st *unix.Stat_t) folderKey {
+	return folderKey{dev: st.Dev, ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// openFolder opens the conversation's folder dir, for its flock
+// (flockFolder). A flock belongs to the open file, so it holds between
+// Runners in one process as across processes, and it goes with a process
+// that dies; a warm conversation keeps the folder open between its turns
+// and takes and lets go of the flock on it each turn.
+func openFolder(dir string) (int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("turn: lock %s: %w", dir, err)
 	}
+	return fd, nil
+}
+
+// flockFolder takes an exclusive flock on fd, the conversation's folder
+// dir open. While another holds it (another process's turn, or a process
+// stuck with the folder locked) it tries again at growing intervals, until
+// the turn's ctx is done (its time, the process's stop) or its caller's
+// is: then ErrBusy, and nothing of the message is written. The caller
+// closes fd when it fails.
+func flockFolder(ctx, caller context.Context, fd int, dir string) error {
 	wait := 100 * time.Microsecond
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return fd, nil
+			return nil
 		}
 		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			unix.Close(fd)
-			return -1, fmt.Errorf("turn: lock %s: %w", dir, err)
+			return fmt.Errorf("turn: lock %s: %w", dir, err)
 		}
 		tm := time.NewTimer(wait)
 		var done context.Context
@@ -204,12 +256,11 @@ func lockFolder(ctx, caller context.Context, dir string) (int, error) {
 		}
 		if done != nil {
 			tm.Stop()
-			unix.Close(fd)
-			return -1, fmt.Errorf("%w: %s: %v", ErrBusy, dir, context.Cause(done))
+			return fmt.Errorf("%w: %s: %v", ErrBusy, dir, context.Cause(done))
 		}
 		wait = min(2*wait, maxLockPoll)
 	}
 }
 
-// maxLockPoll is the longest lockFolder waits between two tries.
+// maxLockPoll is the longest flockFolder waits between two tries.
 const maxLockPoll = 50 * time.Millisecond

@@ -28,14 +28,18 @@ import (
 // a sender who means the same words twice in a row as two messages gives
 // them ids.
 
-// catchUpIDs opens the conversation's id index and adds to it the
-// messages of the events it does not hold yet, newest first: those of the
-// turn before, after its message, or every event once, for a conversation
-// with no index.
+// catchUpIDs opens the conversation's id index, or takes it open from the
+// turn before in a warm conversation, and adds to it the messages of the
+// events it does not hold yet, newest first: those of the turn before,
+// after its message, or every event once, for a conversation with no
+// index.
 func (t *turn) catchUpIDs(ctx context.Context) error {
-	x, err := openIDs(t.dir)
-	if err != nil {
-		return err
+	x := t.keptIDs()
+	if x == nil {
+		var err error
+		if x, err = openIDs(t.dir); err != nil {
+			return err
+		}
 	}
 	t.ids = x
 	if x.through > t.last { // the events were cut or replaced: not this conversation's index
@@ -51,7 +55,7 @@ func (t *turn) catchUpIDs(ctx context.Context) error {
 		lastMsg int64
 		derr    error
 	)
-	err = t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
+	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
 		if seq <= x.through {
 			return false
 		}
@@ -84,7 +88,8 @@ func (t *turn) catchUpIDs(ctx context.Context) error {
 		return err
 	}
 	x.lastMsg = max(x.lastMsg, lastMsg)
-	return x.setThrough(t.last)
+	x.setThrough(t.last)
+	return nil
 }
 
 // rawIDHash is the hash of an id as event.MessageID returns it.
@@ -108,25 +113,34 @@ func (t *turn) addID(id string, seq int64) {
 		err = t.ids.add(id, seq)
 	} else {
 		t.ids.lastMsg = seq
-		err = t.ids.setThrough(seq)
+		t.ids.setThrough(seq)
 	}
 	if err != nil {
 		t.log().Warn("id index not written", "error", err)
 		t.ids.close()
 		t.ids = nil
+		t.touched = true // a doubling may have failed halfway
 	}
 }
 
-// closeIDs records that the index holds every message the turn wrote.
-func (t *turn) closeIDs() {
+// flushIDs records that the index holds every message the turn wrote,
+// writing its header while the turn holds the conversation; for an index
+// kept open in a warm conversation only once it lags (see idIndex). It
+// stays open, to be kept or discarded.
+func (t *turn) flushIDs(warm bool) {
 	if t.ids == nil {
 		return
 	}
-	if err := t.ids.setThrough(t.last); err != nil {
-		t.log().Warn("id index not written", "error", err)
+	t.ids.setThrough(t.last)
+	if warm && !t.ids.lags() {
+		return
 	}
-	t.ids.close()
-	t.ids = nil
+	if err := t.ids.flush(); err != nil {
+		t.log().Warn("id index not written", "error", err)
+		t.ids.close()
+		t.ids = nil
+		t.touched = true
+	}
 }
 
 // repeated finds m among the messages taken before. Answered, its answer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
 	"lnk.dev/linkharness/store"
@@ -77,6 +77,9 @@ func (r *Runner) MarkTold(thread string, seq int64) error {
 		return err
 	}
 	defer r.telling.done(dir, seq)
+	if ok, err := r.Warm.markTold(r.Agent.Name, thread, dir, seq); ok {
+		return err
+	}
 	return writeTold(r.Agent, thread, seq)
 }
 
@@ -96,26 +99,35 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 		return err
 	}
 	path := filepath.Join(pend, toldName)
-	f, err := osfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
+	fd, err := openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // the folder's first told: made only then
 		if err = os.MkdirAll(pend, 0o700); err == nil {
-			f, err = osfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
+			fd, err = openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer unix.Close(fd)
+	return writeToldAt(fd, path, seq)
+}
+
+// writeToldAt is writeTold on the told file open as fd: one read of a
+// bare descriptor (a regular file's pread is short only at its end, and
+// the file is never longer than maxTold but by damage), and the write.
+func writeToldAt(fd int, path string, seq int64) error {
 	var buf [maxTold + 1]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if err != nil && err != io.EOF {
-		return err
+	n, err := pread(fd, buf[:], 0)
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if told, err := parseTold(path, buf[:n]); err == nil && told >= seq && seq != 0 && n > 0 {
 		return nil
 	}
-	_, err = f.WriteAt(toldLine(seq), 0)
-	return err
+	if _, err := pwrite(fd, toldLine(seq), 0); err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
 
 // toldLine is what the told file holds for seq: the seq twice, each in 20
@@ -197,11 +209,12 @@ func (t *turn) untold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	told, ok, err := readToldFile(pend)
+	told, ok, err := t.readTold(pend)
 	switch {
 	case err != nil:
 		return err
 	case !ok:
+		t.touched = true // the pending folder made, maybe
 		return writeTold(t.r.Agent, t.thread, t.last)
 	case t.last == 0:
 		return nil
@@ -221,4 +234,55 @@ func (t *turn) untold(ctx context.Context) error {
 	}
 	t.r.Untold(t.thread, answerOf(t.thread, a))
 	return writeTold(t.r.Agent, t.thread, a.Seq)
+}
+
+// readTold is readToldFile for the turn: the told file is kept open
+// between the turns of a warm conversation (warmConv.told), and read again
+// with one pread. It is only ever written in place, by this process's
+// turns and MarkTold while the conversation is warm here (another
+// process's turn would change its last seq, and the warm conversation
+// with it): the open file is the file. Were the pending folder removed by
+// hand meanwhile, the kept file would say less than was told, and an
+// answer would be handed over once more, as after a lost write.
+func (t *turn) readTold(pend string) (int64, bool, error) {
+	fd := -1
+	if t.warm != nil && t.warm.toldOpen {
+		fd = t.warm.toldFD
+	} else {
+		// Open to write as well, for MarkTold to write it through the
+		// warm conversation (Warm.markTold); to read only where it may
+		// not write.
+		var err error
+		rw := true
+		fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDWR, 0)
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+			rw = false
+			fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
+		}
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return 0, false, nil
+		case err != nil:
+			return 0, true, err
+		}
+		if t.warm != nil {
+			t.warm.toldFD, t.warm.toldOpen, t.warm.toldRW = fd, true, rw
+			t.warm.toldPath = filepath.Join(pend, toldName)
+		}
+	}
+	path := filepath.Join(pend, toldName)
+	var buf [maxTold + 1]byte
+	n, err := pread(fd, buf[:], 0)
+	if err != nil || t.warm == nil {
+		if t.warm != nil {
+			t.warm.closeTold()
+		} else {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return 0, true, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	told, err := parseTold(path, buf[:n])
+	return told, true, err
 }

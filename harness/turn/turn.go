@@ -293,6 +293,13 @@ type turn struct {
 	keep     bool          // the turn ended well: warm is kept
 	folderFD int           // the conversation's folder, open and flocked, while locked
 	locked   bool
+	keepDir  bool // the folder stays open when its flock is let go, for the next turn
+	// folder is the folder's key as a warm turn found it, and touched
+	// says the turn made, removed or renamed a name in it (or may have):
+	// untouched, the key is the one to leave, without asking again.
+	folder  folderKey
+	warmed  bool
+	touched bool
 
 	startConn   string             // the connection of the conversation's first message, as open read it
 	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
@@ -323,7 +330,7 @@ type turn struct {
 }
 
 func (t *turn) close() {
-	t.closeIDs()
+	t.flushIDs(t.keep && t.warm != nil && t.warm.conv != nil)
 	t.giveWindow()
 	t.offer.End()
 	if d, ok := t.conv.(store.Deferred); ok {
@@ -337,16 +344,31 @@ func (t *turn) close() {
 	}
 	if t.keep && t.warm != nil && t.warm.conv != nil {
 		var err error
-		t.warm.folder, err = t.folderNow()
+		if t.warmed && !t.touched && (t.ids == nil || !t.ids.made) {
+			t.warm.folder = t.folder
+		} else {
+			t.warm.folder, err = t.folderNow()
+		}
 		t.keep = err == nil
+		t.keepDir = t.keep && t.locked
 	}
+	fd := t.folderFD
 	if t.release != nil {
 		t.release()
 	}
 	if t.keep && t.warm != nil && t.warm.conv != nil {
+		if t.keepDir {
+			t.warm.dirFD, t.warm.dirOpen = fd, true
+		}
 		t.warm.last = t.last
+		t.warm.ids, t.ids = t.ids, nil
 		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
 		return
+	}
+	t.ids.discard() // its header written above, or let lag if the turn meant to keep it
+	t.ids = nil
+	if t.warm != nil { // what it kept open goes with it
+		t.warm.closeFiles()
 	}
 	if t.conv != nil {
 		t.conv.Close()

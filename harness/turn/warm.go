@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/store"
@@ -15,7 +16,11 @@ import (
 // A warm conversation. Between drop points a conversation's request is the
 // same bytes up to its last answer from turn to turn, so a turn keeps what
 // it composed for the next: the conversation open, the events of its
-// window decoded, the model's messages made of them and their wire bytes.
+// window decoded, the model's messages made of them and their wire bytes;
+// and the files a turn reads and writes beside the log open (its folder,
+// whose flock the next turn takes again on the same descriptor, the id
+// index, the copy for people, the told file), so a warm message opens and
+// closes none.
 // The next turn of the conversation in this process takes it back under
 // the folder's lock and uses it only when nothing changed underneath: the
 // conversation's last seq is the one the turn left, and its folder the
@@ -28,8 +33,9 @@ import (
 // the tools are read as every turn reads them (from the prompt's cache,
 // which stats its files): nothing of them is kept here.
 
-// Default bounds of a Warm: a conversation kept holds an open file, and
-// about three times its window's bytes (see CHOICES.md).
+// Default bounds of a Warm: a conversation kept holds up to five open files
+// (its log, its folder, its id index, its copy for people, its told file),
+// and about three times its window's bytes (see CHOICES.md).
 const (
 	DefaultWarmConversations = 256
 	DefaultWarmBytes         = 64 << 20
@@ -68,6 +74,15 @@ type warmConv struct {
 	folder folderKey          // the folder as the turn left it
 
 	startConn, cacheThread string // what open read of the first event
+
+	dirFD    int  // the folder, open and unlocked, whose flock the next turn takes,
+	dirOpen  bool // when this is set
+	toldFD   int  // the told file, open (see readTold),
+	toldOpen bool // when this is set,
+	toldRW   bool // to write as well
+	toldPath string
+	ids      *idIndex // the id index, open, through last; nil when not kept
+	copy     keptCopy // the copy for people, open
 
 	// log is the conversation's events from log[0].Seq through last, in
 	// the log's order, as decoded from the store; size and toks are each
@@ -308,12 +323,76 @@ func (w *Warm) Len() (int, int) {
 	return len(w.kept), w.bytes
 }
 
-// close closes c's conversation.
+// close closes c's conversation and the files kept with it.
 func (c *warmConv) close() {
 	if c.conv != nil {
 		c.conv.Close()
 		c.conv = nil
 	}
+	c.closeFiles()
+}
+
+// closeFiles closes the files kept with c's conversation.
+func (c *warmConv) closeFiles() {
+	if c.dirOpen {
+		unix.Close(c.dirFD)
+	}
+	c.dirFD, c.dirOpen = 0, false
+	c.closeTold()
+	c.ids.discard() // see idIndex: another turn may have written it since
+	c.ids = nil
+	c.copy.close()
+}
+
+// closeTold closes the told file kept open.
+func (c *warmConv) closeTold() {
+	if c.toldOpen {
+		unix.Close(c.toldFD)
+	}
+	c.toldFD, c.toldOpen, c.toldRW = 0, false, false
+}
+
+// markTold writes seq as told through the told file kept open with agent's
+// conversation thread, kept in dir, and reports whether one was. A turn
+// takes the conversation out of w before it uses the file, and w lets go
+// of it before closing it, so w's lock keeps the file to this call. Else
+// the caller opens the file itself.
+func (w *Warm) markTold(agent, thread, dir string, seq int64) (bool, error) {
+	if w == nil {
+		return false, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.kept[warmKey{agent, thread}]
+	if c == nil || c.dir != dir || !c.toldRW {
+		return false, nil
+	}
+	return true, writeToldAt(c.toldFD, c.toldPath, seq)
+}
+
+// takeDir takes the folder kept open: -1 when none is.
+func (c *warmConv) takeDir() int {
+	fd := c.dirFD
+	if !c.dirOpen {
+		fd = -1
+	}
+	c.dirFD, c.dirOpen = 0, false
+	return fd
+}
+
+// keptIDs takes the id index the turn before left open, when the turn
+// took its conversation warm: nothing changed since, so it holds every
+// message through the last seq. Nil when none was kept.
+func (t *turn) keptIDs() *idIndex {
+	if t.warm == nil {
+		return nil
+	}
+	x := t.warm.ids
+	t.warm.ids = nil
+	if x != nil {
+		x.made = false
+	}
+	return x
 }
 
 // keepEvent adds the event the turn just appended, b, to the events it
@@ -338,6 +417,9 @@ func (t *turn) keepEvent(b []byte) {
 // known.
 func (t *turn) dropWarm() {
 	t.keep = false
+	if t.warm != nil {
+		t.warm.closeFiles()
+	}
 	t.warm = nil
 }
 

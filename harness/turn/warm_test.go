@@ -3,6 +3,7 @@ package turn
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
@@ -386,4 +388,163 @@ func TestWarmIdle(t *testing.T) {
 	if w.take("ada", "busy", "d") != nil {
 		t.Error("a conversation idle for 2 minutes taken")
 	}
+}
+
+// A warm conversation keeps its files open between turns (its folder, its
+// id index, its copy for people, its told file), the folder unlocked; a
+// copy a person replaced or wrote to is made again whole rather than
+// written through the file kept; and an agent that rests holds none.
+func TestWarmKeepsFiles(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	r.Untold = func(string, Answer) {}
+	ctx := context.Background()
+	send := func(id string) Answer {
+		t.Helper()
+		a, err := r.Message(ctx, "t", Message{ID: id, Text: "words " + id}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Seq != 0 && !a.Repeat {
+			if err := r.MarkTold("t", a.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	}
+	chat, _ := r.Agent.Path(home.Chat, "t")
+	copyPath, _ := r.Agent.Path(home.ChatCopy, "t")
+	copyIsWhole := func(when string) {
+		t.Helper()
+		conv, err := r.Conversation("t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conv.Close()
+		var want bytes.Buffer
+		if _, err := WriteCopy(ctx, &want, "ada", conv); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want.Bytes())
+		}
+	}
+	kept := func() *warmConv {
+		t.Helper()
+		r.Warm.mu.Lock()
+		defer r.Warm.mu.Unlock()
+		c := r.Warm.kept[warmKey{"ada", "t"}]
+		if c == nil {
+			t.Fatal("the conversation is not kept")
+		}
+		return c
+	}
+
+	send("1")
+	send("2")
+	c := kept()
+	send("2b")
+	if kept() != c {
+		t.Fatal("a turn that changed nothing in the folder left its conversation to be composed afresh")
+	}
+	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.toldOpen {
+		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	}
+	// The folder kept open holds no lock between turns: another process's
+	// turn may take it.
+	fd, err := unix.Open(chat, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("the folder is locked between turns: %v", err)
+	}
+	unix.Close(fd)
+	copyIsWhole("after two turns")
+
+	// Replaced by a person: the file kept is not the file at the path.
+	tmp := copyPath + ".mine"
+	os.WriteFile(tmp, []byte("my own notes\n"), 0o600)
+	if err := os.Rename(tmp, copyPath); err != nil {
+		t.Fatal(err)
+	}
+	send("3")
+	copyIsWhole("after the copy was replaced")
+	send("4")
+	if c := kept(); !c.copy.open {
+		t.Fatal("the copy is not kept open again")
+	}
+	// Written to in place, the folder as it was: the size left is not the
+	// size.
+	f, err := os.OpenFile(copyPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(strings.Repeat("a long line of mine, ", 500) + "\n")
+	f.Close()
+	send("5")
+	copyIsWhole("after the copy was written to")
+
+	// The id index kept open finds a message again; its header on disk
+	// lags what it holds, and a turn that opens it afresh catches up.
+	if a := send("2"); !a.Repeat {
+		t.Errorf("message 2 sent again: %+v, want its answer told again", a)
+	}
+	ev := events(t, r, "t")
+	x, err := openIDs(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.through > ev[len(ev)-1].Seq {
+		t.Errorf("the index on disk holds messages through %d; the conversation ends at %d", x.through, ev[len(ev)-1].Seq)
+	}
+	x.close()
+	r.Warm.Release()
+	if a := send("3"); !a.Repeat {
+		t.Errorf("message 3 sent again after the warm conversation was let go of: %+v, want its answer told again", a)
+	}
+	if n := len(events(t, r, "t")); n != len(ev) {
+		t.Errorf("%d events after two messages sent again; want %d", n, len(ev))
+	}
+	send("6")
+	c = kept()
+	r.Rest()
+	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.open || c.toldOpen {
+		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	}
+}
+
+// A slot added again, by a turn catching up after a header that was not
+// written, is not added twice, and counts once.
+func TestIDIndexAddedAgain(t *testing.T) {
+	dir := t.TempDir()
+	x, err := openIDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.add("a", 1); err != nil {
+		t.Fatal(err)
+	}
+	x.discard()
+	if x, err = openIDs(dir); err != nil || x.through != 0 || x.count != 0 {
+		t.Fatalf("reopened: %+v %v; want the header as it was", x, err)
+	}
+	if err := x.put([]idEntry{{idHash("a"), 1}}); err != nil {
+		t.Fatal(err)
+	}
+	x.setThrough(1)
+	x.close()
+	b, err := os.ReadFile(filepath.Join(dir, IDsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := 0
+	for i := idsHeader; i+idsSlot <= len(b); i += idsSlot {
+		if binary.LittleEndian.Uint64(b[i:]) != 0 {
+			slots++
+		}
+	}
+	if x, err = openIDs(dir); err != nil || x.count != 1 || slots != 1 {
+		t.Errorf("%d slots taken, count %d (%v); want 1", slots, x.count, err)
+	}
+	x.close()
 }

@@ -57,7 +57,8 @@ func (f countedFile) Lock(ctx context.Context, ex bool) error {
 // TestTurnCalls counts what a turn's calls on a log of 100 events cost:
 // the end is read once and then checked with one fstat, the file opened
 // once and read-write, the lock taken once for the message and its
-// answer, and one sync makes both durable.
+// answer, and one sync makes both durable; the next turn's Last is one
+// fstat while nobody appended since.
 func TestTurnCalls(t *testing.T) {
 	ctx := context.Background()
 	m := disk.NewMem()
@@ -121,6 +122,27 @@ func TestTurnCalls(t *testing.T) {
 	if last, err := img.Last(ctx); err != nil || last != 102 {
 		t.Errorf("after a crash the last is %d (%v); want 102: the answer's sync made the message durable too", last, err)
 	}
+	// The next turn finds the end it made durable with one fstat, though
+	// the lock was let go; and a line another writer appended since.
+	lastIs := func(want int64) func() error {
+		return func() error {
+			last, err := c.Last(ctx)
+			if err == nil && last != want {
+				t.Errorf("last %d; want %d", last, want)
+			}
+			return err
+		}
+	}
+	step("the next turn's Last", calls{stat: 1}, lastIs(102))
+	other, err := OpenOptions(dir, Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Append(ctx, 103, typicalEvent(103)); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	step("Last after another's append", calls{stat: 2, read: 1}, lastIs(103))
 }
 
 // TestDeferredHoldsTheLock: from a line appended deferred to its commit,

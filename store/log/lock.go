@@ -39,6 +39,9 @@ func (c *Conversation) commit(off int64) error {
 		return fmt.Errorf("log: fdatasync %s: %w", c.path, err)
 	}
 	c.from = -1
+	if c.tip.ok {
+		c.tip.synced = true // the end this Conversation wrote is durable
+	}
 	return nil
 }
 

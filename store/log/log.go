@@ -92,6 +92,14 @@ type tip struct {
 	// stamp is the file's size and change stamp when the end was read;
 	// zero when not known (after a write of this Conversation's).
 	stamp disk.Info
+	// synced says this Conversation wrote the end and made it durable:
+	// while the file is end bytes long, it ends there still. Only a cut
+	// makes a log shorter, and the log's writers cut only what is past
+	// its last durable line (a torn line, lines whose fdatasync failed),
+	// so a file of the same size holds the same lines; a longer one was
+	// appended to. The next call after the lock is let go then makes one
+	// fstat, not a read of the end.
+	synced bool
 }
 
 // Open returns the conversation kept in dir, which the caller has created.

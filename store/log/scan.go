@@ -48,8 +48,10 @@ func (e *end) near(seq int64) bool { return e.last-seq <= backScan }
 //
 // The end found is kept (tip) with the file's size and change stamp, and
 // while they stay the same it is not read again: the next call makes one
-// fstat. While this Conversation holds the lock with a line it wrote at
-// the end, it makes none.
+// fstat; so does one after this Conversation made durable a line it
+// wrote at the end, while the size is the same (tip.synced). While this
+// Conversation holds the lock with a line it wrote at the end, it makes
+// none.
 func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, error) {
 	if c.held && c.tip.ok {
 		return c.tipEnd(c.tip.end), nil // this Conversation wrote the end, under its lock
@@ -68,8 +70,8 @@ func (c *Conversation) readEnd(ctx context.Context, n int, locked bool) (end, er
 		if err != nil {
 			return end{}, err
 		}
-		if c.tip.stamp == before && before.Changed != 0 {
-			return c.tipEnd(before.Size), nil // nothing changed since the end was read
+		if (c.tip.stamp == before && before.Changed != 0) || (c.tip.synced && before.Size == c.tip.end) {
+			return c.tipEnd(before.Size), nil // nothing changed since the end was read or made durable
 		}
 		size := before.Size
 		e, err := c.readEndOnce(size, n)
