@@ -122,18 +122,25 @@ var providers = []string{"anthropic", "openai", "openrouter", "ollama"}
 // Read reads config.json at path. A missing file gives the defaults; keys
 // missing from the file keep theirs.
 func Read(path string) (Settings, error) {
+	s, _, err := ReadFound(path)
+	return s, err
+}
+
+// ReadFound is Read, and says whether config.json was there.
+func ReadFound(path string) (Settings, bool, error) {
 	s := Defaults()
 	b, err := osfile.ReadFile(path, MaxConfigBytes)
 	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
+		return s, false, nil
 	}
 	if err != nil {
-		return s, err
+		return s, true, err
 	}
 	if len(b) > MaxConfigBytes {
-		return s, fmt.Errorf("%s: over %d bytes", path, MaxConfigBytes)
+		return s, true, fmt.Errorf("%s: over %d bytes", path, MaxConfigBytes)
 	}
-	return Decode(path, b)
+	s, err = Decode(path, b)
+	return s, true, err
 }
 
 // MaxConfigBytes is the largest config.json read: far past any agent's

@@ -113,3 +113,58 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 	}
 	want("a folder put in its folder's place", persona, notes, model)
 }
+
+// A home without config.json has the defaults, told by its folder's stat
+// while the folder is unchanged; a config.json made there is read at the
+// next turn, and one removed gives the defaults again.
+func TestMissingConfigSeenNextTurn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ada")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
+	r.prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	back := int64(1e9)
+	settle := func() {
+		t.Helper()
+		back++
+		if err := os.Chtimes(dir, time.Unix(back, 0), time.Unix(back, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := func(step string) string {
+		t.Helper()
+		s, err := (&turn{r: r, thread: "t"}).settings()
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return s.Model.Name
+	}
+	def := settings.Defaults().Model.Name
+	settle()
+	if got := model("none there"); got != def {
+		t.Errorf("none there: model %q, want the default %q", got, def)
+	}
+	if got := model("nothing changed"); got != def {
+		t.Errorf("nothing changed: model %q, want the default %q", got, def)
+	}
+	if files, _ := r.prompts.missing.Len(); files != 1 {
+		t.Errorf("%d files kept missing, want config.json", files)
+	}
+	s := settings.Defaults()
+	s.Model.Name = "openai/gpt-test"
+	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	if got := model("made"); got != "openai/gpt-test" {
+		t.Errorf("made: model %q, want openai/gpt-test", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	if got := model("removed"); got != def {
+		t.Errorf("removed: model %q, want the default %q", got, def)
+	}
+}

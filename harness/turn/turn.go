@@ -585,7 +585,26 @@ func (t *turn) settings() (settings.Settings, error) {
 	if err != nil {
 		return settings.Settings{}, err
 	}
-	return settings.Read(path)
+	// A home with no config.json has the defaults; while the home folder
+	// is unchanged, it still has none, told by the one stat of the folder
+	// the prompt's missing files share (see unchanged).
+	if t.missingTurn == 0 {
+		t.missingTurn = t.r.prompts.missing.Turn()
+	}
+	missing := &t.r.prompts.missing
+	gone, known := missing.Missing(path, t.missingTurn)
+	if gone {
+		return settings.Defaults(), nil
+	}
+	seen := t.r.prompts.kernelNow()
+	s, found, err := settings.ReadFound(path)
+	switch {
+	case err == nil && !found:
+		missing.Gone(path, t.missingTurn, seen)
+	case found && known:
+		missing.Forget(path)
+	}
+	return s, err
 }
 
 // appendAnswer appends the model's answer with what the provider reported
