@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/osfile"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
@@ -123,7 +124,7 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 			c.mark = part[i].Seq
 		}
 	}
-	if _, err := pwrite(c.fd, b, c.size); err != nil {
+	if _, err := osfile.Pwrite(c.fd, b, c.size); err != nil {
 		c.close()
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
@@ -186,7 +187,7 @@ func openCopy(path string, prev int64, kept keptCopy) (keptCopy, bool, error) {
 		}
 		kept.close()
 	}
-	fd, err := openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
+	fd, err := osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if err != nil {
 		return keptCopy{}, false, err
 	}
@@ -215,7 +216,7 @@ func endsWithMark(fd int, size, prev int64) (bool, error) {
 		return false, nil
 	}
 	tail := make([]byte, len(mark))
-	n, err := pread(fd, tail, size-int64(len(mark)))
+	n, err := osfile.Pread(fd, tail, size-int64(len(mark)))
 	if err != nil {
 		return false, err
 	}

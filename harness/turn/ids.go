@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"lnk.dev/linkharness/harness/internal/osfile"
 )
 
 // The id index. A message's id is found however far back it is, at a cost
@@ -103,7 +105,7 @@ type idIndex struct {
 func openIDs(dir string) (*idIndex, error) {
 	path := filepath.Join(dir, IDsFile)
 	x := &idIndex{path: path}
-	f, err := openFile(path, os.O_RDWR, 0)
+	f, err := osfile.Open(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, x.remake(nil)
 	}

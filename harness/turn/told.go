@@ -99,10 +99,10 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 		return err
 	}
 	path := filepath.Join(pend, toldName)
-	fd, err := openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
+	fd, err := osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // the folder's first told: made only then
 		if err = os.MkdirAll(pend, 0o700); err == nil {
-			fd, err = openFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
+			fd, err = osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 		}
 	}
 	if err != nil {
@@ -117,14 +117,14 @@ func writeTold(a home.Agent, thread string, seq int64) error {
 // the file is never longer than maxTold but by damage), and the write.
 func writeToldAt(fd int, path string, seq int64) error {
 	var buf [maxTold + 1]byte
-	n, err := pread(fd, buf[:], 0)
+	n, err := osfile.Pread(fd, buf[:], 0)
 	if err != nil {
 		return &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if told, err := parseTold(path, buf[:n]); err == nil && told >= seq && seq != 0 && n > 0 {
 		return nil
 	}
-	if _, err := pwrite(fd, toldLine(seq), 0); err != nil {
+	if _, err := osfile.Pwrite(fd, toldLine(seq), 0); err != nil {
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
@@ -254,10 +254,10 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 		// not write.
 		var err error
 		rw := true
-		fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDWR, 0)
+		fd, err = osfile.OpenFD(filepath.Join(pend, toldName), unix.O_RDWR, 0)
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
 			rw = false
-			fd, err = openFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
+			fd, err = osfile.OpenFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -272,7 +272,7 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 	}
 	path := filepath.Join(pend, toldName)
 	var buf [maxTold + 1]byte
-	n, err := pread(fd, buf[:], 0)
+	n, err := osfile.Pread(fd, buf[:], 0)
 	if err != nil || t.warm == nil {
 		if t.warm != nil {
 			t.warm.closeTold()

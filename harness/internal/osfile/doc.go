@@ -9,4 +9,7 @@
 // makes the open(2) call itself and hands the descriptor to os.NewFile,
 // which, for a blocking descriptor, asks one fcntl and no epoll. ReadFile
 // uses no *os.File at all: open, fstat, one read of the whole file, close.
+// OpenFD, Pread and Pwrite are for a file kept open and read and written at
+// known offsets (a turn's told record, its copy for people): a bare
+// descriptor, each call one system call.
 package osfile

@@ -1,6 +1,7 @@
 package osfile
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -49,6 +50,44 @@ func ReadFile(name string, most int) ([]byte, error) {
 		}
 		b = slices.Grow(b, min(most+1-len(b), max(len(b), 512)))
 	}
+}
+
+// OpenFD opens a regular file as a bare descriptor, for a file read and
+// written at known offsets (a turn's told record, its copy for people):
+// no os.File, so no fcntl to ask whether it blocks, and each read is one
+// pread. Its errors are *fs.PathError.
+func OpenFD(name string, flag int, perm fs.FileMode) (int, error) {
+	return open(name, flag, perm)
+}
+
+// Pread reads into b from off once: a regular file's read is short only
+// at its end.
+func Pread(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := syscall.Pread(fd, b, off)
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
+}
+
+// Pwrite writes b at off, all of it.
+func Pwrite(fd int, b []byte, off int64) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := syscall.Pwrite(fd, b[done:], off+int64(done))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, io.ErrShortWrite
+		}
+		done += n
+	}
+	return done, nil
 }
 
 func open(name string, flag int, perm fs.FileMode) (int, error) {

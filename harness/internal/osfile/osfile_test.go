@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -77,4 +78,29 @@ func BenchmarkReadFile(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A bare descriptor opens, makes and reports a missing file as os.OpenFile
+// does, and reads and writes at offsets.
+func TestOpenFD(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if _, err := OpenFD(p, os.O_RDWR, 0); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	fd, err := OpenFD(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if n, err := Pwrite(fd, []byte("hello world"), 3); n != 11 || err != nil {
+		t.Fatalf("pwrite: %d, %v", n, err)
+	}
+	b := make([]byte, 32)
+	n, err := Pread(fd, b, 9)
+	if err != nil || string(b[:n]) != "world" {
+		t.Fatalf("pread %q, %v; want the file's end, short", b[:n], err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != 14 {
+		t.Errorf("stat %v %v", fi, err)
+	}
 }
