@@ -112,8 +112,16 @@ func (r *Result) writeMarginal(ew io.Writer) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Layout, ag, state,
 				bytesStr(per.RSS), bytesStr(per.PSS), bytesStr(per.Anon), base)
 		}
-		row("awake, fresh", m.FreshMemoryPerAgent, bytesStr(m.FreshMemoryBase.RSS))
-		row("awake, after "+plural(m.Warmup, "message"), m.IdleMemoryPerAgent, bytesStr(m.IdleMemoryBase.RSS))
+		// With one count of agents there is no line, only memory over
+		// agents: no process of its own to tell.
+		base := func(b Memory) string {
+			if distinct(m.Agents) < 2 {
+				return "one count: none"
+			}
+			return bytesStr(b.RSS)
+		}
+		row("awake, fresh", m.FreshMemoryPerAgent, base(m.FreshMemoryBase))
+		row("awake, after "+plural(m.Warmup, "message"), m.IdleMemoryPerAgent, base(m.IdleMemoryBase))
 		if m.AsleepFreshPerAgent != nil {
 			row("asleep, fresh", *m.AsleepFreshPerAgent, "")
 			row("asleep, after "+plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
@@ -122,7 +130,7 @@ func (r *Result) writeMarginal(ew io.Writer) {
 	tw.Flush()
 	for _, l := range []string{
 		"RSS, PSS, anon/agent: the slope of the processes' memory against the count of agents",
-		"process RSS: that line at no agent, the process itself",
+		"process RSS: that line at no agent, the process itself (none from one count of agents)",
 		"awake, fresh: every agent listening, before any message (no collection can be asked then)",
 		"awake, after: each agent answered the warm-up, and the process collected (--idle-free)",
 		"asleep: every agent asleep ([serve] sleep_after), once the process said it gave memory back",
@@ -398,4 +406,13 @@ func (r *Result) writePeers(w io.Writer) {
 			writeWrapped(w, fmt.Sprintf("%s: %d of %d not answered: %s", p.Harness, p.Case.Errors, p.Case.Errors+p.Case.Messages, p.Case.FirstError), "")
 		}
 	}
+}
+
+// distinct counts the different numbers in ns.
+func distinct(ns []int) int {
+	seen := map[int]bool{}
+	for _, n := range ns {
+		seen[n] = true
+	}
+	return len(seen)
 }
