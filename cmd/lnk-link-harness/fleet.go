@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -33,7 +32,7 @@ type fleet struct {
 	grace   time.Duration   // how long a stopping agent's connections are waited for, with stopMargin
 	errc    chan error      // a listener's end other than a stop
 	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
-	waiter  *waiter         // watches sleeping agents' listeners; nil: each keeps its accept goroutine
+	waiter  *waiter         // watches every agent's listener; nil: each has an accept loop
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
 	// (in nanoseconds); 0 never. A reload sets it.
@@ -133,7 +132,7 @@ func (f *fleet) join(js []*joining) error {
 			return err
 		}
 		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held,
-			ln: &pausable{TCPListener: j.ln.(*net.TCPListener)}}
+			ln: &pausable{TCPListener: j.ln.(*net.TCPListener), watched: f.waiter != nil}}
 		r.hs = &http.Server{
 			Handler:           r,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -151,47 +150,56 @@ func (f *fleet) join(js []*joining) error {
 		} else {
 			fmt.Fprintf(f.out, "listening on %s\n", j.ln.Addr())
 		}
-		go r.serve()
+		r.listen()
 	}
 	return nil
 }
 
-// errAsleep ends a paused listener's Accept, so its server's Serve returns
-// and no goroutine of the agent waits on it.
-var errAsleep = errors.New("the agent sleeps")
+// errPaused ends a watched listener's Accept once it took the connection
+// the waiter woke it for, so its server's Serve returns and no goroutine of
+// the agent waits on it.
+var errPaused = errors.New("the listener waits on the waiter")
 
-// pausable is an agent's listener. Paused (asleep), its Accept ends with
-// errAsleep once its deadline passes, and Close, as Serve calls it on
-// return, leaves it open for the waiter to watch.
+// pausable is an agent's listener. Watched (the process has a waiter), it
+// has no accept loop of its own, awake or asleep: the waiter wakes it when
+// a connection comes, Serve takes that one connection and returns, and the
+// waiter watches it again. Close, as Serve calls it on return, leaves a
+// watched listener open; leave closes it.
 type pausable struct {
 	*net.TCPListener
-	asleep atomic.Bool
+	watched bool        // set before its first Serve, never changed
+	took    atomic.Bool // this Serve took its one connection
 }
 
 func (p *pausable) Accept() (net.Conn, error) {
-	c, err := p.TCPListener.Accept()
-	if err != nil && p.asleep.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, errAsleep
+	if p.watched && p.took.Swap(true) {
+		return nil, errPaused
 	}
-	return c, err
+	return p.TCPListener.Accept()
 }
 
 func (p *pausable) Close() error {
-	if p.asleep.Load() {
+	if p.watched {
 		return nil
 	}
 	return p.TCPListener.Close()
 }
 
-// serve accepts the agent's connections until its listener is paused, when
-// the waiter takes it, or it stops.
+// serve accepts the agent's connection the waiter saw coming, or, with no
+// waiter, its connections until it stops.
 func (r *running) serve() {
 	err := r.hs.Serve(r.ln)
 	switch {
-	case errors.Is(err, errAsleep):
+	case errors.Is(err, errPaused):
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stopped {
+			return
+		}
 		if err := r.f.waiter.watch(r.ln.TCPListener, r.resume); err != nil {
-			r.f.log.Warn("agent asleep: its listener not watched, accepting on", "agent", r.name, "error", err)
-			r.resume()
+			r.f.log.Warn("agent's listener not watched, accepting on", "agent", r.name, "error", err)
+			r.ln.watched = false
+			go r.serve()
 		}
 	case errors.Is(err, http.ErrServerClosed):
 	default:
@@ -202,16 +210,33 @@ func (r *running) serve() {
 	}
 }
 
-// resume accepts on the agent's paused listener again: a connection came.
+// listen starts taking the agent's connections: the waiter watches its
+// listener, or, with no waiter, an accept loop runs.
+func (r *running) listen() {
+	if r.ln.watched {
+		r.mu.Lock()
+		err := r.f.waiter.watch(r.ln.TCPListener, r.resume)
+		if err == nil {
+			r.mu.Unlock()
+			return
+		}
+		r.f.log.Warn("agent's listener not watched, accepting on", "agent", r.name, "error", err)
+		r.ln.watched = false
+		r.mu.Unlock()
+	}
+	go r.serve()
+}
+
+// resume accepts the connection that came to the agent's watched
+// listener.
 func (r *running) resume() {
 	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
 		return
 	}
-	r.ln.asleep.Store(false)
-	r.ln.SetDeadline(time.Time{})
-	r.mu.Unlock()
+	r.ln.took.Store(false)
 	r.serve()
 }
 
@@ -243,7 +268,7 @@ func (f *fleet) leave(name string) {
 		if f.waiter != nil {
 			f.waiter.forget(r.ln.TCPListener)
 		}
-		r.ln.TCPListener.Close() // paused, Shutdown did not close it
+		r.ln.TCPListener.Close() // watched, Shutdown did not close it
 		f.srv.Remove(name)
 		if held != nil {
 			held.Close()
@@ -488,13 +513,9 @@ func (r *running) sleep() {
 	}
 	r.held = nil
 	r.stale = false
-	// Its idle connections closed, and its listener paused for the
-	// waiter: nothing of it waits but the waiter's watch.
+	// Its idle connections closed: nothing of it waits but the waiter's
+	// watch of its listener.
 	r.hs.SetKeepAlivesEnabled(false)
-	if r.f.waiter != nil {
-		r.ln.asleep.Store(true)
-		r.ln.SetDeadline(time.Now())
-	}
 	r.f.log.Info("agent asleep", "agent", r.name)
 	select {
 	case r.f.dozed <- struct{}{}:

@@ -154,10 +154,10 @@ func serve(args, environ []string) error {
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
 	f.sleepAfter.Store(int64(sleepAfter))
-	if sleepAfter > 0 {
-		if f.waiter, err = newWaiter(); err != nil {
-			log.Warn("sleeping agents keep their accept goroutines", "error", err)
-		}
+	// One goroutine of the process watches every agent's listener: an
+	// agent, awake or asleep, has no accept loop of its own.
+	if f.waiter, err = newWaiter(); err != nil {
+		log.Warn("each agent has an accept loop of its own", "error", err)
 	}
 	// The signals are caught before the first "listening on" line: a
 	// supervisor may stop the process as soon as it reads one, and a SIGTERM

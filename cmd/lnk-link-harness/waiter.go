@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waiter watches the listeners of sleeping agents, all of them in one
-// goroutine of the process, so a sleeping agent holds no goroutine of its
-// own waiting for a connection: the first connection to come to one calls
-// its wake function, once. It is safe for concurrent use.
+// waiter watches the agents' listeners, all of them in one goroutine of
+// the process, so no agent, awake or asleep, holds a goroutine of its own
+// waiting for a connection: the first connection to come to one calls its
+// wake function, once. It is safe for concurrent use.
 type waiter struct {
 	epfd int
 
