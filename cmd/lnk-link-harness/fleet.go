@@ -33,6 +33,7 @@ type fleet struct {
 	errc    chan error      // a listener's end other than a stop
 	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
 	waiter  *waiter         // watches every agent's listener; nil: each has an accept loop
+	conns   *conns          // the one server of every agent's connections
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
 	// (in nanoseconds); 0 never. A reload sets it.
@@ -42,8 +43,8 @@ type fleet struct {
 	leaving sync.WaitGroup      // agents stopping
 }
 
-// running is one agent served: its unit, its listener's server, and, while
-// it is awake, what it holds. Asleep, it holds its listener alone: its
+// running is one agent served: its unit, its listener, and, while it is
+// awake, what it holds. Asleep, it holds its listener alone: its
 // runner, tool sessions, connections, drivers and home's lock are let go
 // of, and made again by the first request that comes. It is safe for
 // concurrent use.
@@ -51,9 +52,13 @@ type running struct {
 	f     *fleet
 	unit  unit
 	name  string
-	hs    *http.Server
 	ln    *pausable
 	inner http.Handler // the server's handler of the agent's address
+
+	leaving atomic.Bool // it leaves: its connections close once idle, and a new one at once
+	// guarded by f.conns.mu
+	conns   int           // its connections open
+	drained chan struct{} // closed when its last connection closes, while it leaves
 
 	mu sync.Mutex
 	// guarded by mu
@@ -123,6 +128,9 @@ var http1Only = func() *http.Protocols {
 
 // join serves the agents prepare made, each printing where it listens.
 func (f *fleet) join(js []*joining) error {
+	if f.conns == nil {
+		f.conns = newConns()
+	}
 	for i, j := range js {
 		if err := f.srv.Add(j.agent); err != nil {
 			for _, rest := range js[i:] {
@@ -131,16 +139,8 @@ func (f *fleet) join(js []*joining) error {
 			}
 			return err
 		}
-		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held,
-			ln: &pausable{TCPListener: j.ln.(*net.TCPListener), watched: f.waiter != nil}}
-		r.hs = &http.Server{
-			Handler:           r,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    server.MaxHeaderBytes,
-			Protocols:         http1Only,
-		}
+		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held}
+		r.ln = &pausable{TCPListener: j.ln.(*net.TCPListener), r: r, watched: f.waiter != nil}
 		f.running[j.name] = r
 		r.mu.Lock()
 		r.arm()
@@ -156,8 +156,8 @@ func (f *fleet) join(js []*joining) error {
 }
 
 // errPaused ends a watched listener's Accept once it took the connection
-// the waiter woke it for, so its server's Serve returns and no goroutine of
-// the agent waits on it.
+// the waiter woke it for, so the Serve returns and no goroutine of the
+// agent waits on it.
 var errPaused = errors.New("the listener waits on the waiter")
 
 // pausable is an agent's listener. Watched (the process has a waiter), it
@@ -167,6 +167,7 @@ var errPaused = errors.New("the listener waits on the waiter")
 // watched listener open; leave closes it.
 type pausable struct {
 	*net.TCPListener
+	r       *running    // whose it is
 	watched bool        // set before its first Serve, never changed
 	took    atomic.Bool // this Serve took its one connection
 }
@@ -188,12 +189,13 @@ func (p *pausable) Close() error {
 // serve accepts the agent's connection the waiter saw coming, or, with no
 // waiter, its connections until it stops.
 func (r *running) serve() {
-	err := r.hs.Serve(r.ln)
+	err := r.f.conns.hs.Serve(r.ln)
 	switch {
+	case r.leaving.Load(): // its listener closed
 	case errors.Is(err, errPaused):
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.stopped {
+		if r.leaving.Load() {
 			return
 		}
 		if err := r.f.waiter.watch(r.ln.TCPListener, r.resume); err != nil {
@@ -201,7 +203,6 @@ func (r *running) serve() {
 			r.ln.watched = false
 			go r.serve()
 		}
-	case errors.Is(err, http.ErrServerClosed):
 	default:
 		select {
 		case r.f.errc <- err:
@@ -230,10 +231,7 @@ func (r *running) listen() {
 // resume accepts the connection that came to the agent's watched
 // listener.
 func (r *running) resume() {
-	r.mu.Lock()
-	stopped := r.stopped
-	r.mu.Unlock()
-	if stopped {
+	if r.leaving.Load() {
 		return
 	}
 	r.ln.took.Store(false)
@@ -254,10 +252,22 @@ func (f *fleet) leave(name string) {
 	f.leaving.Add(1)
 	go func() {
 		defer f.leaving.Done()
-		closing, cancel := context.WithTimeout(context.Background(), f.grace+stopMargin)
-		defer cancel()
-		if r.hs.Shutdown(closing) != nil {
-			r.hs.Close()
+		// No new connection: the waiter forgets its listener before it is
+		// closed, and one a Serve took in between is closed at once.
+		r.leaving.Store(true)
+		if f.waiter != nil {
+			f.waiter.forget(r.ln.TCPListener)
+		}
+		r.ln.TCPListener.Close()
+		drained := f.conns.drained(r)
+		f.conns.closeIdle(r, false)
+		grace := time.NewTimer(f.grace + stopMargin)
+		select {
+		case <-drained:
+			grace.Stop()
+		case <-grace.C:
+			f.log.Warn("agent leaving: connections closed past the grace", "agent", name, "connections", f.conns.count(r))
+			f.conns.closeIdle(r, true) // their turns end with what the agent holds, below
 		}
 		r.mu.Lock()
 		r.stopped = true
@@ -265,10 +275,6 @@ func (f *fleet) leave(name string) {
 		held := r.held
 		r.held = nil
 		r.mu.Unlock()
-		if f.waiter != nil {
-			f.waiter.forget(r.ln.TCPListener)
-		}
-		r.ln.TCPListener.Close() // watched, Shutdown did not close it
 		f.srv.Remove(name)
 		if held != nil {
 			held.Close()
@@ -387,6 +393,9 @@ func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer r.rest()
+	if r.leaving.Load() {
+		w.Header().Set("Connection", "close") // its connection ends with this answer
+	}
 	r.inner.ServeHTTP(w, req)
 }
 
@@ -406,7 +415,6 @@ func (r *running) wake() error {
 			return err
 		}
 		r.held = held
-		r.hs.SetKeepAlivesEnabled(true)
 		r.f.log.Info("agent awake", "agent", r.name)
 	}
 	r.inflight++
@@ -422,6 +430,13 @@ func (r *running) rest() {
 	if r.inflight == 0 {
 		r.settle()
 	}
+}
+
+// asleep says whether the agent sleeps (or has left).
+func (r *running) asleep() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held == nil
 }
 
 // entry is the agent's entry as served now.
@@ -515,7 +530,7 @@ func (r *running) sleep() {
 	r.stale = false
 	// Its idle connections closed: nothing of it waits but the waiter's
 	// watch of its listener.
-	r.hs.SetKeepAlivesEnabled(false)
+	r.f.conns.closeIdle(r, false)
 	r.f.log.Info("agent asleep", "agent", r.name)
 	select {
 	case r.f.dozed <- struct{}{}:

@@ -158,7 +158,9 @@ text = "kept"
 	// being closed would be closed by its finalizer, and go unseen.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	// Its connections kept alive: asleep, the agent closes them (the
+	// client's side of each ends too, counted here as well).
+	client := &http.Client{Transport: &http.Transport{}}
 	for round := range 2 { // the first message after waking is answered like any other, each time
 		for name, base := range addrs {
 			req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":"note %d"}`, round)))

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"lnk.dev/linkharness/harness/server"
+)
+
+// conns is the process's one HTTP server of every agent's connections and
+// the account of them by agent: an agent has no server, map or goroutine
+// of its own for its connections, and one that has none holds nothing for
+// them. An agent's connections are closed once idle while it sleeps or
+// leaves; a leaving agent waits for the rest. It is safe for concurrent
+// use.
+type conns struct {
+	hs *http.Server
+
+	mu sync.Mutex
+	// guarded by mu
+	open map[net.Conn]connOf
+}
+
+// connOf is one connection: the agent it came to, and where it is.
+type connOf struct {
+	r     *running
+	state http.ConnState
+	since time.Time // when it was accepted
+}
+
+// agentKey is the context key of the agent a connection came to.
+type agentKey struct{}
+
+// newConns makes the process's server; Serve(r.ln) serves r's listener.
+func newConns() *conns {
+	c := &conns{open: map[net.Conn]connOf{}}
+	c.hs = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			req.Context().Value(agentKey{}).(*running).ServeHTTP(w, req)
+		}),
+		BaseContext: func(l net.Listener) context.Context {
+			return context.WithValue(context.Background(), agentKey{}, l.(*pausable).r)
+		},
+		ConnContext:       c.add,
+		ConnState:         c.state,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    server.MaxHeaderBytes,
+		Protocols:         http1Only,
+	}
+	return c
+}
+
+// add counts in a connection accepted for the agent its context names. A
+// connection that comes to an agent leaving is closed at once.
+func (c *conns) add(ctx context.Context, nc net.Conn) context.Context {
+	r := ctx.Value(agentKey{}).(*running)
+	c.mu.Lock()
+	c.open[nc] = connOf{r: r, state: http.StateNew, since: time.Now()}
+	r.conns++
+	c.mu.Unlock()
+	if r.leaving.Load() {
+		nc.Close()
+	}
+	return ctx
+}
+
+// state follows a connection: closed, it is counted out (the agent's last
+// one ends its leaving's wait); idle, it is closed if its agent sleeps or
+// leaves.
+func (c *conns) state(nc net.Conn, s http.ConnState) {
+	c.mu.Lock()
+	o, ok := c.open[nc]
+	if !ok {
+		c.mu.Unlock()
+		return
+	}
+	switch s {
+	case http.StateClosed, http.StateHijacked:
+		delete(c.open, nc)
+		o.r.conns--
+		if o.r.conns == 0 && o.r.drained != nil {
+			close(o.r.drained)
+			o.r.drained = nil
+		}
+		c.mu.Unlock()
+		return
+	}
+	o.state = s
+	c.open[nc] = o
+	c.mu.Unlock()
+	if s == http.StateIdle && (o.r.leaving.Load() || o.r.asleep()) {
+		nc.Close()
+	}
+}
+
+// newIdle is how long a connection that has sent nothing yet is let be,
+// when its agent sleeps or leaves, before it is closed as idle (as
+// net/http's Shutdown does).
+const newIdle = 5 * time.Second
+
+// closeIdle closes r's idle connections, and those that have sent nothing
+// for newIdle; every connection of r, with all.
+func (c *conns) closeIdle(r *running, all bool) {
+	var shut []net.Conn
+	c.mu.Lock()
+	for nc, o := range c.open {
+		if o.r != r {
+			continue
+		}
+		if all || o.state == http.StateIdle || o.state == http.StateNew && time.Since(o.since) > newIdle {
+			shut = append(shut, nc)
+		}
+	}
+	c.mu.Unlock()
+	for _, nc := range shut {
+		nc.Close()
+	}
+}
+
+// drained is closed once r has no connection; r leaves, so it takes no
+// new one.
+func (c *conns) drained(r *running) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan struct{})
+	if r.conns == 0 {
+		close(ch)
+		return ch
+	}
+	r.drained = ch
+	return ch
+}
+
+// count is how many connections r has.
+func (c *conns) count(r *running) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return r.conns
+}
