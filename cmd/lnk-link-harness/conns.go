@@ -22,6 +22,7 @@ type conns struct {
 	mu sync.Mutex
 	// guarded by mu
 	open map[net.Conn]connOf
+	peak int // the most open since open was made
 }
 
 // connOf is one connection: the agent it came to, and where it is.
@@ -61,6 +62,7 @@ func (c *conns) add(ctx context.Context, nc net.Conn) context.Context {
 	r := ctx.Value(agentKey{}).(*running)
 	c.mu.Lock()
 	c.open[nc] = connOf{r: r, state: http.StateNew, since: time.Now()}
+	c.peak = max(c.peak, len(c.open))
 	r.conns++
 	c.mu.Unlock()
 	if r.leaving.Load() {
@@ -82,6 +84,11 @@ func (c *conns) state(nc net.Conn, s http.ConnState) {
 	switch s {
 	case http.StateClosed, http.StateHijacked:
 		delete(c.open, nc)
+		if len(c.open) == 0 && c.peak > shrinkPast {
+			// A map never gives back the room it grew to: made again
+			// once empty, it holds nothing for the connections gone.
+			c.open, c.peak = map[net.Conn]connOf{}, 0
+		}
 		o.r.conns--
 		if o.r.conns == 0 && o.r.drained != nil {
 			close(o.r.drained)
@@ -97,6 +104,10 @@ func (c *conns) state(nc net.Conn, s http.ConnState) {
 		nc.Close()
 	}
 }
+
+// shrinkPast is how many connections open at once make the account of
+// them made again once none is open.
+const shrinkPast = 64
 
 // newIdle is how long a connection that has sent nothing yet is let be,
 // when its agent sleeps or leaves, before it is closed as idle (as
