@@ -369,15 +369,18 @@ func ready(r *turn.Runner, getenv func(string) string, opener *stores.Opener) er
 }
 
 // lookup reads environ, a copy of the environment as os.Environ gives it:
-// the last setting of a name counts.
+// the last setting of a name counts. It looks through environ at each
+// call, as a turn asks for few names: an awake agent keeps no map of the
+// whole environment (some 2 KiB each).
 func lookup(environ []string) func(string) string {
-	env := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
+	return func(k string) string {
+		for i := len(environ) - 1; i >= 0 && k != ""; i-- {
+			if v, ok := strings.CutPrefix(environ[i], k); ok && len(v) > 0 && v[0] == '=' {
+				return v[1:]
+			}
 		}
+		return ""
 	}
-	return func(k string) string { return env[k] }
 }
 
 func readKey(path string) (string, error) {
