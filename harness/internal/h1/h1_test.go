@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -269,13 +270,12 @@ func wait(t *testing.T, tr *Transport, key string) {
 	if len(cs) != 1 {
 		t.Fatalf("%d idle, want 1", len(cs))
 	}
-	first := true
-	err := cs[0].sys.Read(func(uintptr) bool {
-		if first {
-			first = false
-			return false // wait until readable
-		}
-		return true
+	// Done when a peek finds the end or a byte; else wait for the poller
+	// to say the socket is readable, and peek again.
+	err := cs[0].sys.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return err != syscall.EAGAIN
 	})
 	if err != nil {
 		t.Fatal(err)
