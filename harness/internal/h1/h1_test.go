@@ -603,15 +603,19 @@ func serveChild() {
 		os.Exit(1)
 	}
 	fmt.Println(l.Addr())
-	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		for range 8 {
-			io.WriteString(w, "data: "+strings.Repeat("x", 500)+"\n\n")
-			w.(http.Flusher).Flush()
-		}
-	}))
+	go http.Serve(l, http.HandlerFunc(serveCall))
 	io.Copy(io.Discard, os.Stdin)
+}
+
+// serveCall answers like a model proxy: it reads the request's body and
+// streams 8 events of 508 bytes, each flushed.
+func serveCall(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	for range 8 {
+		io.WriteString(w, "data: "+strings.Repeat("x", 500)+"\n\n")
+		w.(http.Flusher).Flush()
+	}
 }
 
 // childServer starts this test binary as a server in a process of its own
