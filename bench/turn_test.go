@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
@@ -55,17 +56,17 @@ func writeConversation(b *testing.B, dir, thread string, n int) {
 // scripted model called over loopback HTTP, the answer appended and synced,
 // the copy added to. Its cost must not grow with the conversation.
 func BenchmarkTurn(b *testing.B) {
-	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	proxy, addr, err := scripted.Listen("127.0.0.1:0", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer model.Close()
+	defer proxy.Close()
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
 	for _, n := range []int{0, 1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "ada")
 			os.Mkdir(dir, 0o700)
-			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
 			if n > 0 {
 				chat, _ := r.Agent.Path(home.Chat, "bench")
 				writeConversation(b, chat, "bench", n)
@@ -107,15 +108,15 @@ func TestTurnAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	proxy, addr, err := scripted.Listen("127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer model.Close()
+	defer proxy.Close()
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
 	ctx := context.Background()
 	send := func(i int) {
 		if _, err := r.Message(ctx, "budget", turn.Message{Text: fmt.Sprintf("message %d", i), Owner: true}, nil); err != nil {

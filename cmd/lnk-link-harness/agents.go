@@ -20,6 +20,7 @@ import (
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
@@ -255,8 +256,11 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context, wa
 	m := &metrics.Agent{Name: name}
 	own.Synced, own.Log, own.Environ = m.Synced, log, env
 	// The agent's own clients for the model proxy and its tool servers:
-	// their connections are never another agent's.
-	hc := &http.Client{Transport: transport()}
+	// their connections are never another agent's. The model's speaks
+	// HTTP/1.1 on the turn's goroutine (model.Transport): a kept
+	// connection costs no goroutine. The tool servers' stays on net/http,
+	// whose every part mcp-go's clients use.
+	hc := &http.Client{Transport: &model.Transport{MaxIdle: 16, IdleTimeout: 30 * time.Second}}
 	th := &http.Client{Transport: transport()}
 	set := tools.New(agent, servers, tools.Options{Log: log, HTTP: th})
 	r := &turn.Runner{
@@ -272,8 +276,7 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context, wa
 	return server.Agent{Key: key, Runner: r}, owned, nil
 }
 
-// transport is an agent's own pool of connections, to its model proxy or
-// its tool servers.
+// transport is an agent's own pool of connections to its tool servers.
 func transport() *http.Transport {
 	return &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
 }
