@@ -425,6 +425,9 @@ func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp stri
 			// The floor's CPU per message stands beside Link Harness's, so
 			// it is a mean over as many messages.
 			pcfg.Messages = cmp.Or(cfg.Messages, MinMessages)
+			// Its idle CPU is the Go runtime's own, beside Link
+			// Harness's over the same quiet window.
+			pcfg.Idle = cmp.Or(cfg.Idle, pcfg.Idle)
 		}
 		pr.Phase("peer %s", ph.Name())
 		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: Each}, h: ph, model: m, pr: pr,

@@ -143,8 +143,22 @@ func (r *Result) writeMarginal(ew io.Writer) {
 		if len(m.AsleepCPU) > 0 {
 			s += ", asleep " + cpuAt(m.Agents, m.AsleepCPU)
 		}
+		if f := floorOf(r); f != nil {
+			// An idle Go server that holds nothing: the runtime's own.
+			s += fmt.Sprintf("; the floor idle %s over %s", percent(f.Case.Total.IdleCPU), secs(f.IdleSeconds))
+		}
 		writeWrapped(ew, s, "")
 	}
+}
+
+// floorOf is the floor's result in r, if it ran.
+func floorOf(r *Result) *PeerResult {
+	for i := range r.Peers {
+		if p := &r.Peers[i]; p.Harness == "floor" && p.NotRun == "" {
+			return p
+		}
+	}
+	return nil
 }
 
 // orNone formats x, or nothing for a figure not sampled (0).
