@@ -34,6 +34,7 @@ type fleet struct {
 	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
 	waiter  *waiter         // watches every agent's listener; nil: each has an accept loop
 	conns   *conns          // the one server of every agent's connections
+	quiet   quietGC         // the collector stopped while every agent sleeps
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
 	// (in nanoseconds); 0 never. A reload sets it.
@@ -128,6 +129,7 @@ var http1Only = func() *http.Protocols {
 
 // join serves the agents prepare made, each printing where it listens.
 func (f *fleet) join(js []*joining) error {
+	f.quiet.stop()
 	if f.conns == nil {
 		f.conns = newConns()
 	}
@@ -402,23 +404,35 @@ func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // wake counts a request in, making the agent again if it sleeps. An error
 // leaves it asleep and the request not counted.
 func (r *running) wake() error {
+	woke, err := r.rise()
+	if woke {
+		// After it is awake, so the collector is never left quiet: quiet
+		// starts only while every agent sleeps.
+		r.f.quiet.stop()
+	}
+	return err
+}
+
+// rise is wake's part under r.mu: whether it made the agent again.
+func (r *running) rise() (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.disarm()
+	woke := false
 	if r.held == nil && !r.stopped {
 		a, held, err := r.unit.agent(r.f.environ, r.f.log, r.f.ending, r.f.warm)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := r.f.srv.Add(a); err != nil {
 			held.Close()
-			return err
+			return false, err
 		}
-		r.held = held
+		r.held, woke = held, true
 		r.f.log.Info("agent awake", "agent", r.name)
 	}
 	r.inflight++
-	return nil
+	return woke, nil
 }
 
 // rest counts a request out: the last one arms the sleep timer, or puts

@@ -248,6 +248,7 @@ loop:
 		case <-freeAsleep:
 			if f.asleep() {
 				freeMemory()
+				f.quiet.start(f.asleep)
 				log.Info("every agent asleep: memory given back")
 			}
 		case b := <-binds:

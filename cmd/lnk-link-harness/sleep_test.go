@@ -157,6 +157,11 @@ text = "kept"
 	// No collection from here: a file or connection let go of without
 	// being closed would be closed by its finalizer, and go unseen.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// Every agent asleep, the collector is quiet until one wakes.
+	f.quiet.start(f.asleep)
+	if !f.quiet.on {
+		t.Error("every agent asleep, the collector is not quiet")
+	}
 
 	// Its connections kept alive: asleep, the agent closes them (the
 	// client's side of each ends too, counted here as well).
@@ -174,6 +179,9 @@ text = "kept"
 			if resp.StatusCode != 200 || !strings.Contains(string(b), `"kept"`) {
 				t.Fatalf("%s, round %d: %s %s", name, round, resp.Status, b)
 			}
+		}
+		if f.quiet.on {
+			t.Error("agents awake, the collector is quiet still")
 		}
 		if fs := openFiles(t); fs < files+n {
 			t.Errorf("awake, the agents hold %d open files more than asleep: their homes' locks are not seen", fs-files)
