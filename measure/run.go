@@ -499,6 +499,7 @@ type unitRun struct {
 	// A Sleeper's: every agent asleep before any message and after its
 	// messages, a quiet window asleep, and the messages sent once all slept.
 	asleepFresh, asleep0, asleep1 proc.Sample
+	asleepFrom                    proc.Sample // the quiet window's start asleep, once sleep_after is long again
 	woken, wakeErrors             int
 	firstWakeErr                  string
 }
@@ -652,7 +653,13 @@ func (r *caseRun) sleepAll(ctx context.Context, p Phase) error {
 		}
 		// Awake for the messages once they come, and kept so: an agent
 		// asleep between them would be measured waking.
-		return sl.SetSleepAfter(ctx, awakeSleepAfter)
+		if err := sl.SetSleepAfter(ctx, awakeSleepAfter); err != nil {
+			return err
+		}
+		// The quiet window starts once the harness has read its agents
+		// file again: that reading is the measurer's, not idle CPU.
+		u.asleepFrom, err = u.sampleIdle(true)
+		return err
 	})
 	if err != nil {
 		return err
@@ -1170,8 +1177,8 @@ func (r *caseRun) result(use modelUse) Case {
 		}
 		add(&a.Fresh, u.asleepFresh)
 		add(&a.Worked, u.asleep0)
-		if s := u.asleep1.Time.Sub(u.asleep0.Time).Seconds(); s > 0 {
-			a.CPU += proc.CPUSeconds(u.asleep0, u.asleep1) / s
+		if s := u.asleep1.Time.Sub(u.asleepFrom.Time).Seconds(); s > 0 {
+			a.CPU += proc.CPUSeconds(u.asleepFrom, u.asleep1) / s
 			a.WindowSeconds = s
 		}
 		a.Woken += u.woken

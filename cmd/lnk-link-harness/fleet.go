@@ -129,7 +129,9 @@ var http1Only = func() *http.Protocols {
 
 // join serves the agents prepare made, each printing where it listens.
 func (f *fleet) join(js []*joining) error {
-	f.quiet.stop()
+	if len(js) > 0 {
+		f.quiet.stop() // they are awake
+	}
 	if f.conns == nil {
 		f.conns = newConns()
 	}
