@@ -28,7 +28,7 @@ var _ Client = (*Anthropic)(nil)
 
 // Call implements Client.
 func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
-	body, err := appendAnthropicRequest(make([]byte, 0, bodySize(req, FormatAnthropic)), req)
+	body, err := appendAnthropicRequest(newBody(bodySize(req, FormatAnthropic)), req)
 	if err != nil {
 		return nil, err
 	}

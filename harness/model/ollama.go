@@ -58,7 +58,7 @@ func (c *Ollama) client() *http.Client {
 
 // Call implements Client.
 func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
-	body, err := appendOllamaRequest(make([]byte, 0, bodySize(req, FormatOllama)), req)
+	body, err := appendOllamaRequest(newBody(bodySize(req, FormatOllama)), req)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if provider == "" {
 		provider = "openai"
 	}
-	body, err := appendOpenAIRequest(make([]byte, 0, bodySize(req, provider)), req, provider == "openrouter")
+	body, err := appendOpenAIRequest(newBody(bodySize(req, provider)), req, provider == "openrouter")
 	if err != nil {
 		return nil, err
 	}

@@ -176,10 +176,16 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	timer := time.AfterFunc(stall, func() { cancel(ErrStalled) })
 	defer timer.Stop()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(p.body))
+	// The body's bytes are used again by a later call once the transport
+	// closed every reader of them.
+	body := &sent{b: p.body}
+	defer body.release()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, body.reader())
 	if err != nil {
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
+	req.ContentLength = int64(len(p.body))
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header = p.header
 	resp, err := p.hc.Do(req)
 	if err != nil {
