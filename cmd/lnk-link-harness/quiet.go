@@ -37,7 +37,8 @@ func (q *quietGC) start(asleep func() bool) {
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	held := s[0].Value.Uint64() - s[1].Value.Uint64()
-	q.limit = debug.SetMemoryLimit(int64(min(held+quietRoom, math.MaxInt64)))
+	q.limit = debug.SetMemoryLimit(-1)
+	debug.SetMemoryLimit(min(int64(min(held+quietRoom, math.MaxInt64)), q.limit)) // never over GOMEMLIMIT
 	q.percent = debug.SetGCPercent(-1)
 	q.on = true
 }
