@@ -418,7 +418,7 @@ func (c *conn) write(req *http.Request) error {
 	}()
 	var err error
 	if plain(req) {
-		err = writeRequest(bw, req)
+		err = writeRequest(bw, c.nc, req)
 	} else {
 		err = req.Write(bw)
 	}
@@ -440,8 +440,11 @@ func plain(req *http.Request) bool {
 }
 
 // writeRequest writes req's line, header and body to bw, as req.Write
-// would with Content-Length.
-func writeRequest(bw *bufio.Writer, req *http.Request) error {
+// would with Content-Length. A body larger than bw has room for goes
+// straight to w, bw's writer, once the header is flushed: a model request
+// of tens or hundreds of kilobytes is written in one call, not copied
+// through the buffer a buffer's length at a time.
+func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -503,7 +506,14 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	if req.Body == nil {
 		return fmt.Errorf("%w: ContentLength %d without a body", errRequest, req.ContentLength)
 	}
-	n, err := io.Copy(bw, req.Body)
+	dst := io.Writer(bw)
+	if req.ContentLength > int64(bw.Available()) {
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("writing the request: %w", err)
+		}
+		dst = w
+	}
+	n, err := io.Copy(dst, req.Body)
 	if err != nil {
 		return fmt.Errorf("writing the request's body: %w", err)
 	}

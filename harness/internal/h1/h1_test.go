@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -707,5 +708,47 @@ func TestAllocs(t *testing.T) {
 	t.Logf("%.0f allocations a call", n)
 	if n > budget {
 		t.Errorf("%.0f allocations a call, want at most %d", n, budget)
+	}
+}
+
+// Bodies smaller and larger than the write buffer, plain and over TLS,
+// reach the server whole, each followed by the next request on the same
+// connection.
+func TestBodySizes(t *testing.T) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(w, "%d %x", len(b), sum)
+	})
+	plain := httptest.NewServer(handler)
+	defer plain.Close()
+	secure := httptest.NewTLSServer(handler)
+	defer secure.Close()
+	roots := secure.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	for _, s := range []struct {
+		url string
+		tr  *Transport
+	}{{plain.URL, &Transport{}}, {secure.URL, &Transport{TLS: &tls.Config{RootCAs: roots}}}} {
+		tr, dials := counted(s.tr)
+		hc := &http.Client{Transport: tr}
+		for _, n := range []int{0, 1, bufSize - 200, bufSize, bufSize + 1, 300 << 10} {
+			body := bytes.Repeat([]byte("abcdefgh"), n/8+1)[:n]
+			resp, err := hc.Post(s.url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("%s, %d bytes: %v", s.url, n, err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := fmt.Sprintf("%d %x", n, sha256.Sum256(body)); string(got) != want {
+				t.Errorf("%s, %d bytes: the server read %q, want %q", s.url, n, got, want)
+			}
+		}
+		if d := dials.Load(); d != 1 {
+			t.Errorf("%s: dialed %d times, want 1", s.url, d)
+		}
 	}
 }
