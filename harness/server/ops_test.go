@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"maps"
@@ -68,8 +70,10 @@ func TestEndOverHTTP(t *testing.T) {
 	if after := tree(t, f.home); after != before {
 		t.Errorf("an end with no turn wrote:\n%s\nwas:\n%s", after, before)
 	}
-	answered := f.postLater(t, "/v1/agents/ada/chats/t/messages", `{"id":"m1","text":"stall"}`)
-	<-f.asked // the model answers, and stalls
+	// Streamed, so the end comes once the turn has the model's first words
+	// (the model then stalls), not merely once the model was asked.
+	answered, said := f.streamLater(t, "/v1/agents/ada/chats/t/messages", `{"id":"m1","text":"stall"}`)
+	<-said
 	if code, body := f.do(t, http.MethodGet, "/asp/v1/agents/ada/status", nil); code != 200 || string(body) != `{"agent":"ada","running":true,"threads":["t"]}`+"\n" {
 		t.Errorf("status while the turn runs: %d %s", code, body)
 	}
@@ -272,4 +276,46 @@ func TestOperationsCounted(t *testing.T) {
 	if !maps.Equal(logged, want) {
 		t.Errorf("operations logged %v, want %v", logged, want)
 	}
+}
+
+// streamLater posts body to path asking for a stream, and returns the
+// answer its done event says, and a channel closed once its first delta
+// came.
+func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBody, <-chan struct{}) {
+	ch, said := make(chan answerBody, 1), make(chan struct{})
+	req, _ := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "text/event-stream")
+	go func() {
+		var a answerBody
+		defer func() { ch <- a }()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			close(said)
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		ev, first := "", true
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && ev == "delta" && first:
+				first = false
+				close(said)
+			case strings.HasPrefix(line, "data: ") && ev == "done":
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &a); err != nil {
+					t.Errorf("done: %v", err)
+				}
+			}
+		}
+		if first {
+			t.Errorf("%s: no delta came", body)
+			close(said)
+		}
+	}()
+	return ch, said
 }
