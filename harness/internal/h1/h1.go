@@ -53,6 +53,8 @@ type Transport struct {
 	TLS *tls.Config
 	// Dial opens a connection; nil is a net.Dialer's DialContext.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Now is the clock idle connections are timed by; nil is time.Now.
+	Now func() time.Time
 
 	// mu guards idle.
 	mu sync.Mutex
@@ -206,7 +208,7 @@ func (t *Transport) takeIdle(key string) *conn {
 		cs[len(cs)-1] = nil
 		t.idle[key] = cs[:len(cs)-1]
 		var stale []*conn
-		if time.Since(c.idleSince) > timeout {
+		if t.now().Sub(c.idleSince) > timeout {
 			// The others were idle longer still.
 			stale = append(cs[:len(cs)-1:len(cs)-1], c)
 			delete(t.idle, key)
@@ -237,7 +239,7 @@ func (t *Transport) putIdle(c *conn) {
 		c.close()
 		return
 	}
-	c.idleSince = time.Now()
+	c.idleSince = t.now()
 	var drop *conn
 	t.mu.Lock()
 	if t.idle == nil {
@@ -254,6 +256,13 @@ func (t *Transport) putIdle(c *conn) {
 	if drop != nil {
 		drop.close()
 	}
+}
+
+func (t *Transport) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
 }
 
 // CloseIdleConnections closes every idle connection;

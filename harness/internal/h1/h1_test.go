@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -555,22 +554,21 @@ func TestIdleTimeout(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer s.Close()
-	synctest.Test(t, func(t *testing.T) {
-		tr, dials := counted(&Transport{IdleTimeout: time.Minute})
-		hc := &http.Client{Transport: tr}
-		get(t, hc, s.URL)
-		time.Sleep(59 * time.Second)
-		get(t, hc, s.URL)
-		if n := dials.Load(); n != 1 {
-			t.Fatalf("dialed %d times within the idle timeout, want 1", n)
-		}
-		time.Sleep(61 * time.Second)
-		get(t, hc, s.URL)
-		if n := dials.Load(); n != 2 {
-			t.Fatalf("dialed %d times, want 2: a connection idle past its timeout was used", n)
-		}
-		hc.CloseIdleConnections()
-	})
+	var now atomic.Int64 // the clock, in seconds; moved by the test alone
+	tr, dials := counted(&Transport{IdleTimeout: time.Minute, Now: func() time.Time { return time.Unix(now.Load(), 0) }})
+	hc := &http.Client{Transport: tr}
+	defer hc.CloseIdleConnections()
+	get(t, hc, s.URL)
+	now.Add(59)
+	get(t, hc, s.URL)
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("dialed %d times within the idle timeout, want 1", n)
+	}
+	now.Add(61)
+	get(t, hc, s.URL)
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("dialed %d times, want 2: a connection idle past its timeout was used", n)
+	}
 }
 
 func TestBadRequest(t *testing.T) {
