@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -38,7 +37,7 @@ func (q *quietGC) start(asleep func() bool) {
 	metrics.Read(s)
 	held := s[0].Value.Uint64() - s[1].Value.Uint64()
 	q.limit = debug.SetMemoryLimit(-1)
-	debug.SetMemoryLimit(min(int64(min(held+quietRoom, math.MaxInt64)), q.limit)) // never over GOMEMLIMIT
+	debug.SetMemoryLimit(min(int64(held)+quietRoom, q.limit)) // never over GOMEMLIMIT
 	q.percent = debug.SetGCPercent(-1)
 	q.on = true
 }
