@@ -115,13 +115,14 @@ func Open(ctx context.Context, url, agent string) (*Driver, error) {
 
 // makeTables makes the tables that are not there. PostgreSQL's CREATE
 // TABLE IF NOT EXISTS can still fail when another connection makes the same
-// table at the same moment (a unique violation in its catalog), so that is
-// tried again, once the other has finished.
+// table at the same moment (a unique violation in its catalog, the table
+// there already, or its row type there already), so that is tried again,
+// once the other has finished.
 func (d *Driver) makeTables(ctx context.Context) error {
 	for _, sql := range schema {
 		var err error
 		for try := 0; try < 3; try++ {
-			if _, err = d.pool.Exec(ctx, sql); !isCode(err, "23505", "42P07") {
+			if _, err = d.pool.Exec(ctx, sql); !isCode(err, "23505", "42P07", "42710") {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
