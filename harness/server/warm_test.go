@@ -37,6 +37,7 @@ func TestIdleReleasesWarm(t *testing.T) {
 	if n := m.BytesRead() - before; n != 0 {
 		t.Errorf("a turn after the answer was told read %d bytes of the conversation, want none", n)
 	}
+	f.srv.turns.Wait() // a turn keeps its conversation after its caller is told
 	f.srv.release()
 	if n, b := w.Len(); n != 0 || b != 0 {
 		t.Fatalf("%d conversations (%d bytes) kept once idle", n, b)
