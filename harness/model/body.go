@@ -13,16 +13,22 @@ import (
 var bodies sync.Pool // of *[]byte
 
 // newBody is an empty body with room for n bytes, one used before if it
-// has the room.
+// has the room. A new one has a quarter more: a conversation's requests
+// grow by a little each turn, and one made just big enough would fit no
+// later request of it.
 func newBody(n int) []byte {
 	if p, _ := bodies.Get().(*[]byte); p != nil {
 		if cap(*p) >= n {
 			return (*p)[:0]
 		}
-		bodies.Put(p) // for a smaller one
+		// Too small, it is left to the collector: put back, it would be
+		// taken again before a larger one behind it.
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, bodyRoom(n))
 }
+
+// bodyRoom is the room a new body for n bytes is made with.
+func bodyRoom(n int) int { return n + n/4 }
 
 // sent is a request's body being sent: its readers, one per sending
 // (the transport may send it again on a new connection), and how many are

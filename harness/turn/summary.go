@@ -47,10 +47,10 @@ type compaction struct {
 
 // dueSummary says whether the turn summarizes after its answer, and what
 // it asks: events are the window after the answer (its summary first, as
-// sent, then all the turn appended), req the request the answer was made
-// with, cp where the window started; canNote says the agent can write
-// notes (its tools offer prompt.NotesTool).
-func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, toks []int, cp window.Checkpoint, share int, canNote bool) *compaction {
+// sent, then all the turn appended), items their items (windowItems), req
+// the request the answer was made with, cp where the window started;
+// canNote says the agent can write notes (its tools offer prompt.NotesTool).
+func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, items []window.Item, cp window.Checkpoint, share int, canNote bool) *compaction {
 	n := len(events)
 	if n == 0 || s.Window.CompactAt <= 0 {
 		return nil
@@ -59,7 +59,6 @@ func dueSummary(s *settings.Settings, req *model.Request, events []event.Event, 
 	if last.Type != event.TypeAnswer || len(last.Calls) != 0 {
 		return nil
 	}
-	items := windowItems(nil, events, toks)
 	if !window.Due(items, share, s.Window.CompactAt) {
 		return nil
 	}

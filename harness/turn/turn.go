@@ -289,7 +289,7 @@ type turn struct {
 	winToks  []int         // the tokens of the window's events, as the turn holds them (tokensOf)
 	winFirst int64         // the seq of the window's first event they count
 	winLast  int64         // and of the last
-	items    []window.Item // scratch for the window's items
+	items    []window.Item // scratch for the window's items, given back with the window's slice
 	keep     bool          // the turn ended well: warm is kept
 	folderFD int           // the conversation's folder, open and flocked, while locked
 	locked   bool
@@ -308,7 +308,7 @@ type turn struct {
 	composed    []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
 	paths       homePaths          // the paths the prompt reads, set when it is composed
 	release     func()             // lets the conversation's lease go, for a store that keeps leases
-	window      *[]event.Event     // the slice the window is decoded into, given back when the turn ends
+	window      *windowSlice       // the slices the window is decoded into, given back when the turn ends
 	ids         *idIndex           // the conversation's id index; nil once it could not be written
 	resumed     int64              // the seq of the message when a turn that ended first took it: this one goes on from it
 	timeout     time.Duration      // the turn's whole time, [turn] timeout
@@ -498,7 +498,8 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.after = dueSummary(&s, req, all, t.tokensOf(all), cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
+	t.items = windowItems(t.items, all, t.tokensOf(all))
+	t.after = dueSummary(&s, req, all, t.items, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }
 

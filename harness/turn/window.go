@@ -16,32 +16,48 @@ import (
 const maxWindowRead = 64 << 20
 
 // windowSlices holds the slices windows are decoded into, emptied, so a turn
-// does not grow a new one of several hundred bytes an event each time. The
-// pool is the process's, never an agent's, and the collector empties it.
-var windowSlices = sync.Pool{New: func() any { return new([]event.Event) }}
+// does not grow a new one of several hundred bytes an event each time, with
+// the slice of their items. The pool is the process's, never an agent's, and
+// the collector empties it.
+var windowSlices = sync.Pool{New: func() any { return new(windowSlice) }}
+
+type windowSlice struct {
+	events []event.Event
+	// These hold nothing the collector follows, so they are never cleared.
+	items []window.Item
+	toks  []int
+}
 
 // keepWindow makes events, or a larger slice the turn's events grew into,
 // the slice its turn gives back when it ends.
 func (t *turn) keepWindow(events []event.Event) {
 	if t.window == nil {
-		t.window = windowSlices.Get().(*[]event.Event)
+		t.window = windowSlices.Get().(*windowSlice)
+		t.items, t.winToks = t.window.items[:0], t.window.toks[:0]
 	}
-	if cap(events) > cap(*t.window) {
-		*t.window = events[:0]
+	if cap(events) > cap(t.window.events) {
+		t.window.events = events[:0]
 	}
 }
 
 // giveWindow empties the turn's window slice, so it holds no event's text,
-// and gives it back. Nothing of the window may be used after.
+// and gives it back with the items' slice. Nothing of the window may be
+// used after.
 func (t *turn) giveWindow() {
 	if t.window == nil {
 		return
 	}
-	w := (*t.window)[:cap(*t.window)]
+	w := t.window.events[:cap(t.window.events)]
 	clear(w)
-	*t.window = w[:0]
+	t.window.events = w[:0]
+	if cap(t.items) > cap(t.window.items) {
+		t.window.items = t.items[:0]
+	}
+	if cap(t.winToks) > cap(t.window.toks) {
+		t.window.toks = t.winToks[:0]
+	}
 	windowSlices.Put(t.window)
-	t.window = nil
+	t.window, t.items, t.winToks = nil, nil, nil
 }
 
 // readWindow reads the tail the window needs, newest first, back to the
@@ -53,7 +69,7 @@ func (t *turn) giveWindow() {
 func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
 	t.keepWindow(nil)
 	var (
-		events = (*t.window)[:0]
+		events = t.window.events[:0]
 		cp     = window.Checkpoint{Start: 1}
 		toks   []int // each event's tokens, counted once
 		sizes  []int // and its bytes in the store
@@ -95,6 +111,9 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 			w.log, w.size, w.toks = w.log[stop:], w.size[stop:], w.toks[stop:]
 			if stop > len(w.log) { // most of it left the window: the memory of what left goes
 				w.log, w.size, w.toks = slices.Clone(w.log), slices.Clone(w.size), slices.Clone(w.toks)
+			}
+			if n := len(w.log) + 8; cap(events) < n { // the turn adds a few
+				events = make([]event.Event, 0, n+n/4) // and the next turns a few more
 			}
 			events = append(events, w.log...)
 			t.keepWindow(events)
