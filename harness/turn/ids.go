@@ -88,6 +88,7 @@ type idIndex struct {
 	lastMsg int64
 	dirty   bool  // the header in memory is not the file's
 	made    bool  // the file was made (remake) since it was opened: its folder changed
+	absent  bool  // there was no file when it was opened: remake makes it in place
 	disk    int64 // through, as the file's header says
 	buf     [idsHeader]byte
 
@@ -107,6 +108,7 @@ func openIDs(dir string) (*idIndex, error) {
 	x := &idIndex{path: path}
 	f, err := osfile.Open(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
+		x.absent = true
 		return x, x.remake(nil)
 	}
 	if err != nil {
@@ -319,7 +321,10 @@ func (x *idIndex) writeHeader() error {
 // with more added, beside the old one, and renames it over. With no old
 // one (x.f nil) it is empty but for more, through 0.
 func (x *idIndex) remake(more []idEntry) error {
-	var old []idEntry
+	var (
+		old []idEntry
+		err error
+	)
 	if x.f != nil && x.slots > 0 {
 		table := make([]byte, x.slots*idsSlot)
 		if _, err := x.f.ReadAt(table, idsHeader); err != nil {
@@ -338,9 +343,23 @@ func (x *idIndex) remake(more []idEntry) error {
 	for slots < 4*n {
 		slots *= 2
 	}
+	// With no file yet, the table is made in its place: one half made is
+	// damaged (short, or no header yet) and made again. Creating a file
+	// and renaming it cost a new conversation's first turn more than its
+	// fdatasync.
 	tmp := x.path + ".new"
 	x.made = true
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	var f *os.File
+	if x.absent {
+		x.absent = false
+		f, err = os.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			tmp = ""
+		}
+	}
+	if tmp != "" {
+		f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("the id index: %w", err)
 	}
@@ -357,6 +376,9 @@ func (x *idIndex) remake(more []idEntry) error {
 	}
 	if err := x.writeHeader(); err != nil {
 		return err
+	}
+	if tmp == "" {
+		return nil
 	}
 	if err := os.Rename(tmp, x.path); err != nil {
 		return fmt.Errorf("the id index: %w", err)

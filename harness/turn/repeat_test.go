@@ -502,6 +502,41 @@ func TestIDIndex(t *testing.T) {
 	}
 }
 
+// A conversation's first index is made in its place, not beside it and
+// renamed (a folder where the one beside would go shows it); one left half
+// made there, short or with no header yet, is damaged and made again.
+func TestIDIndexMadeInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, IDsFile)
+	if err := os.Mkdir(path+".new", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	x, err := openIDs(dir)
+	if err != nil {
+		t.Fatalf("a new index: %v", err)
+	}
+	if err := x.add("m-1", 1); err != nil {
+		t.Fatal(err)
+	}
+	x.close()
+	if x, err = openIDs(dir); err != nil || x.through != 1 || x.count != 1 {
+		t.Fatalf("reopened: %+v %v", x, err)
+	}
+	x.close()
+	os.Remove(path + ".new")
+	for _, half := range []int64{0, idsHeader + idsMinSize*idsSlot} { // made, nothing written; the table sized, no header
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		os.Truncate(path, half)
+		x, err := openIDs(dir)
+		if err != nil || x.through != 0 || x.count != 0 || x.slots != idsMinSize {
+			t.Errorf("half made (%d bytes): %+v %v", half, x, err)
+		}
+		x.close()
+	}
+}
+
 // A conversation whose index was removed has it made again from the
 // events: a retry is still found.
 func TestIDIndexRemade(t *testing.T) {
