@@ -225,8 +225,8 @@ func crashTurns(t *testing.T, kind string, kills int) {
 				k.seq = e.Seq
 			}
 		}
-		pend, _ := ada.Path(home.ChatPending, k.thread)
-		told := readToldFile(t, pend)
+		dir, _ := ada.Path(home.Chat, k.thread)
+		told := readToldFile(t, dir)
 		switch {
 		case r.err == nil:
 			k.hit = hitAnswered
@@ -340,17 +340,17 @@ func recoverAt(t *testing.T, base, key string) []recovered {
 	return out
 }
 
-// readToldFile reads the highest seq told from a conversation's pending
-// folder: 0 when none is.
-func readToldFile(t *testing.T, pend string) int64 {
+// readToldFile reads the highest seq told from a conversation's folder:
+// 0 when none is.
+func readToldFile(t *testing.T, dir string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(pend, "told"))
+	b, err := os.ReadFile(filepath.Join(dir, "told"))
 	if os.IsNotExist(err) {
 		return 0
 	}
 	var n int64
 	if _, serr := fmt.Sscan(string(b), &n); err != nil || serr != nil {
-		t.Fatalf("%s/told: %q: %v %v", pend, b, err, serr)
+		t.Fatalf("%s/told: %q: %v %v", dir, b, err, serr)
 	}
 	return n
 }

@@ -15,7 +15,8 @@
 //	skills/<name>/SKILL.md         skills
 //	files/                         the workspace its tools work in
 //	chats/<dir>/                   one conversation (events.jsonl, events.zst,
-//	                               store.<driver>, chat.md, tools.json, end, pending/)
+//	                               store.<driver>, chat.md, tools.json, end, pending/,
+//	                               and the harness's derived ids.index and told)
 //	chats/events.sqlite            lnk-sqlite's file (and events.sqlite-wal, -shm)
 //	chats/events.pebble/           lnk-pebble's folder
 //

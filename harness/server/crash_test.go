@@ -99,14 +99,14 @@ func TestCrashedAnswerHandedOverOnce(t *testing.T) {
 // event): what a process killed right then would have left.
 type toldAtReply struct {
 	*httptest.ResponseRecorder
-	pend string
-	told int64 // -1 until the answer was written
+	dir  string // the conversation's folder
+	told int64  // -1 until the answer was written
 }
 
 func (w *toldAtReply) Write(b []byte) (int, error) {
 	if bytes.Contains(b, []byte(`"seq":`)) && w.told < 0 {
 		w.told = 0
-		if b, err := os.ReadFile(filepath.Join(w.pend, "told")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(w.dir, "told")); err == nil {
 			fmt.Sscan(string(b), &w.told)
 		}
 	}
@@ -122,7 +122,7 @@ func TestToldBeforeReply(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/agents/ada/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"id":"m%d","text":"hi","owner":true}`, i)))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Accept", accept)
-		w := &toldAtReply{ResponseRecorder: httptest.NewRecorder(), pend: filepath.Join(f.home, "chats", "t", "pending"), told: -1}
+		w := &toldAtReply{ResponseRecorder: httptest.NewRecorder(), dir: filepath.Join(f.home, "chats", "t"), told: -1}
 		f.srv.ServeHTTP(w, req)
 		body := w.Body.String()
 		if i := strings.LastIndex(body, "data: "); accept == "text/event-stream" && i >= 0 {

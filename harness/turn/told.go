@@ -24,17 +24,22 @@ import (
 // conversation, in whatever process, finds it and hands it to
 // Runner.Untold, once.
 //
-// What was told is the highest seq told, in chats/<dir>/pending/told,
-// written as each answer is told (by the server, just before the reply
-// goes: a caller whose reply is lost asks again by the message's id)
-// over the file in place and not synced: a process's death keeps it (the
-// kernel holds it), a machine's may lose the last few, which are then
-// handed over once more rather than never. Answers this process has made and is telling are held in memory
-// (telling), so its own next turn, which may begin before the telling is
-// written, does not take them for a dead process's.
+// What was told is the highest seq told, in chats/<dir>/told, written as
+// each answer is told (by the server, just before the reply goes: a caller
+// whose reply is lost asks again by the message's id) over the file in
+// place and not synced: a process's death keeps it (the kernel holds it),
+// a machine's may lose the last few, which are then handed over once more
+// rather than never. Answers this process has made and is telling are held
+// in memory (telling), so its own next turn, which may begin before the
+// telling is written, does not take them for a dead process's.
+//
+// It lived in the pending folder (chats/<dir>/pending/told) before, and is
+// read from there while the conversation's folder has none: a new
+// conversation's first turn so makes one file, not a folder and a file in
+// it, which cost it more than its fdatasync.
 
 // toldName is the file of the highest seq told, in the conversation's
-// pending folder.
+// folder, and in its pending folder as it was kept before.
 const toldName = "told"
 
 // tellings are the answers a Runner's turns gave and its caller has not
@@ -94,14 +99,14 @@ func (r *Runner) MarkTold(thread string, seq int64) error {
 // never above what was told: an answer is handed over once more rather
 // than never.
 func writeTold(a home.Agent, thread string, seq int64) error {
-	pend, err := a.Path(home.ChatPending, thread)
+	dir, err := a.Path(home.Chat, thread)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(pend, toldName)
+	path := filepath.Join(dir, toldName)
 	fd, err := osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
-	if errors.Is(err, fs.ErrNotExist) { // the folder's first told: made only then
-		if err = os.MkdirAll(pend, 0o700); err == nil {
+	if errors.Is(err, fs.ErrNotExist) { // a store that keeps no file there may not have made the folder
+		if err = os.MkdirAll(dir, 0o700); err == nil {
 			fd, err = osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 		}
 	}
@@ -138,10 +143,10 @@ func toldLine(seq int64) []byte {
 	return b
 }
 
-// readTold reads the highest seq told from the pending folder pend; 0
-// when none was.
-func readTold(pend string) (int64, error) {
-	n, _, err := readToldFile(pend)
+// readTold reads the highest seq told from the conversation's folder dir,
+// or from its pending folder pend as it was kept before; 0 when none was.
+func readTold(dir, pend string) (int64, error) {
+	n, _, err := readToldFile(dir, pend)
 	return n, err
 }
 
@@ -149,10 +154,19 @@ func readTold(pend string) (int64, error) {
 // spare; anything longer is damage.
 const maxTold = 63
 
-// readToldFile reads the told file of the pending folder pend, and says
-// whether there is one.
-func readToldFile(pend string) (int64, bool, error) {
-	path := filepath.Join(pend, toldName)
+// readToldFile reads the told file of the conversation's folder dir, or
+// while there is none the one its pending folder pend kept before, and
+// says whether there is one.
+func readToldFile(dir, pend string) (int64, bool, error) {
+	n, ok, err := readToldPath(filepath.Join(dir, toldName))
+	if !ok {
+		return readToldPath(filepath.Join(pend, toldName))
+	}
+	return n, ok, err
+}
+
+// readToldPath reads the told file at path, and says whether there is one.
+func readToldPath(path string) (int64, bool, error) {
 	b, err := osfile.ReadFile(path, maxTold)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -209,7 +223,7 @@ func (t *turn) untold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	told, ok, err := t.readTold(pend)
+	told, ok, err := t.readTold(t.dir, pend)
 	switch {
 	case err != nil:
 		return err
@@ -241,10 +255,13 @@ func (t *turn) untold(ctx context.Context) error {
 // with one pread. It is only ever written in place, by this process's
 // turns and MarkTold while the conversation is warm here (another
 // process's turn would change its last seq, and the warm conversation
-// with it): the open file is the file. Were the pending folder removed by
-// hand meanwhile, the kept file would say less than was told, and an
-// answer would be handed over once more, as after a lost write.
-func (t *turn) readTold(pend string) (int64, bool, error) {
+// with it): the open file is the file. Were it removed by hand meanwhile,
+// the kept file would say less than was told, and an answer would be
+// handed over once more, as after a lost write. One kept in the pending
+// folder pend, as before, is read and not kept open: the next told is
+// written in the conversation's folder dir.
+func (t *turn) readTold(dir, pend string) (int64, bool, error) {
+	path := filepath.Join(dir, toldName)
 	fd := -1
 	if t.warm != nil && t.warm.toldOpen {
 		fd = t.warm.toldFD
@@ -254,23 +271,22 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 		// not write.
 		var err error
 		rw := true
-		fd, err = osfile.OpenFD(filepath.Join(pend, toldName), unix.O_RDWR, 0)
+		fd, err = osfile.OpenFD(path, unix.O_RDWR, 0)
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
 			rw = false
-			fd, err = osfile.OpenFD(filepath.Join(pend, toldName), unix.O_RDONLY, 0)
+			fd, err = osfile.OpenFD(path, unix.O_RDONLY, 0)
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return 0, false, nil
+			return readToldPath(filepath.Join(pend, toldName))
 		case err != nil:
 			return 0, true, err
 		}
 		if t.warm != nil {
 			t.warm.toldFD, t.warm.toldOpen, t.warm.toldRW = fd, true, rw
-			t.warm.toldPath = filepath.Join(pend, toldName)
+			t.warm.toldPath = path
 		}
 	}
-	path := filepath.Join(pend, toldName)
 	var buf [maxTold + 1]byte
 	n, err := osfile.Pread(fd, buf[:], 0)
 	if err != nil || t.warm == nil {

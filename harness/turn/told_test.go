@@ -13,8 +13,9 @@ import (
 // The highest seq told only grows, and reads back as written.
 func TestMarkTold(t *testing.T) {
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: t.TempDir()}}
+	dir, _ := r.Agent.Path(home.Chat, "web:1")
 	pend, _ := r.Agent.Path(home.ChatPending, "web:1")
-	if n, err := readTold(pend); err != nil || n != 0 {
+	if n, err := readTold(dir, pend); err != nil || n != 0 {
 		t.Fatalf("before any: %d %v", n, err)
 	}
 	for _, seq := range []int64{2, 6, 4} {
@@ -22,10 +23,10 @@ func TestMarkTold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := readTold(pend); err != nil || n != 6 {
+	if n, err := readTold(dir, pend); err != nil || n != 6 {
 		t.Errorf("told %d %v, want 6", n, err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(pend, ".told.*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, ".told.*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
 	for body, want := range map[string]int64{
@@ -33,23 +34,46 @@ func TestMarkTold(t *testing.T) {
 		"7\n": 7, // as files were written before
 		"":    0, // made, not yet written
 	} {
-		os.WriteFile(filepath.Join(pend, "told"), []byte(body), 0o600)
-		if n, err := readTold(pend); err != nil || n != want {
+		os.WriteFile(filepath.Join(dir, "told"), []byte(body), 0o600)
+		if n, err := readTold(dir, pend); err != nil || n != want {
 			t.Errorf("told file %q: %d %v, want %d", body, n, err, want)
 		}
 	}
-	os.WriteFile(filepath.Join(pend, "told"), []byte("7\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "told"), []byte("7\n"), 0o600)
 	if err := r.MarkTold("web:1", 9); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(pend, "told")); string(b) != "00000000000000000009 00000000000000000009\n" {
+	if b, _ := os.ReadFile(filepath.Join(dir, "told")); string(b) != "00000000000000000009 00000000000000000009\n" {
 		t.Errorf("told file %q after marking 9 over 7", b)
 	}
 	for _, bad := range []string{"x\n", "1234567890123456789012345678901234\n"} {
-		os.WriteFile(filepath.Join(pend, "told"), []byte(bad), 0o600)
-		if _, err := readTold(pend); !errors.Is(err, store.ErrCorrupt) {
+		os.WriteFile(filepath.Join(dir, "told"), []byte(bad), 0o600)
+		if _, err := readTold(dir, pend); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("told file %.20q read: %v, want ErrCorrupt", bad, err)
 		}
+	}
+}
+
+// A told file kept in the pending folder, as conversations had it before,
+// is read while the conversation's folder has none, and the next told is
+// written in the conversation's folder.
+func TestToldKeptBefore(t *testing.T) {
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: t.TempDir()}}
+	dir, _ := r.Agent.Path(home.Chat, "web:1")
+	pend, _ := r.Agent.Path(home.ChatPending, "web:1")
+	os.MkdirAll(pend, 0o700)
+	os.WriteFile(filepath.Join(pend, "told"), []byte("00000000000000000005 00000000000000000005\n"), 0o600)
+	if n, err := readTold(dir, pend); err != nil || n != 5 {
+		t.Fatalf("told kept in the pending folder: %d %v, want 5", n, err)
+	}
+	if err := r.MarkTold("web:1", 7); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := readTold(dir, pend); err != nil || n != 7 {
+		t.Errorf("after marking 7: %d %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "told")); err != nil {
+		t.Errorf("the next told not in the conversation's folder: %v", err)
 	}
 }
 
