@@ -225,6 +225,7 @@ loop:
 			if !f.asleep() {
 				continue
 			}
+			f.srv.Rest() // no goroutine waits for a turn
 			if *exitAsleep {
 				log.Info("every agent asleep: stopping")
 				break loop

@@ -77,6 +77,7 @@ type Server struct {
 	freeMemory func()
 	idleFree   time.Duration
 	warm       *turn.Warm
+	crew       crew // the goroutines turns run on
 
 	freeMu sync.Mutex
 	// guarded by freeMu
@@ -216,6 +217,7 @@ func (s *Server) release() {
 		return
 	}
 	s.warm.Release()
+	s.crew.rest()
 	for _, a := range s.all() {
 		a.Runner.Rest() // a runner given a Warm of its own
 		if a.Runner.HTTP != nil {
@@ -226,6 +228,11 @@ func (s *Server) release() {
 		s.freeMemory()
 	}
 }
+
+// Rest ends the goroutines kept waiting for turns (see crew): a process
+// whose agents all sleep keeps none. Release, once no turn ran for
+// IdleFree, does it too.
+func (s *Server) Rest() { s.crew.rest() }
 
 // Wait waits for every turn started to end, those whose caller left too.
 // A graceful stop shuts the HTTP server down first, then waits here.
@@ -461,7 +468,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	a.turns.Add(1)
 	a.active.Add(1)
 	s.active.Add(1)
-	go func() {
+	s.crew.run(func() {
 		defer s.turns.Done()
 		defer a.turns.Done()
 		defer a.active.Add(-1)
@@ -497,7 +504,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		m.Answered = func(ans turn.Answer) { tell(ans, nil) }
 		ans, err := a.Runner.Message(r.Context(), thread, m, onText)
 		tell(ans, err)
-	}()
+	})
 	select {
 	case res := <-done:
 		if res.err != nil {
