@@ -2,7 +2,9 @@ package home
 
 import (
 	"bufio"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -55,4 +57,38 @@ func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) err
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// ReplaceFile writes b to path through a temporary file beside it,
+// renamed into place, and syncs neither: a reader finds the old file or the
+// new one whole, but a machine's crash may leave either, or one empty. It
+// is for files the harness makes again when they are missing or damaged
+// (tool-lists.json), which a new agent's first turn otherwise paid two
+// syncs for.
+func ReplaceFile(path string, b []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			f, err = os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil && perm != 0o600 { // CreateTemp's
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

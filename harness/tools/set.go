@@ -195,7 +195,7 @@ func (s *Set) writeLists() {
 	}
 	path, err := s.agent.Path(home.ToolLists, "")
 	if err == nil {
-		err = home.WriteFileAtomic(path, b, 0o600)
+		err = home.ReplaceFile(path, b, 0o600) // derived: listed again when lost
 	}
 	s.mu.Lock()
 	if err != nil {

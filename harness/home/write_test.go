@@ -1,0 +1,44 @@
+package home
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// ReplaceFile puts a file whole in place, over the one there, making its
+// folder; a rename that fails leaves the old file and no temporary one.
+func TestReplaceFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	path := filepath.Join(dir, "tool-lists.json")
+	for _, body := range []string{`{"first":1}`, `{}`} {
+		if err := ReplaceFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != body {
+			t.Fatalf("read back %q %v, want %q", b, err, body)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v %v", fi.Mode(), err)
+	}
+	if err := ReplaceFile(filepath.Join(dir, "shared"), []byte("x"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "shared")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", fi.Mode())
+	}
+	busy := filepath.Join(dir, "busy")
+	os.MkdirAll(filepath.Join(busy, "inside"), 0o700) // a folder not empty: no file renames over it
+	if err := ReplaceFile(busy, []byte("x"), 0o600); err == nil {
+		t.Error("replaced a folder")
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 3 {
+		t.Errorf("the folder holds %v, want busy, shared and tool-lists.json alone", names)
+	}
+}
