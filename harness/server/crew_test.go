@@ -46,6 +46,7 @@ func TestCrew(t *testing.T) {
 		}
 		c.run(func() { ran <- 0 }) // and a turn after runs
 		<-ran
+		synctest.Wait() // its goroutine waiting again
 		c.rest()
 	})
 }
