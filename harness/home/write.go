@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteFileAtomic writes b to path through a temporary file beside it,
@@ -51,12 +52,7 @@ func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) err
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return SyncDir(dir)
 }
 
 // ReplaceFile writes b to path through a temporary file beside it,
@@ -91,4 +87,42 @@ func ReplaceFile(path string, b []byte, perm os.FileMode) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// MakeDir makes the folder dir, and its parents that are missing, and
+// makes each name it made durable by syncing the folder it was made in, as
+// a file's name needs its folder synced: without, a machine's crash may
+// lose a conversation's folder whose events were synced. A folder that is
+// there costs a stat. made says whether dir was made now.
+func MakeDir(dir string) (made bool, err error) {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return false, &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return false, nil
+	}
+	err = os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err = MakeDir(filepath.Dir(dir)); err == nil {
+			err = os.Mkdir(dir, 0o700)
+		}
+	}
+	switch {
+	case err == nil:
+		made = true
+	case errors.Is(err, fs.ErrExist): // made by another meanwhile, its name maybe not yet synced
+	default:
+		return false, err
+	}
+	return made, SyncDir(filepath.Dir(dir))
+}
+
+// SyncDir makes the names in the folder dir durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

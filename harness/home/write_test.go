@@ -42,3 +42,29 @@ func TestReplaceFile(t *testing.T) {
 		t.Errorf("the folder holds %v, want busy, shared and tool-lists.json alone", names)
 	}
 }
+
+// MakeDir makes a folder and its missing parents, says whether it made
+// it, and refuses a file in its way.
+func TestMakeDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "chats", "web-1")
+	if made, err := MakeDir(dir); err != nil || !made {
+		t.Fatalf("a new folder: made %v, %v", made, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("not made: %v", err)
+	}
+	if made, err := MakeDir(dir); err != nil || made {
+		t.Errorf("a folder there: made %v, %v", made, err)
+	}
+	if made, err := MakeDir(filepath.Join(root, "chats", "web-2")); err != nil || !made {
+		t.Errorf("beside one: made %v, %v", made, err)
+	}
+	file := filepath.Join(root, "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, p := range []string{file, filepath.Join(file, "under")} {
+		if made, err := MakeDir(p); err == nil || made {
+			t.Errorf("%s: made %v, %v; want an error", p, made, err)
+		}
+	}
+}

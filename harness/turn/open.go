@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +37,8 @@ func (t *turn) open(ctx context.Context, kind string) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(t.dir, 0o700); err != nil {
+	made, err := home.MakeDir(t.dir) // its name durable before any event is in it
+	if err != nil {
 		return err
 	}
 	if t.r.Open == nil {
@@ -53,6 +55,12 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		t.warm = &warmConv{dir: t.dir, conv: conv}
 	}
 	if t.last == 0 {
+		if !made {
+			// A folder with no event yet may be one whose maker died
+			// before it synced the folder's name: synced again before
+			// the first event goes in, as the log does a file's.
+			return home.SyncDir(filepath.Dir(t.dir))
+		}
 		return nil
 	}
 	var first string

@@ -39,8 +39,9 @@ import (
 // reading what it wrote and syncing it again loses it.
 //
 // Folders are not made by OpenFile: a test makes the store's folder with
-// MkdirAll, as the callers of the stores do with os.MkdirAll, and such a
-// folder is durable at once. "/" and "." always exist.
+// MkdirAll, as the harness makes a conversation's with home.MakeDir (which
+// syncs the name of each folder it makes before the store is opened), and
+// such a folder is durable at once. "/" and "." always exist.
 //
 // Flocks are per open File, shared or exclusive, as flock(2)'s are.
 //
