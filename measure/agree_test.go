@@ -92,23 +92,31 @@ func TestAgreesWithProcfs(t *testing.T) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-40s %14s %14s %8s\n", "figure", "lnk measure", "procfs", "ratio")
 	// Two reads of a process a moment apart may differ by a page or two,
-	// which a slope divides among the agents: a slope near 0 (fresh, no
-	// collection run yet) agrees within that too.
+	// which a slope divides among the agents: a slope near 0 agrees within
+	// that too. A fresh process has not settled (no collection can be
+	// asked before a message, and the runtime's background work still
+	// faults pages in and gives them back): on a loaded machine its two
+	// reads were seen 7 pages apart, so it is given 8.
 	page := 2 * float64(os.Getpagesize()) / float64(n-1)
+	freshPages := 8 * float64(os.Getpagesize()) / float64(n-1)
+	// A slope may be 0: twenty agents that have sent nothing can fit in
+	// pages the process had already. An agent's memory or a message's CPU
+	// read as 0 is a count gone wrong.
 	for _, f := range []struct {
 		name          string
 		measure, proc float64
 		slack         float64
+		slope         bool
 	}{
-		{fmt.Sprintf("RSS per extra agent, fresh (1 to %d)", n), m.FreshMemoryPerAgent.RSS, slope(PhaseFresh), page},
-		{"RSS per extra agent, after 1 message", m.IdleMemoryPerAgent.RSS, slope(PhaseWorked), page},
-		{"idle RSS, one agent", res.Cases[0].Median.Idle.RSS, own[key{0, PhaseWorked}].rss, 0},
-		{"CPU per message, one agent (s)", res.Cases[0].Total.CPUPerMessage, cpu(0), 0},
-		{fmt.Sprintf("CPU per message, %d agents (s)", n), res.Cases[1].Total.CPUPerMessage, cpu(1), 0},
+		{fmt.Sprintf("RSS per extra agent, fresh (1 to %d)", n), m.FreshMemoryPerAgent.RSS, slope(PhaseFresh), freshPages, true},
+		{"RSS per extra agent, after 1 message", m.IdleMemoryPerAgent.RSS, slope(PhaseWorked), page, true},
+		{"idle RSS, one agent", res.Cases[0].Median.Idle.RSS, own[key{0, PhaseWorked}].rss, 0, false},
+		{"CPU per message, one agent (s)", res.Cases[0].Total.CPUPerMessage, cpu(0), 0, false},
+		{fmt.Sprintf("CPU per message, %d agents (s)", n), res.Cases[1].Total.CPUPerMessage, cpu(1), 0, false},
 	} {
 		r := f.measure / f.proc
 		fmt.Fprintf(&table, "%-40s %14.6g %14.6g %8.3f\n", f.name, f.measure, f.proc, r)
-		if f.proc == 0 || math.IsNaN(r) || math.Abs(f.measure-f.proc) > max(0.10*math.Abs(f.proc), f.slack) {
+		if (!f.slope && (f.proc == 0 || math.IsNaN(r))) || math.Abs(f.measure-f.proc) > max(0.10*math.Abs(f.proc), f.slack) {
 			t.Errorf("%s: lnk measure %g, procfs %g: not within 10%%", f.name, f.measure, f.proc)
 		}
 	}
