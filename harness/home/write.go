@@ -22,37 +22,7 @@ func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 // WriteAtomic is WriteFileAtomic for content written as it is made, so a
 // large file never has to be held in memory whole.
 func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	bw := bufio.NewWriterSize(f, 64<<10)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(dir)
+	return replace(path, perm, write, true)
 }
 
 // ReplaceFile writes b to path through a temporary file beside it,
@@ -62,20 +32,35 @@ func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) err
 // (tool-lists.json), which a new agent's first turn otherwise paid two
 // syncs for.
 func ReplaceFile(path string, b []byte, perm os.FileMode) error {
+	return replace(path, perm, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}, false)
+}
+
+// replace writes path's new content through a temporary file beside it,
+// renamed into place; durable, the file is synced before and its folder
+// after.
+func replace(path string, perm os.FileMode, write func(io.Writer) error, durable bool) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-		}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
 	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil && perm != 0o600 { // CreateTemp's
 		err = f.Chmod(perm)
+	}
+	if err == nil && durable {
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -85,8 +70,12 @@ func ReplaceFile(path string, b []byte, perm os.FileMode) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
 	}
-	return err
+	if durable {
+		return SyncDir(dir)
+	}
+	return nil
 }
 
 // MakeDir makes the folder dir, and its parents that are missing, and

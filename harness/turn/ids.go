@@ -88,7 +88,6 @@ type idIndex struct {
 	lastMsg int64
 	dirty   bool  // the header in memory is not the file's
 	made    bool  // the file was made (remake) since it was opened: its folder changed
-	absent  bool  // there was no file when it was opened: remake makes it in place
 	disk    int64 // through, as the file's header says
 	buf     [idsHeader]byte
 
@@ -108,8 +107,7 @@ func openIDs(dir string) (*idIndex, error) {
 	x := &idIndex{path: path}
 	f, err := osfile.Open(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		x.absent = true
-		return x, x.remake(nil)
+		return x, x.makeTable(nil, true)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the id index: %w", err)
@@ -320,7 +318,11 @@ func (x *idIndex) writeHeader() error {
 // remake writes the table again, twice as large as its ids and more need,
 // with more added, beside the old one, and renames it over. With no old
 // one (x.f nil) it is empty but for more, through 0.
-func (x *idIndex) remake(more []idEntry) error {
+func (x *idIndex) remake(more []idEntry) error { return x.makeTable(more, false) }
+
+// makeTable is remake; inPlace, with no file at the index's path, it makes
+// the table there.
+func (x *idIndex) makeTable(more []idEntry, inPlace bool) error {
 	var (
 		old []idEntry
 		err error
@@ -350,8 +352,7 @@ func (x *idIndex) remake(more []idEntry) error {
 	tmp := x.path + ".new"
 	x.made = true
 	var f *os.File
-	if x.absent {
-		x.absent = false
+	if inPlace {
 		f, err = os.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			tmp = ""

@@ -144,26 +144,19 @@ func toldLine(seq int64) []byte {
 }
 
 // readTold reads the highest seq told from the conversation's folder dir,
-// or from its pending folder pend as it was kept before; 0 when none was.
+// or while it has none from its pending folder pend, where it was kept
+// before; 0 when none was.
 func readTold(dir, pend string) (int64, error) {
-	n, _, err := readToldFile(dir, pend)
+	n, ok, err := readToldPath(filepath.Join(dir, toldName))
+	if !ok {
+		n, _, err = readToldPath(filepath.Join(pend, toldName))
+	}
 	return n, err
 }
 
 // maxTold is the longest told file: toldLine's 42 bytes, and room to
 // spare; anything longer is damage.
 const maxTold = 63
-
-// readToldFile reads the told file of the conversation's folder dir, or
-// while there is none the one its pending folder pend kept before, and
-// says whether there is one.
-func readToldFile(dir, pend string) (int64, bool, error) {
-	n, ok, err := readToldPath(filepath.Join(dir, toldName))
-	if !ok {
-		return readToldPath(filepath.Join(pend, toldName))
-	}
-	return n, ok, err
-}
 
 // readToldPath reads the told file at path, and says whether there is one.
 func readToldPath(path string) (int64, bool, error) {
@@ -250,7 +243,7 @@ func (t *turn) untold(ctx context.Context) error {
 	return writeTold(t.r.Agent, t.thread, a.Seq)
 }
 
-// readTold is readToldFile for the turn: the told file is kept open
+// readTold is readTold, the function, for the turn: the told file is kept open
 // between the turns of a warm conversation (warmConv.told), and read again
 // with one pread. It is only ever written in place, by this process's
 // turns and MarkTold while the conversation is warm here (another

@@ -195,7 +195,7 @@ func (c *Converter) One(dir, to string) (Outcome, error) {
 			return Skipped, err
 		}
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := home.SyncDir(tmp); err != nil {
 		return Skipped, err
 	}
 	// One rename puts the new folder in place: an exchange, since the old
@@ -204,7 +204,7 @@ func (c *Converter) One(dir, to string) (Outcome, error) {
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err != nil {
 		return Skipped, fmt.Errorf("exchange %s and %s: %w", tmp, dir, err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := home.SyncDir(filepath.Dir(dir)); err != nil {
 		return Skipped, err
 	}
 	// The old way, forgotten: a driver's rows first, so a failure leaves
@@ -392,7 +392,7 @@ func linkAlong(dir, tmp string, old func(string) bool) error {
 			if err := linkAlong(src, dst, func(string) bool { return false }); err != nil {
 				return err
 			}
-			if err := syncDir(dst); err != nil {
+			if err := home.SyncDir(dst); err != nil {
 				return err
 			}
 			continue
@@ -402,13 +402,4 @@ func linkAlong(dir, tmp string, old func(string) bool) error {
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
