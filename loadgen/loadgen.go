@@ -60,7 +60,7 @@ type Config struct {
 
 // Bounds on a Config.
 const (
-	maxAgents        = 1000
+	maxAgents        = 20_000
 	maxConversations = 1000
 	maxTotal         = 1_000_000 // messages in one run
 	maxSamples       = 3600

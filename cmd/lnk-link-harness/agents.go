@@ -18,9 +18,9 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
-	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
@@ -91,6 +91,7 @@ const DefaultSleepAfter = 10 * time.Minute
 type agentsFile struct {
 	units      []unit
 	sleepAfter time.Duration // 0: never
+	maxTurns   int           // [serve] max_turns; 0: not said
 }
 
 // readAgents reads serve --agents' file, strictly: every agent needs a
@@ -105,6 +106,7 @@ func readAgents(path string) (agentsFile, error) {
 	var f struct {
 		Serve struct {
 			SleepAfter *string `toml:"sleep_after"`
+			MaxTurns   *int    `toml:"max_turns"`
 		} `toml:"serve"`
 		Agent []unit `toml:"agent"`
 	}
@@ -180,7 +182,14 @@ func readAgents(path string) (agentsFile, error) {
 			sleepAfter = d
 		}
 	}
-	return agentsFile{units: f.Agent, sleepAfter: sleepAfter}, nil
+	maxTurns := 0
+	if v := f.Serve.MaxTurns; v != nil {
+		if *v < 1 {
+			return agentsFile{}, fmt.Errorf("%w %s:%d: [serve] max_turns %d: want 1 or more", errAgents, path, keyLine(b, "max_turns"), *v)
+		}
+		maxTurns = *v
+	}
+	return agentsFile{units: f.Agent, sleepAfter: sleepAfter, maxTurns: maxTurns}, nil
 }
 
 // keyLine is the line where key is first set in an agents file, or 0.
@@ -208,16 +217,31 @@ func agentLines(b []byte) []int {
 	return lines
 }
 
-// agent makes the served agent of u, in the process's environment
-// environ as u.environ makes it its own, and returns it with its home held
-// (holdHome) and its own opener, reaching the store bridge its
-// environment names (or each driver's program), timing its fsyncs into the
-// agent's metrics and logging its drivers' starts; closing the returned
-// Closer lets go of both. Nothing of one agent is another's: its tool
-// servers and their sessions, its model-proxy client and its store's
-// connections are its own. warm, the process's, keeps what its turns
+// shared is what the agents of one process share, built in serve: the
+// process's environment, logger, stop, warm cache, bound on turns and
+// client of the model proxy.
+type shared struct {
+	environ []string        // the process's environment
+	log     *slog.Logger    //
+	ending  context.Context // done once a graceful stop's grace is over
+	warm    *turn.Warm      // what turns keep for their conversations' next
+	turns   *budget.Turns   // the turns in flight, bounded
+	model   *http.Client    // the model proxy's client, its idle connections the process's
+}
+
+// agent makes the served agent of u, in the process's environment as
+// u.environ makes it its own, and returns it with its own opener, reaching
+// the store bridge its environment names (or each driver's program),
+// timing its fsyncs into the agent's metrics and logging its drivers'
+// starts; closing the returned Closer lets go of what it holds. It holds
+// no descriptor: its home is locked by each turn that uses it (see
+// turn.Runner), so an agent, awake or asleep, holds its listener alone.
+// Nothing of one agent is another's but the process's model client,
+// whose connections go to the model proxy each request proves itself to
+// with its own key: its tool servers and their sessions and its store's
+// connections are its own. sh.warm, the process's, keeps what its turns
 // composed between them.
-func (u unit) agent(environ []string, log *slog.Logger, stop context.Context, warm *turn.Warm) (server.Agent, io.Closer, error) {
+func (u unit) agent(sh *shared) (server.Agent, io.Closer, error) {
 	dir, err := filepath.Abs(u.Home)
 	if err != nil {
 		return server.Agent{}, nil, err
@@ -238,7 +262,7 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context, wa
 	if err := home.Plain(name); err != nil {
 		return server.Agent{}, nil, fmt.Errorf("agent name %q: %w", name, err)
 	}
-	env := u.environ(environ)
+	env := u.environ(sh.environ)
 	getenv := lookup(env)
 	own, err := stores.FromEnv(getenv)
 	if err != nil {
@@ -247,28 +271,23 @@ func (u unit) agent(environ []string, log *slog.Logger, stop context.Context, wa
 	if u.store != "" {
 		own.Bridge, own.BridgeKey = u.store, []byte(key)
 	}
-	held, err := holdHome(dir)
-	if err != nil {
+	if err := home.Serving(dir); err != nil {
 		return server.Agent{}, nil, err
 	}
 	agent := home.Agent{Name: name, Dir: dir}
 	servers, _ := tools.FromEnviron(env) // a variable that names no usable tool offers none
 	m := &metrics.Agent{Name: name}
-	own.Synced, own.Log, own.Environ = m.Synced, log, env
-	// The agent's own clients for the model proxy and its tool servers:
-	// their connections are never another agent's. The model's speaks
-	// HTTP/1.1 on the turn's goroutine (model.Transport): a kept
-	// connection costs no goroutine. The tool servers' stays on net/http,
-	// whose every part mcp-go's clients use.
-	hc := &http.Client{Transport: &model.Transport{MaxIdle: 16, IdleTimeout: 30 * time.Second}}
+	own.Synced, own.Log, own.Environ = m.Synced, sh.log, env
+	// The tool servers' client is the agent's own, on net/http, whose
+	// every part mcp-go's clients use.
 	th := &http.Client{Transport: transport()}
-	set := tools.New(agent, servers, tools.Options{Log: log, HTTP: th})
+	set := tools.New(agent, servers, tools.Options{Log: sh.log, HTTP: th})
 	r := &turn.Runner{
-		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: hc, Metrics: m, Log: log, Stop: stop,
-		Tools: set, Settings: u.settings, Warm: warm,
+		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: sh.model, Metrics: m, Log: sh.log, Stop: sh.ending,
+		Tools: set, Settings: u.settings, Warm: sh.warm, Turns: sh.turns, HoldHome: true,
 	}
 	// What its turns kept goes first: it holds conversations its opener opened.
-	owned := closers{closeFunc(r.Rest), held, own, closeFunc(set.Close), closeFunc(hc.CloseIdleConnections), closeFunc(th.CloseIdleConnections)}
+	owned := closers{closeFunc(r.Rest), own, closeFunc(set.Close), closeFunc(th.CloseIdleConnections)}
 	if err := ready(r, getenv, own); err != nil {
 		owned.Close()
 		return server.Agent{}, nil, err

@@ -89,7 +89,7 @@ func TestAgentsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	f := &fleet{srv: srv, environ: environ, log: slog.New(slog.DiscardHandler), ending: context.Background(),
+	f := &fleet{srv: srv, shared: newShared(environ, slog.New(slog.DiscardHandler), context.Background(), nil, nil),
 		out: &out, named: true, errc: make(chan error, 1), running: map[string]*running{}}
 	js, err := f.prepare(file.units)
 	if err != nil {

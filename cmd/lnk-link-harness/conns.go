@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/server"
 )
 
@@ -17,27 +18,61 @@ import (
 // leaves; a leaving agent waits for the rest. It is safe for concurrent
 // use.
 type conns struct {
-	hs *http.Server
+	hs   *http.Server
+	pool *budget.Pool // counts each connection, from before it is accepted to its close
 
 	mu sync.Mutex
 	// guarded by mu
-	open map[net.Conn]connOf
-	peak int // the most open since open was made
+	open map[net.Conn]*connOf
+	peak int      // the most open since open was made
+	idle idleList // the idle ones, the longest idle first
 }
 
 // connOf is one connection: the agent it came to, and where it is.
 type connOf struct {
-	r     *running
-	state http.ConnState
-	since time.Time // when it was accepted
+	nc     net.Conn
+	r      *running
+	state  http.ConnState
+	since  time.Time // when it was accepted
+	closed bool      // closed by GiveBack, which gave its room back to the pool
+
+	prev, next *connOf // in the idle list, while idle
+}
+
+// idleList is the idle connections, in the order they went idle.
+type idleList struct{ head, tail *connOf }
+
+func (l *idleList) push(o *connOf) {
+	o.prev, o.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = o
+	} else {
+		l.head = o
+	}
+	l.tail = o
+}
+
+func (l *idleList) remove(o *connOf) {
+	if o.prev != nil {
+		o.prev.next = o.next
+	} else if l.head == o {
+		l.head = o.next
+	}
+	if o.next != nil {
+		o.next.prev = o.prev
+	} else if l.tail == o {
+		l.tail = o.prev
+	}
+	o.prev, o.next = nil, nil
 }
 
 // agentKey is the context key of the agent a connection came to.
 type agentKey struct{}
 
-// newConns makes the process's server; Serve(r.ln) serves r's listener.
-func newConns() *conns {
-	c := &conns{open: map[net.Conn]connOf{}}
+// newConns makes the process's server, its connections counted in pool;
+// Serve(r.ln) serves r's listener.
+func newConns(pool *budget.Pool) *conns {
+	c := &conns{open: map[net.Conn]*connOf{}, pool: pool}
 	c.hs = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			req.Context().Value(agentKey{}).(*running).ServeHTTP(w, req)
@@ -61,7 +96,7 @@ func newConns() *conns {
 func (c *conns) add(ctx context.Context, nc net.Conn) context.Context {
 	r := ctx.Value(agentKey{}).(*running)
 	c.mu.Lock()
-	c.open[nc] = connOf{r: r, state: http.StateNew, since: time.Now()}
+	c.open[nc] = &connOf{nc: nc, r: r, state: http.StateNew, since: time.Now()}
 	c.peak = max(c.peak, len(c.open))
 	r.conns++
 	c.mu.Unlock()
@@ -81,13 +116,19 @@ func (c *conns) state(nc net.Conn, s http.ConnState) {
 		c.mu.Unlock()
 		return
 	}
+	if o.state == http.StateIdle {
+		c.idle.remove(o)
+	}
 	switch s {
 	case http.StateClosed, http.StateHijacked:
 		delete(c.open, nc)
+		if !o.closed {
+			c.pool.Put(1)
+		}
 		if len(c.open) == 0 && c.peak > shrinkPast {
 			// A map never gives back the room it grew to: made again
 			// once empty, it holds nothing for the connections gone.
-			c.open, c.peak = map[net.Conn]connOf{}, 0
+			c.open, c.peak = map[net.Conn]*connOf{}, 0
 		}
 		o.r.conns--
 		if o.r.conns == 0 && o.r.drained != nil {
@@ -98,7 +139,9 @@ func (c *conns) state(nc net.Conn, s http.ConnState) {
 		return
 	}
 	o.state = s
-	c.open[nc] = o
+	if s == http.StateIdle && !o.closed {
+		c.idle.push(o)
+	}
 	c.mu.Unlock()
 	if s == http.StateIdle && (o.r.leaving.Load() || o.r.asleep()) {
 		nc.Close()
@@ -152,4 +195,24 @@ func (c *conns) count(r *running) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return r.conns
+}
+
+// GiveBack closes up to n idle connections, the longest idle first, and
+// gives their room back to the pool at once: a kept-alive connection is a
+// cache of the caller's, who dials again. It is budget.Giver.
+func (c *conns) GiveBack(n int) int {
+	var shut []net.Conn
+	c.mu.Lock()
+	for len(shut) < n && c.idle.head != nil {
+		o := c.idle.head
+		c.idle.remove(o)
+		o.closed = true
+		shut = append(shut, o.nc)
+	}
+	c.mu.Unlock()
+	for _, nc := range shut {
+		nc.Close()
+		c.pool.Put(1)
+	}
+	return len(shut)
 }

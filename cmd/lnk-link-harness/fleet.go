@@ -1,40 +1,38 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/server"
-	"lnk.dev/linkharness/harness/turn"
 )
 
 // fleet is the agents a process serves, each on its own listener, joining
 // and leaving while it runs. Its methods are called from serve's one loop,
 // never at once; stopping an agent runs on beside it.
 type fleet struct {
-	srv     *server.Server
-	environ []string // the process's environment
-	log     *slog.Logger
-	ending  context.Context // done once a graceful stop's grace is over
-	warm    *turn.Warm      // what turns keep for their conversations' next, the process's
-	out     io.Writer       // where "listening on" lines go
-	named   bool            // whether a listening line names its agent
-	grace   time.Duration   // how long a stopping agent's connections are waited for, with stopMargin
-	errc    chan error      // a listener's end other than a stop
-	dozed   chan struct{}   // a send (when there is room) each time an agent falls asleep
-	waiter  *waiter         // watches every agent's listener; nil: each has an accept loop
-	conns   *conns          // the one server of every agent's connections
-	quiet   quietGC         // the collector stopped while every agent sleeps
+	shared
+	plan   budget.Plan  // the descriptors the process is sized for
+	pool   *budget.Pool // callers' connections, and what caches keep open
+	srv    *server.Server
+	out    io.Writer     // where "listening on" lines go
+	named  bool          // whether a listening line names its agent
+	grace  time.Duration // how long a stopping agent's connections are waited for, with stopMargin
+	errc   chan error    // a listener's end other than a stop
+	dozed  chan struct{} // a send (when there is room) each time an agent falls asleep
+	waiter *waiter       // watches every agent's listener; nil: each has an accept loop
+	conns  *conns        // the one server of every agent's connections
+	quiet  quietGC       // the collector stopped while every agent sleeps
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
 	// (in nanoseconds); 0 never. A reload sets it.
@@ -92,7 +90,7 @@ func (f *fleet) prepare(units []unit) ([]*joining, error) {
 		}
 	}
 	for _, u := range units {
-		a, held, err := u.agent(f.environ, f.log, f.ending, f.warm)
+		a, held, err := u.agent(&f.shared)
 		if err != nil {
 			undo()
 			return nil, where(u, err)
@@ -133,7 +131,8 @@ func (f *fleet) join(js []*joining) error {
 		f.quiet.stop() // they are awake
 	}
 	if f.conns == nil {
-		f.conns = newConns()
+		f.conns = newConns(f.pool)
+		f.pool.AddGiver(f.conns)
 	}
 	for i, j := range js {
 		if err := f.srv.Add(j.agent); err != nil {
@@ -164,27 +163,56 @@ func (f *fleet) join(js []*joining) error {
 // agent waits on it.
 var errPaused = errors.New("the listener waits on the waiter")
 
+// errNoRoom ends a listener's Accept when the process has no room for
+// another connection: the connection waits in the listener's queue, and
+// the listener is served again once a connection closes (see wait).
+var errNoRoom = errors.New("the listener waits for room")
+
+// errNoDescriptor ends a listener's Accept when the process met its
+// descriptor limit past what the pool counts: the listener is served again
+// after noRoomRetry, never at once.
+var errNoDescriptor = errors.New("the listener waits for a descriptor")
+
 // pausable is an agent's listener. Watched (the process has a waiter), it
 // has no accept loop of its own, awake or asleep: the waiter wakes it when
 // a connection comes, Serve takes that one connection and returns, and the
 // waiter watches it again. Close, as Serve calls it on return, leaves a
-// watched listener open; leave closes it.
+// watched listener open; leave closes it. Each connection takes its room
+// in the process's pool before it is accepted.
 type pausable struct {
 	*net.TCPListener
 	r       *running    // whose it is
 	watched bool        // set before its first Serve, never changed
 	took    atomic.Bool // this Serve took its one connection
+	waiting atomic.Bool // this Serve ended for want of room: Close leaves the listener open
 }
 
 func (p *pausable) Accept() (net.Conn, error) {
 	if p.watched && p.took.Swap(true) {
 		return nil, errPaused
 	}
-	return p.TCPListener.Accept()
+	pool := p.r.f.pool
+	if !pool.Take(1) {
+		p.waiting.Store(true)
+		return nil, errNoRoom
+	}
+	c, err := p.TCPListener.Accept()
+	if err != nil {
+		pool.Put(1)
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			// Past what the pool counts: a descriptor the budget does not
+			// know of. Logged, and tried again once room comes or in a
+			// while, never at once.
+			p.r.f.log.Error("connection not accepted: no descriptor left", "agent", p.r.name, "error", err)
+			p.waiting.Store(true)
+			return nil, errNoDescriptor
+		}
+	}
+	return c, err
 }
 
 func (p *pausable) Close() error {
-	if p.watched {
+	if p.watched || p.waiting.Load() {
 		return nil
 	}
 	return p.TCPListener.Close()
@@ -196,6 +224,10 @@ func (r *running) serve() {
 	err := r.f.conns.hs.Serve(r.ln)
 	switch {
 	case r.leaving.Load(): // its listener closed
+	case errors.Is(err, errNoRoom):
+		r.wait(true)
+	case errors.Is(err, errNoDescriptor):
+		r.wait(false)
 	case errors.Is(err, errPaused):
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -214,6 +246,23 @@ func (r *running) serve() {
 		}
 	}
 }
+
+// wait serves the listener again once the pool has room for a connection
+// (one closes: the pool is full of connections, as its caches gave back
+// what they kept), or, for a descriptor the pool does not count, after
+// noRoomRetry: its connection waits in the listener's queue meanwhile,
+// and no goroutine of the agent waits with it.
+func (r *running) wait(room bool) {
+	if room {
+		r.f.pool.Wait(r.resume)
+		return
+	}
+	time.AfterFunc(noRoomRetry, r.resume)
+}
+
+// noRoomRetry is the longest a listener waits for room before it is tried
+// again: a descriptor not counted by the pool may have come free.
+const noRoomRetry = 100 * time.Millisecond
 
 // listen starts taking the agent's connections: the waiter watches its
 // listener, or, with no waiter, an accept loop runs.
@@ -239,6 +288,7 @@ func (r *running) resume() {
 		return
 	}
 	r.ln.took.Store(false)
+	r.ln.waiting.Store(false)
 	r.serve()
 }
 
@@ -299,6 +349,10 @@ func (f *fleet) reload(path string) error {
 		return err
 	}
 	units := file.units
+	plan, err := budget.Plan{Limit: f.plan.Limit, Agents: len(units), MaxTurns: file.maxTurns}.Sized()
+	if err != nil {
+		return fmt.Errorf("%w %s: %v", errAgents, path, err)
+	}
 	want := map[string]bool{}
 	var join []unit
 	changed := map[*running]unit{}
@@ -318,7 +372,7 @@ func (f *fleet) reload(path string) error {
 		default:
 			// Made once to see it can be, then let go of: it is made
 			// again when it wakes.
-			_, held, err := u.agent(f.environ, f.log, f.ending, f.warm)
+			_, held, err := u.agent(&f.shared)
 			if err != nil {
 				return where(u, err)
 			}
@@ -341,6 +395,9 @@ func (f *fleet) reload(path string) error {
 		}
 	}
 	f.sleepAfter.Store(int64(file.sleepAfter)) // each agent's next timer
+	f.plan = plan
+	f.turns.SetMax(plan.MaxTurns)
+	f.pool.Resize(plan.PoolSize())
 	if err := f.join(js); err != nil {
 		return err
 	}
@@ -363,6 +420,16 @@ func (f *fleet) stopAll() {
 		f.leave(name)
 	}
 	f.leaving.Wait()
+}
+
+// rest lets go of what the process keeps for turns once every agent
+// sleeps: no goroutine waits for a turn, and no connection to the model
+// proxy stays open.
+func (f *fleet) rest() {
+	f.srv.Rest()
+	if f.model != nil {
+		f.model.CloseIdleConnections()
+	}
 }
 
 // asleep says whether every agent sleeps.
@@ -422,7 +489,7 @@ func (r *running) rise() (bool, error) {
 	r.disarm()
 	woke := false
 	if r.held == nil && !r.stopped {
-		a, held, err := r.unit.agent(r.f.environ, r.f.log, r.f.ending, r.f.warm)
+		a, held, err := r.unit.agent(&r.f.shared)
 		if err != nil {
 			return false, err
 		}

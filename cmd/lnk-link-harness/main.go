@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -26,6 +27,7 @@ import (
 
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
@@ -81,6 +83,7 @@ func serve(args, environ []string) error {
 	logLevel := fs.String("log-level", "info", "the least level logged, as JSON lines on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM or SIGINT, how long running turns may go on before they are ended (a second signal ends them at once)")
 	exitAsleep := fs.Bool("exit-when-asleep", false, "with --agents, end the process once every agent sleeps ([serve] sleep_after in the agents file)")
+	maxTurns := fs.Int("max-turns", 0, "the most turns in flight at once; past it a message is refused 503 with Retry-After (default: 256, lowered to what the descriptor limit leaves room for)")
 	idleFree := fs.Duration("idle-free", server.DefaultIdleFree, "once no turn has run for this long after the last one ended, give the memory the turns freed back to the system; 0 never")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -100,6 +103,7 @@ func serve(args, environ []string) error {
 	}
 	var units []unit
 	var sleepAfter time.Duration
+	turnsAsked := *maxTurns
 	setFlags := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { setFlags[fl.Name] = true })
 	switch {
@@ -115,6 +119,9 @@ func serve(args, environ []string) error {
 		// Bound, the unit ends when its agent sleeps.
 		sleepAfter, *exitAsleep = *blankSleep, *blankSleep > 0
 	case *agents != "":
+		if setFlags["max-turns"] {
+			return errors.New("--max-turns is for --home and --blank; an agents file says [serve] max_turns")
+		}
 		if *homeDir != "" || *keyFile != "" {
 			return errors.New("--agents names every agent's home and key: give no --home or --key-file with it")
 		}
@@ -122,7 +129,7 @@ func serve(args, environ []string) error {
 		if err != nil {
 			return err
 		}
-		units, sleepAfter = file.units, file.sleepAfter
+		units, sleepAfter, turnsAsked = file.units, file.sleepAfter, file.maxTurns
 		if *exitAsleep && sleepAfter == 0 {
 			return fmt.Errorf("--exit-when-asleep: the agents of %s never sleep ([serve] sleep_after = \"never\")", *agents)
 		}
@@ -133,13 +140,24 @@ func serve(args, environ []string) error {
 	default:
 		units = []unit{{Name: *agent, Home: *homeDir, Listen: *listen, KeyFile: *keyFile}}
 	}
+	if *maxTurns < 0 || setFlags["max-turns"] && *maxTurns == 0 {
+		return fmt.Errorf("--max-turns %d: want 1 or more", *maxTurns)
+	}
+	plan, err := budget.Plan{Limit: descriptorLimit(), Agents: max(1, len(units)), MaxTurns: turnsAsked}.Sized()
+	if err != nil {
+		return err
+	}
 	// Done once a graceful stop's grace is over: every running turn ends.
 	ending, endTurns := context.WithCancel(context.Background())
 	defer endTurns()
 	// What the process's turns composed, kept for each conversation's
 	// next turn while it is in use: let go of when the process goes idle
 	// and when an agent sleeps.
-	warm := &turn.Warm{}
+	// The descriptors not a listener's or a turn's own: callers'
+	// connections, and what the warm cache keeps open, which gives way.
+	pool := budget.NewPool(plan.PoolSize())
+	warm := &turn.Warm{Pool: pool}
+	pool.AddGiver(warm)
 	opts := server.Options{Log: log, Warm: warm}
 	if *idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
@@ -149,7 +167,8 @@ func serve(args, environ []string) error {
 		return err
 	}
 	f := &fleet{
-		srv: srv, environ: environ, log: log, ending: ending, out: os.Stdout, warm: warm,
+		shared: newShared(environ, log, ending, warm, budget.NewTurns(plan.MaxTurns)),
+		plan:   plan, pool: pool, srv: srv, out: os.Stdout,
 		named: len(units) > 1, grace: *grace,
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
@@ -225,7 +244,7 @@ loop:
 			if !f.asleep() {
 				continue
 			}
-			f.srv.Rest() // no goroutine waits for a turn
+			f.rest()
 			if *exitAsleep {
 				log.Info("every agent asleep: stopping")
 				break loop
@@ -287,6 +306,36 @@ loop:
 	srv.Wait()
 	log.Info("stopped", "turns", running, "seconds", time.Since(stopping).Seconds())
 	return serveErr
+}
+
+// newShared is what the agents of a process share.
+func newShared(environ []string, log *slog.Logger, ending context.Context, warm *turn.Warm, turns *budget.Turns) shared {
+	return shared{
+		environ: environ, log: log, ending: ending, warm: warm, turns: turns,
+		// The process's one client of the model proxy, speaking HTTP/1.1
+		// on the turn's goroutine (model.Transport): a kept connection
+		// costs no goroutine, and the idle ones, at most
+		// budget.MaxIdleModel, are the process's, not an agent's each.
+		model: &http.Client{Transport: &model.Transport{MaxIdle: budget.MaxIdleModel, IdleTimeout: 30 * time.Second}},
+	}
+}
+
+// descriptorLimit is the process's limit on open descriptors, its soft
+// limit raised to the hard one (as Go does at start on Linux; done again
+// here where it did not).
+func descriptorLimit() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 1024
+	}
+	if lim.Cur < lim.Max {
+		raised := lim
+		raised.Cur = raised.Max
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			lim = raised
+		}
+	}
+	return int(min(lim.Cur, 1<<30))
 }
 
 // freeMemory gives the heap a burst of turns freed back to the system. The

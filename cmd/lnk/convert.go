@@ -69,18 +69,15 @@ func cmdChatConvert(args []string, getenv func(string) string) error {
 }
 
 // holdStopped takes the agent's home exclusive, without waiting, for the
-// command what: a running lnk-link-harness serve holds it shared.
+// command what: a turn of lnk-link-harness serve holds it shared while it
+// runs, and while its conversation is kept warm for the next.
 func holdStopped(dir, what string) (func(), error) {
-	f, err := os.Open(dir)
+	fd, err := home.LockStopped(dir)
+	if errors.Is(err, home.ErrServed) {
+		return nil, fmt.Errorf("the agent is running, or another lnk agent chat command is (a turn of lnk-link-harness serve holds %s): stop it, then %s", dir, what)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if err == unix.EWOULDBLOCK {
-			return nil, fmt.Errorf("the agent is running, or another lnk agent chat command is (lnk-link-harness serve holds %s): stop it, then %s", dir, what)
-		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	return func() { f.Close() }, nil
+	return func() { unix.Close(fd) }, nil
 }

@@ -351,7 +351,8 @@ func each(agents []*Agent, fn func(a *Agent, name string, p *Provider)) {
 	}
 }
 
-// Refusals counts requests refused with a 4xx status, by agent and status.
+// Refusals counts requests refused with a 4xx status, or 503 for a process
+// with no room for their turn, by agent and status.
 // The agent is "" when the request named none served here, so an unknown
 // name never becomes a label. The zero value is ready to use; it is safe
 // for concurrent use.
@@ -394,7 +395,7 @@ func (r *Refusals) Write(w io.Writer) {
 		counts[i] = r.n[k]
 	}
 	r.mu.Unlock()
-	family(w, "lnk_refusals_total", "counter", "Requests refused with a 4xx status, by status.")
+	family(w, "lnk_refusals_total", "counter", "Requests refused with a 4xx status, or 503 for a process with no room for their turn, by status.")
 	for i, k := range keys {
 		l := labels("status", strconv.Itoa(k.status))
 		if k.agent != "" {

@@ -508,10 +508,15 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	select {
 	case res := <-done:
 		if res.err != nil {
-			// The turn logged its error; a 4xx is counted as a refusal.
+			// The turn logged its error; a 4xx is counted as a refusal,
+			// and so is a process with no room for the turn, which is
+			// logged here: no turn began.
 			code, msg := status(res.err), s.said(name, errorMessage(res.err))
-			if code >= 400 && code < 500 {
+			if code >= 400 && code < 500 || full(res.err) {
 				s.refusals.Add(name, code)
+			}
+			if full(res.err) {
+				s.log.Warn("refused", "status", code, "why", msg, "agent", name, "thread", thread)
 			}
 			if sse != nil {
 				sse.event("error", errorBody{Error: msg})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"syscall"
 
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
@@ -27,10 +29,14 @@ var statuses = []struct {
 	{store.ErrGap, http.StatusConflict},
 	{store.ErrStaleLease, http.StatusConflict},
 	{settings.ErrBadSpec, http.StatusInternalServerError},
-	{turn.ErrNotRunning, http.StatusConflict},     // an end asked of a conversation no turn runs
-	{turn.ErrEnded, http.StatusConflict},          // ended before its message was written: nothing was
-	{turn.ErrBusy, http.StatusServiceUnavailable}, // another process's turn holds the conversation: Retry-After
-	{turn.ErrTimeout, http.StatusGatewayTimeout},  // the whole turn past [turn] timeout: what it had is written
+	{turn.ErrNotRunning, http.StatusConflict},           // an end asked of a conversation no turn runs
+	{turn.ErrEnded, http.StatusConflict},                // ended before its message was written: nothing was
+	{turn.ErrBusy, http.StatusServiceUnavailable},       // another process's turn holds the conversation: Retry-After
+	{budget.ErrFull, http.StatusServiceUnavailable},     // as many turns run as the process lets: Retry-After
+	{home.ErrConverting, http.StatusServiceUnavailable}, // convert or repair holds the home: Retry-After
+	{syscall.EMFILE, http.StatusServiceUnavailable},     // the process's descriptors all taken: Retry-After
+	{syscall.ENFILE, http.StatusServiceUnavailable},     // the machine's: Retry-After
+	{turn.ErrTimeout, http.StatusGatewayTimeout},        // the whole turn past [turn] timeout: what it had is written
 	{model.ErrTooLong, http.StatusBadGateway},
 	{model.ErrUnavailable, http.StatusBadGateway},
 	{model.ErrCut, http.StatusBadGateway},
@@ -61,12 +67,26 @@ func status(err error) int {
 // another process's turn held its conversation: a turn's usual length.
 const busyRetry = "5"
 
+// fullRetry is the Retry-After, in seconds, of a message refused because
+// the process had no room for its turn: a place comes free as soon as any
+// turn ends.
+const fullRetry = "1"
+
 // retryAfter is the Retry-After an error's answer carries, or "".
 func retryAfter(err error) string {
-	if errors.Is(err, turn.ErrBusy) {
+	switch {
+	case errors.Is(err, turn.ErrBusy), errors.Is(err, home.ErrConverting):
 		return busyRetry
+	case full(err):
+		return fullRetry
 	}
 	return ""
+}
+
+// full says whether err is the process having no room for a turn: every
+// place taken, or every descriptor. A refusal, logged and counted.
+func full(err error) bool {
+	return errors.Is(err, budget.ErrFull) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // errorMessage is err as an answer says it, with where it came from when

@@ -24,6 +24,7 @@ type Turn struct {
 
 	mu       sync.Mutex
 	sessions map[string]*slot // this turn's sessions, by tool name
+	ended    bool             // End was called
 }
 
 // offered is what a name the model sees stands for.
@@ -211,13 +212,16 @@ func (t *Turn) End() {
 		return
 	}
 	t.mu.Lock()
-	sessions := t.sessions
-	t.sessions = map[string]*slot{}
+	sessions, first := t.sessions, !t.ended
+	t.sessions, t.ended = map[string]*slot{}, true
 	t.mu.Unlock()
 	for _, sl := range sessions {
 		<-sl.ready
 		if sl.s != nil {
 			sl.s.close()
 		}
+	}
+	if first {
+		t.set.ended()
 	}
 }

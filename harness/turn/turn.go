@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
@@ -92,7 +93,21 @@ type Runner struct {
 	// by its Runners. Nil: each turn reads and composes all of it.
 	Warm *Warm
 
+	// Turns, when not nil, bounds the turns in flight in the process, the
+	// process's, shared by its Runners: a message that would begin a turn
+	// past it is budget.ErrFull, nothing of it written. A message that
+	// steers a running turn takes no place. Nil: no bound.
+	Turns *budget.Turns
+
+	// HoldHome has each turn hold the agent's home shared while it runs,
+	// and while what it composed is kept warm (see homeHold), so lnk agent
+	// chat convert and repair, which hold it exclusive, never run beside a
+	// turn: a message while they run is home.ErrConverting, nothing of it
+	// written.
+	HoldHome bool
+
 	locks    keyedMutex
+	home     homeHold     // the home's lock while a turn runs or a conversation is warm, with HoldHome
 	telling  tellings     // answers given and not yet marked told
 	prompts  promptCache  // what the prompt read of the agent's files, until they change
 	facts    facts.Cache  // the user's model facts, until they change
@@ -201,6 +216,17 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 			}
 			return res.a, res.err
 		}
+		// A message handed back by the turn it steered was taken: it has
+		// its turn whatever the bound, as it would have had in that one.
+		if refusedBy == nil {
+			if err := r.Turns.Begin(); err != nil {
+				h.unlock()
+				return Answer{}, err
+			}
+		} else {
+			r.Turns.Force()
+		}
+		defer r.Turns.End()
 		return r.take(ctx, h, thread, dir, m, onText)
 	}
 }
@@ -224,6 +250,12 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	h.in.thread = thread
 	h.in.mu.Unlock()
 
+	if r.HoldHome {
+		if err := r.home.take(r.Agent.Dir); err != nil {
+			return Answer{}, err
+		}
+		defer r.home.drop()
+	}
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
 	defer t.close()
@@ -362,6 +394,10 @@ func (t *turn) close() {
 		}
 		t.warm.last = t.last
 		t.warm.ids, t.ids = t.ids, nil
+		if t.r.HoldHome && t.warm.home == nil {
+			t.warm.home = &t.r.home
+			t.r.home.ref()
+		}
 		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
 		return
 	}

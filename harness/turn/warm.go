@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/store"
@@ -36,10 +37,16 @@ import (
 // Default bounds of a Warm: a conversation kept holds up to five open files
 // (its log, its folder, its id index, its copy for people, its told file),
 // and about three times its window's bytes (see CHOICES.md).
+//
+// warmFiles is what a Warm's Pool counts for each conversation it keeps:
+// those five, a compact conversation's frames, and the agent's home held
+// while any of its conversations is kept, counted with each.
 const (
 	DefaultWarmConversations = 256
 	DefaultWarmBytes         = 64 << 20
 	DefaultWarmIdle          = time.Minute // a conversation whose turns come further apart gains little
+
+	warmFiles = 7
 )
 
 // Warm keeps, for the conversations a process has in use, what their last
@@ -55,6 +62,10 @@ type Warm struct {
 	MaxBytes         int              // 0: DefaultWarmBytes
 	Idle             time.Duration    // 0: DefaultWarmIdle
 	Now              func() time.Time // the clock; nil is time.Now
+	// Pool, when not nil, counts the descriptors a conversation kept
+	// holds (warmFiles each): one is kept only where the pool has room,
+	// and the pool takes them back (GiveBack) when a connection needs it.
+	Pool *budget.Pool
 
 	mu sync.Mutex
 	// guarded by mu
@@ -81,8 +92,9 @@ type warmConv struct {
 	toldOpen bool // when this is set,
 	toldRW   bool // to write as well
 	toldPath string
-	ids      *idIndex // the id index, open, through last; nil when not kept
-	copy     keptCopy // the copy for people, open
+	ids      *idIndex  // the id index, open, through last; nil when not kept
+	copy     keptCopy  // the copy for people, open
+	home     *homeHold // the agent's home, held while this is kept; nil: not held (see Runner.HoldHome)
 
 	// log is the conversation's events from log[0].Seq through last, in
 	// the log's order, as decoded from the store; size and toks are each
@@ -206,18 +218,14 @@ func (w *Warm) maxBytes() int {
 }
 
 // take returns what the last turn of agent's thread left, kept in dir, and
-// keeps it no longer: the turn holds it alone. Nil: nothing is kept.
+// keeps it no longer: the turn holds it alone, its files the turn's own.
+// Nil: nothing is kept.
 func (w *Warm) take(agent, thread, dir string) *warmConv {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
-	k := warmKey{agent, thread}
-	c := w.kept[k]
-	if c != nil {
-		delete(w.kept, k)
-		w.bytes -= c.bytes
-	}
+	c := w.drop(warmKey{agent, thread})
 	w.mu.Unlock()
 	if c != nil && (c.dir != dir || w.now().Sub(c.at) > w.idle()) { // another home's agent of the same name, or idle
 		c.close()
@@ -226,59 +234,102 @@ func (w *Warm) take(agent, thread, dir string) *warmConv {
 	return c
 }
 
+// drop takes the conversation kept by k out of w, its room given back to
+// the pool, or returns nil. w.mu is held; the caller closes it.
+func (w *Warm) drop(k warmKey) *warmConv {
+	c := w.kept[k]
+	if c != nil {
+		delete(w.kept, k)
+		w.bytes -= c.bytes
+		w.Pool.Put(warmFiles)
+	}
+	return c
+}
+
+// leastUsed is the key of the conversation used least lately, and false
+// when w keeps none. w.mu is held.
+func (w *Warm) leastUsed() (warmKey, bool) {
+	var (
+		lk    warmKey
+		least *warmConv
+	)
+	for k, o := range w.kept {
+		if least == nil || o.used < least.used {
+			lk, least = k, o
+		}
+	}
+	return lk, least != nil
+}
+
 // put keeps c for the next turn of agent's thread, letting go of the
-// conversations used least lately while past its bounds. One already kept
-// (by another Runner's turn) is let go of: c is the newer.
+// conversations used least lately while past its bounds or while its
+// pool has no room for c's files. One already kept (by another Runner's
+// turn) is let go of: c is the newer.
 func (w *Warm) put(agent, thread string, c *warmConv) {
 	c.bytes = c.msgs.prefix.Size()
 	for _, n := range c.size {
 		c.bytes += 2 * n // the event decoded, and its message
 	}
-	var out []*warmConv
-	w.mu.Lock()
 	if c.bytes > w.maxBytes() {
-		w.mu.Unlock()
 		c.close()
 		return
 	}
+	var out []*warmConv
+	defer func() {
+		for _, o := range out {
+			o.close()
+		}
+	}()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.kept == nil {
 		w.kept = make(map[warmKey]*warmConv)
 	}
 	k := warmKey{agent, thread}
-	if old := w.kept[k]; old != nil {
-		delete(w.kept, k)
-		w.bytes -= old.bytes
+	if old := w.drop(k); old != nil {
 		out = append(out, old)
 	}
 	w.clock++
 	c.used, c.at = w.clock, w.now()
 	for ok, o := range w.kept {
 		if c.at.Sub(o.at) > w.idle() {
-			delete(w.kept, ok)
-			w.bytes -= o.bytes
-			out = append(out, o)
+			out = append(out, w.drop(ok))
 		}
+	}
+	for !w.Pool.Keep(warmFiles) {
+		lk, ok := w.leastUsed()
+		if !ok { // no room in the pool for any: c is not kept
+			out = append(out, c)
+			return
+		}
+		out = append(out, w.drop(lk))
 	}
 	w.kept[k] = c
 	w.bytes += c.bytes
 	for len(w.kept) > w.maxConversations() || w.bytes > w.maxBytes() {
-		var (
-			lk    warmKey
-			least *warmConv
-		)
-		for k, o := range w.kept {
-			if least == nil || o.used < least.used {
-				lk, least = k, o
-			}
+		lk, _ := w.leastUsed()
+		out = append(out, w.drop(lk))
+	}
+}
+
+// GiveBack lets go of the conversations used least lately until n
+// descriptors are given back to the pool, or none is kept, and returns
+// how many it gave back: a connection needs the room. It is budget.Giver.
+func (w *Warm) GiveBack(n int) int {
+	var out []*warmConv
+	w.mu.Lock()
+	for gave := 0; gave < n; gave += warmFiles {
+		lk, ok := w.leastUsed()
+		if !ok {
+			break
 		}
-		delete(w.kept, lk)
-		w.bytes -= least.bytes
-		out = append(out, least)
+		out = append(out, w.drop(lk))
 	}
 	w.mu.Unlock()
-	for _, o := range out {
-		o.close()
+	for _, c := range out {
+		c.close()
 	}
+	return len(out) * warmFiles
 }
 
 // Forget lets go of what is kept for agent's conversations: its agent
@@ -289,11 +340,9 @@ func (w *Warm) Forget(agent string) {
 	}
 	var out []*warmConv
 	w.mu.Lock()
-	for k, c := range w.kept {
+	for k := range w.kept {
 		if k.agent == agent {
-			delete(w.kept, k)
-			w.bytes -= c.bytes
-			out = append(out, c)
+			out = append(out, w.drop(k))
 		}
 	}
 	w.mu.Unlock()
@@ -307,11 +356,14 @@ func (w *Warm) Release() {
 	if w == nil {
 		return
 	}
+	var out []*warmConv
 	w.mu.Lock()
-	kept := w.kept
-	w.kept, w.bytes = nil, 0
+	for k := range w.kept {
+		out = append(out, w.drop(k))
+	}
+	w.kept = nil
 	w.mu.Unlock()
-	for _, c := range kept {
+	for _, c := range out {
 		c.close()
 	}
 }
@@ -342,6 +394,10 @@ func (c *warmConv) closeFiles() {
 	c.ids.discard() // see idIndex: another turn may have written it since
 	c.ids = nil
 	c.copy.close()
+	if c.home != nil {
+		c.home.drop()
+		c.home = nil
+	}
 }
 
 // closeTold closes the told file kept open.

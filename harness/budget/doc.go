@@ -1,0 +1,21 @@
+// Package budget is what one process of Link Harness may hold at once: the
+// turns in flight and the descriptors its agents, their connections and
+// its caches take. Main builds one Plan from the process's descriptor
+// limit, the agents it serves and its max_turns, checks it fits before any
+// agent is served (Check), and hands the parts to those that hold things:
+//
+//   - Turns bounds the turns in flight. A message that would begin a turn
+//     past the bound is refused (ErrFull) before anything of it is
+//     written; a message that steers a running turn takes no place.
+//   - Pool counts the descriptors of what is not a listener or a turn's own:
+//     connections taken from callers, and what caches keep open between
+//     turns (a conversation's folder and files, an idle connection to the
+//     model proxy). A connection waits for room rather than failing; a
+//     cache keeps a descriptor only where there is room, and gives it back
+//     when asked (Pool's shrink), so a cache never fails a turn.
+//
+// The sum is fixed at start: every listener, the process's own Reserve,
+// PerTurn for each turn the bound lets run, and what is left for the Pool.
+// A process whose agents cannot fit is refused at start with ErrNoRoom,
+// saying what they need and how to raise the limit.
+package budget

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/turn"
+)
+
+// gate holds each request to the model whose body says "wait" until it is
+// opened, telling held as each one comes.
+type gate struct {
+	next http.RoundTripper
+	held chan struct{}
+	open chan struct{}
+}
+
+func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	if bytes.Contains(b, []byte("wait")) {
+		g.held <- struct{}{}
+		<-g.open
+	}
+	return g.next.RoundTrip(req)
+}
+
+// With one turn let run at once, a message that would begin a second is
+// refused 503 with Retry-After, nothing of it written, logged and counted;
+// a message to the conversation whose turn runs steers it all the same;
+// once the turn ends, the refused message sent again is answered.
+func TestTurnsBounded(t *testing.T) {
+	g := &gate{next: http.DefaultTransport, held: make(chan struct{}, 4), open: make(chan struct{})}
+	f := newFixture(t, nil, func(r *turn.Runner) {
+		r.HTTP = &http.Client{Transport: g}
+		r.Turns = budget.NewTurns(1)
+	})
+	first := f.postLater(t, "/v1/agents/ada/chats/a/messages", `{"id":"1","text":"wait for me"}`)
+	<-g.held // the turn runs, its model asked
+
+	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/b/messages", strings.NewReader(`{"id":"1","text":"hello"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != fullRetry || !strings.Contains(string(body), "as many turns run") {
+		t.Fatalf("a second turn past the bound: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), body)
+	}
+	if _, err := os.Stat(filepath.Join(f.home, "chats", "b")); !os.IsNotExist(err) {
+		t.Errorf("the refused message's conversation: %v; want nothing written\n%s", err, tree(t, f.home))
+	}
+
+	steer := f.postLater(t, "/v1/agents/ada/chats/a/messages", `{"id":"2","text":"and this"}`)
+	close(g.open)
+	a1, a2 := <-first, <-steer
+	if a1.Seq != 2 || a2.Seq != 4 {
+		t.Fatalf("the turn and the message steering it: told %+v and %+v", a1, a2)
+	}
+	if code, b := f.post(t, "/v1/agents/ada/chats/b/messages", key, `{"id":"1","text":"hello"}`); code != 200 || !strings.Contains(b, `"seq":2`) {
+		t.Fatalf("the refused message sent again: %d %s", code, b)
+	}
+	mr, err := http.Get(f.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	if !strings.Contains(string(metrics), `lnk_refusals_total{agent="ada",status="503"} 1`) {
+		t.Errorf("the refusal not counted:\n%s", metrics)
+	}
+}
