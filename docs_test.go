@@ -5,7 +5,7 @@ package linkharness
 
 import (
 	"bytes"
-	"go/parser"
+	"go/scanner"
 	"go/token"
 	"os"
 	"os/exec"
@@ -69,24 +69,37 @@ func TestCitedDocumentsExist(t *testing.T) {
 	}
 }
 
-// citingText returns the text of file f that may cite a document: a Go
-// file's comments, a Markdown file whole. Lines are joined with single spaces, so a section
-// named across a comment's lines reads as one.
+// citingText returns the text of file f that may cite a document: a
+// Markdown file whole, a Go file's comments. A comment's lines, and
+// comments on lines one after another, are joined with single spaces, so
+// a section named across two lines reads as one.
 func citingText(f string) (string, error) {
-	if !strings.HasSuffix(f, ".go") {
-		b, err := os.ReadFile(f)
-		return string(b), err
+	src, err := os.ReadFile(f)
+	if err != nil || !strings.HasSuffix(f, ".go") {
+		return string(src), err
 	}
-	file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ParseComments|parser.SkipObjectResolution)
-	if err != nil {
-		return "", err
-	}
+	fset := token.NewFileSet()
+	var sc scanner.Scanner
+	sc.Init(fset.AddFile(f, -1, len(src)), src, nil, scanner.ScanComments)
 	var b strings.Builder
-	for _, g := range file.Comments {
-		b.WriteString(strings.Join(strings.Fields(g.Text()), " "))
-		b.WriteString("\n")
+	line := 0
+	for {
+		pos, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			return b.String(), nil
+		}
+		if tok != token.COMMENT {
+			continue
+		}
+		// A comment on the line after the last one's goes on its sentence.
+		if l := fset.Position(pos).Line; l != line+1 {
+			b.WriteString("\n")
+		}
+		line = fset.Position(pos).Line + strings.Count(lit, "\n")
+		lit = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(lit, "*/"), "//"), "/*")
+		b.WriteString(strings.Join(strings.Fields(lit), " "))
+		b.WriteString(" ")
 	}
-	return b.String(), nil
 }
 
 // docPages answers what the repository's documents hold, reading each
