@@ -18,12 +18,12 @@ import (
 	"lnk.dev/linkharness/measure/proc"
 )
 
-// Command is a harness driven by one command per message, as
-// /work/shared/peers drives Claude Code, Codex, opencode and pi: each agent
-// gets its own HOME (its settings written there, the scripted model's
-// address put in) and a git workspace; its first message runs First and
-// every later one Next, with {text} replaced by the message. Each agent is
-// a unit of its own: a harness like this runs a process per agent.
+// Command is a harness driven by one command per message, as Peer drives
+// Claude Code, Codex, opencode and pi: each agent gets its own HOME (its
+// settings written there, the scripted model's address put in) and a git
+// workspace; its first message runs First and every later one Next, with
+// {text} replaced by the message. Each agent is a unit of its own: a
+// harness like this runs a process per agent.
 //
 // Per message it counts the command's CPU (user and system, its reaped
 // descendants included, from wait4), its peak resident memory and its

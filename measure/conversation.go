@@ -17,7 +17,8 @@ import (
 // the one the harness reads.
 const Thread = "measure-1"
 
-// threadDir is DESIGN.md's folder name of a thread: each character outside
+// threadDir is the folder name of a thread (FORMATS.md, "An agent's
+// home"): each character outside
 // [A-Za-z0-9._-] becomes '-'.
 func threadDir(thread string) string {
 	b := []byte(thread)

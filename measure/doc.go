@@ -106,8 +106,8 @@
 // Link Harness over HTTP; Command drives another harness by one command per message
 // (`claude -p TEXT`, then `claude -p --continue TEXT`), each agent with its
 // own HOME holding the harness's settings pointed at the scripted model.
-// Peer knows Claude Code, Codex, opencode and pi as
-// /work/shared/peers/README.md runs them, and crush (`crush run -q`, then
+// Peer knows Claude Code, Codex, opencode and pi, installed as
+// BENCHMARKS.md's "Peers" says, and crush (`crush run -q`, then
 // with --continue), which it builds with the go command when it is not
 // found. Peer finds what a peer lacks before anything runs (git, node, the
 // program, a working --version) and says how to get it (ErrPeerMissing);

@@ -2,7 +2,8 @@ package measure
 
 import "lnk.dev/linkharness/measure/drive"
 
-// Harness metrics measure reads, by name, as DESIGN.md's /metrics gives them.
+// Harness metrics measure reads, by name, as /metrics gives them (API.md,
+// "Metrics").
 const (
 	metricTurns        = "lnk_turns_total"
 	metricTurnSum      = "lnk_turn_seconds_sum"

@@ -12,10 +12,11 @@ import (
 	"time"
 )
 
-// Peers are the harnesses measured side by side with Link Harness, each as
-// /work/shared/peers/README.md drives it against a local model server:
-// its settings in its own HOME pointing at the scripted model, one command
-// per message, and the interactive program for idle memory. Peer fills in
+// Peers are the harnesses measured side by side with Link Harness
+// (BENCHMARKS.md, "Peers", says how to install them), each driven against
+// a local model server: its settings in its own HOME pointing at the
+// scripted model, one command per message, and the interactive program for
+// idle memory. Peer fills in
 // where their programs are.
 var peers = map[string]Command{
 	"claude": {

@@ -1,7 +1,7 @@
 // Command lnk-gcs is the store driver keeping conversations in a Google
 // Cloud Storage bucket, an object per event, which any machine reaching
 // the bucket shares. Link Harness starts it with the agent's home and
-// speaks the driver protocol on its standard input and output (DESIGN.md,
+// speaks the driver protocol on its standard input and output (FORMATS.md,
 // "Store drivers"); it ends when its input does.
 //
 //	LNK_GCS_BUCKET=my-bucket LNK_GCS_PREFIX=lnk/ lnk-gcs --home DIR

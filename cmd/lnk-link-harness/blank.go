@@ -30,7 +30,7 @@ const bindWait = 10 * time.Second
 // blank.
 var errBind = errors.New("bind")
 
-// bindLine is a blank unit's control line (DESIGN.md): one JSON object
+// bindLine is a blank unit's control line (API.md, "Serving"): one JSON object
 // binding it to an agent.
 type bindLine struct {
 	Agent    string          `json:"agent"`    // the agent's name; "": its home folder's

@@ -1,7 +1,7 @@
 // Command lnk-pebble is the store driver keeping every conversation of an
 // agent in one pebble database, the folder chats/events.pebble. Link
 // Harness starts it with the agent's home and speaks the driver protocol on
-// its standard input and output (DESIGN.md, "Store drivers"); it ends when
+// its standard input and output (FORMATS.md, "Store drivers"); it ends when
 // its input does. Pebble locks its folder, so one lnk-pebble at a time
 // keeps an agent's conversations.
 //

@@ -1,7 +1,7 @@
 // Command lnk-postgres is the store driver keeping conversations in a
 // PostgreSQL (or CockroachDB) database that many agents and machines share.
 // Link Harness starts it with the agent's home and speaks the driver
-// protocol on its standard input and output (DESIGN.md, "Store drivers");
+// protocol on its standard input and output (FORMATS.md, "Store drivers");
 // it ends when its input does.
 //
 //	LNK_POSTGRES_URL=postgres://user:password@host:5432/db lnk-postgres --home DIR

@@ -1,7 +1,7 @@
 // Command lnk-sqlite is the store driver keeping every conversation of an
 // agent in chats/events.sqlite. Link Harness starts it with the agent's
 // home and speaks the driver protocol on its standard input and output
-// (DESIGN.md, "Store drivers"); it ends when its input does.
+// (FORMATS.md, "Store drivers"); it ends when its input does.
 //
 //	lnk-sqlite --home DIR
 //

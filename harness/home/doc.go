@@ -3,9 +3,10 @@
 // a skill) becomes a path only through Agent.Path, which refuses what could
 // leave the home.
 //
-// An agent's home, as DESIGN.md lays it out:
+// An agent's home (FORMATS.md, "An agent's home"):
 //
 //	config.json                    settings, read each turn
+//	harness.json                   the harness that serves it (lnk agent use)
 //	tool-lists.json                derived: each tool's name, address hash, calls
 //	instructions/persona.md        who it is
 //	instructions/owner.md          who you are

@@ -66,7 +66,7 @@ type Options struct {
 // of turns is not a dial and a collection after each.
 const DefaultIdleFree = 2 * time.Second
 
-// Server answers DESIGN.md's HTTP API for its agents. It is safe for
+// Server answers the HTTP API of API.md for its agents. It is safe for
 // concurrent use. Its zero value serves no agent; use New.
 type Server struct {
 	log      *slog.Logger

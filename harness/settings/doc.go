@@ -1,4 +1,4 @@
-// Package settings reads an agent's spec (TOML, DESIGN.md's keys) and keeps
+// Package settings reads an agent's spec (TOML, API.md's "Spec keys") and keeps
 // it as config.json in the agent's home, which a turn reads at its start:
 // a change of settings takes effect at the next turn, with no restart, and a
 // process that never saw the spec reads the same file.

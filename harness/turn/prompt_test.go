@@ -178,7 +178,7 @@ func jsonString(s string) string {
 // Fifty turns with nothing changed: each request is the previous one's
 // bytes up to the newest message, and more. The shared prefix is at least
 // 99% of the previous request's bytes on every turn: the figure in
-// BENCHMARKS.md, "The prompt".
+// BENCHMARKS.md, "Current figures".
 func TestPrefixKept(t *testing.T) {
 	for _, modelName := range []string{"anthropic/claude-opus-5-5", "openai/gpt-6-luna", "openrouter/anthropic-claude"} {
 		provider, _, _ := strings.Cut(modelName, "/")

@@ -14,7 +14,7 @@ var ErrUnsupported = errors.New("drive: unsupported")
 
 // Harness starts the agents of one harness program for a measurement. Link
 // Harness over HTTP (Link) is one; measure.Command, a harness driven by one
-// command per message (`claude -p TEXT`, as /work/shared/peers does it),
+// command per message (`claude -p TEXT`),
 // is another, measured by the same measure.Run.
 type Harness interface {
 	// Name is the harness's name as `lnk agent use --harness` takes it.
@@ -93,7 +93,7 @@ type (
 	}
 )
 
-// Message is one message to an agent, as DESIGN.md's POST body has it.
+// Message is one message to an agent, as API.md's POST body has it.
 type Message struct {
 	ID   string
 	Text string

@@ -34,10 +34,10 @@ name under chats/, which the first event names whole):
 	forget        {thread}                      → {}             events and side data gone, the lease kept
 
 took_over is optional: a driver that leaves it out still works, and a
-lease it gives is never said to be taken over. forget is the one method
-beyond DESIGN.md's list: lnk agent chat convert
-calls it once a conversation it moved out of the driver is in its folder.
-A driver without it answers -32601, and its rows stay.
+lease it gives is never said to be taken over. forget is optional too:
+lnk agent chat convert calls it once a conversation it moved out of the
+driver is in its folder; a driver without it answers -32601, and its rows
+stay. FORMATS.md, "Store drivers", says the same for a driver's author.
 
 Error codes, part of the protocol, each the store sentinel it carries:
 

@@ -6,7 +6,7 @@ Harness's.
 
 # The format
 
-An event is one JSON object (DESIGN.md's schema) on one line, at most
+An event is one JSON object (API.md, "Events") on one line, at most
 MaxBytes bytes. Append writes its keys in a fixed order, seq first:
 
 	{"seq":12,"time":"2026-12-02T10:45:01.123456789Z","type":"answer",

@@ -24,9 +24,9 @@ const (
 // past this size is a bug or an attack, not a conversation.
 const MaxBytes = 4 << 20
 
-// Event is one event of a conversation, in DESIGN.md's schema. The zero
-// value is an empty event. Keys the schema does not name are kept in Extra,
-// as they were read, and written back after the known keys.
+// Event is one event of a conversation, in the schema of API.md, "Events".
+// The zero value is an empty event. Keys the schema does not name are kept
+// in Extra, as they were read, and written back after the known keys.
 type Event struct {
 	Seq    int64
 	Time   time.Time
