@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,9 +52,10 @@ type Options struct {
 // used at once: writers take a lock on the file, and readers need none.
 // Use Open to get one; the zero value is not usable.
 //
-// Between calls it holds at most an open file and a read buffer of up to
-// 64 KiB; Close lets go of both, after which the Conversation may be used
-// again and opens the file again when it needs it.
+// Between calls it holds at most an open file and, after a long line, a
+// buffer of up to 64 KiB; its read buffer is a call's alone. Close lets go
+// of both, after which the Conversation may be used again and opens the
+// file again when it needs it.
 type Conversation struct {
 	path string // the folder's events.jsonl
 	dir  string
@@ -77,9 +79,18 @@ type Conversation struct {
 	tip  tip
 	last []byte
 
-	// buf is reused by every read; what a call hands out points into it.
-	buf []byte
+	// chunk is the read buffer of chunkSize a call takes from chunks and
+	// gives back when it ends (trim), and buf a larger one for a long
+	// line, kept up to keepBuf; what a call hands out points into them.
+	chunk *[]byte
+	buf   []byte
 }
+
+// chunks are the read buffers of every Conversation in the process: one
+// is held only during a call, so a Conversation waiting between calls (a
+// turn waiting for its model) holds none, and the calls running at once
+// share what they need.
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
 // tip is the end of the log as a Conversation last found or wrote it.
 type tip struct {
@@ -141,6 +152,7 @@ func (c *Conversation) Last(ctx context.Context) (int64, error) {
 // Close closes the file and drops the buffer. Lines appended deferred
 // and not yet committed are left as they are: written, not durable.
 func (c *Conversation) Close() error {
+	c.trim()
 	c.buf, c.last = nil, nil
 	c.held, c.from, c.tip = false, -1, tip{}
 	if c.f == nil {
@@ -196,17 +208,28 @@ func (c *Conversation) drop() {
 	c.held, c.from, c.tip = false, -1, tip{}
 }
 
-// grow returns the buffer with n bytes, reusing it when it is big enough.
+// grow returns a buffer of n bytes: the call's chunk, or for a long line
+// the larger buffer, reused when it is big enough.
 func (c *Conversation) grow(n int) []byte {
+	if n <= chunkSize {
+		if c.chunk == nil {
+			c.chunk = chunks.Get().(*[]byte)
+		}
+		return (*c.chunk)[:n]
+	}
 	if cap(c.buf) < n {
-		c.buf = make([]byte, max(n, chunkSize))
+		c.buf = make([]byte, n)
 	}
 	return c.buf[:n]
 }
 
-// trim drops a buffer grown for a long line, so an idle conversation holds
-// little.
+// trim gives the call's chunk back and drops a buffer grown for a long
+// line, so a conversation between calls holds little.
 func (c *Conversation) trim() {
+	if c.chunk != nil {
+		chunks.Put(c.chunk)
+		c.chunk = nil
+	}
 	if cap(c.buf) > keepBuf {
 		c.buf = nil
 	}
