@@ -321,7 +321,7 @@ func (t *Transport) dial(ctx context.Context, dst dest) (*conn, error) {
 	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.sys = rc
-			c.peekFn = c.peek
+			c.peekFn, c.waitFn = c.peek, c.waitAnswer
 		}
 	}
 	c.abortFn = c.abort
@@ -344,8 +344,10 @@ type conn struct {
 	reused    bool
 	idleSince time.Time
 
-	// For open and abort, made once per connection.
+	// For open, answer and abort, made once per connection.
 	peekFn   func(fd uintptr) bool
+	waitFn   func(fd uintptr) bool
+	woken    bool // waitFn was called once: the next call is after the socket became readable
 	peekByte [1]byte
 	peekN    uintptr
 	peekErr  syscall.Errno
@@ -390,6 +392,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 		return nil, err
 	}
 	if c.br == nil {
+		c.answer()
 		c.br = readers.Get().(*bufio.Reader)
 		c.br.Reset(c)
 	}
@@ -578,6 +581,29 @@ func (c *conn) peek(fd uintptr) bool {
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	c.peekN, c.peekErr = n, errno
 	return true // done, whatever it found: never wait
+}
+
+// answer waits for the first byte of the answer to a request written on
+// c before a read buffer is taken for it: a model may think for seconds,
+// and a turn waiting for it then holds no buffer. An error (the request's
+// context closed the connection) is the read's to meet.
+func (c *conn) answer() {
+	if c.sys == nil {
+		return
+	}
+	c.woken = false
+	c.sys.Read(c.waitFn)
+}
+
+// waitAnswer is answer's look at the socket: one non-blocking peek, and
+// once nothing has come, a wait for the socket to be readable.
+func (c *conn) waitAnswer(fd uintptr) bool {
+	if c.woken {
+		return true
+	}
+	c.woken = true
+	c.peek(fd)
+	return c.peekErr != syscall.EAGAIN && c.peekErr != syscall.EWOULDBLOCK
 }
 
 // abort closes the TCP connection under whatever reads or writes it, for
