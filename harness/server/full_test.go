@@ -58,6 +58,9 @@ func TestTurnsBounded(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != fullRetry || !strings.Contains(string(body), "as many turns run") {
 		t.Fatalf("a second turn past the bound: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), body)
 	}
+	if !resp.Close {
+		t.Error("the refused message's connection is kept: what it holds stays")
+	}
 	if _, err := os.Stat(filepath.Join(f.home, "chats", "b")); !os.IsNotExist(err) {
 		t.Errorf("the refused message's conversation: %v; want nothing written\n%s", err, tree(t, f.home))
 	}

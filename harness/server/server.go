@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
@@ -429,6 +431,12 @@ func (s *Server) threadBody(w http.ResponseWriter, r *http.Request, name, thread
 // _link/recover, which the earlier caller's answer is.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	name := a.Runner.Agent.Name
+	if a.Runner.Full(thread) {
+		// Refused before its body is read, its connection closed: a flood
+		// of messages past the bound holds nothing here but for a moment.
+		s.refuseFull(w, name, thread, budget.ErrFull)
+		return
+	}
 	body, ok := s.threadBody(w, r, name, thread)
 	if !ok {
 		return
@@ -456,99 +464,122 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	if stream {
 		sse = newSSE(w)
 	}
-	type result struct {
-		a   turn.Answer
-		err error
+	// The turn runs on this goroutine: a turn in flight holds one
+	// goroutine, not one waiting for another. What follows its answer (a
+	// summary) runs on a goroutine of the crew, so the caller's
+	// connection is free once it is told.
+	s.begin(a)
+	detached := false
+	m.Detach = func(rest func()) {
+		detached = true
+		s.crew.run(func() {
+			defer s.ended(a)
+			rest()
+		})
 	}
-	done := make(chan result, 1)
-	gone := r.Context().Done()
-	var mu sync.Mutex // guards left, finished and the stream's writes
-	left, finished := false, false
+	gone := r.Context()
+	onText := func(string) {}
+	if sse != nil {
+		onText = func(frag string) {
+			if gone.Err() == nil {
+				sse.event("delta", struct {
+					Text string `json:"text"`
+				}{frag})
+			}
+		}
+	}
+	// The caller is told once: as soon as the answer is given, before the
+	// turn summarizes, or when Message returns without one. One that left
+	// before has its answer kept for _link/recover.
+	told := false
+	tell := func(ans turn.Answer, err error) {
+		if told {
+			return
+		}
+		told = true
+		if gone.Err() != nil {
+			if err == nil && !ans.Repeat && !ans.Shared {
+				s.keepPending(a.Runner.Agent, thread, ans)
+				s.told(a.Runner, thread, ans)
+			}
+			return
+		}
+		s.reply(w, sse, name, thread, a, ans, err)
+	}
+	m.Answered = func(ans turn.Answer) { tell(ans, nil) }
+	ans, err := a.Runner.Message(r.Context(), thread, m, onText)
+	tell(ans, err)
+	if !detached {
+		s.ended(a)
+	}
+}
+
+// begin counts a turn of a in.
+func (s *Server) begin(a *served) {
 	s.turns.Add(1)
 	a.turns.Add(1)
 	a.active.Add(1)
 	s.active.Add(1)
-	s.crew.run(func() {
-		defer s.turns.Done()
-		defer a.turns.Done()
-		defer a.active.Add(-1)
-		defer s.idle()
-		onText := func(string) {}
+}
+
+// ended counts a turn of a out, once what it did after its answer ended
+// too.
+func (s *Server) ended(a *served) {
+	s.idle()
+	a.active.Add(-1)
+	a.turns.Done()
+	s.turns.Done()
+}
+
+// reply tells a message's caller its answer, or why it has none, on w: a
+// JSON body, or the stream's last event.
+func (s *Server) reply(w http.ResponseWriter, sse *sseWriter, name, thread string, a *served, ans turn.Answer, err error) {
+	if err != nil && full(err) && sse == nil {
+		s.refuseFull(w, name, thread, err)
+		return
+	}
+	if err != nil {
+		// The turn logged its error; a 4xx is counted as a refusal.
+		code, msg := status(err), s.said(name, errorMessage(err))
+		if code >= 400 && code < 500 || full(err) {
+			s.refusals.Add(name, code)
+		}
 		if sse != nil {
-			onText = func(frag string) {
-				mu.Lock()
-				if !left {
-					sse.event("delta", struct {
-						Text string `json:"text"`
-					}{frag})
-				}
-				mu.Unlock()
-			}
-		}
-		// The caller is told once: as soon as the answer is given, before
-		// the turn summarizes, or when Message returns without one.
-		var once sync.Once
-		tell := func(ans turn.Answer, err error) {
-			once.Do(func() {
-				mu.Lock()
-				finished = true
-				callerLeft := left
-				mu.Unlock()
-				if callerLeft && err == nil && !ans.Repeat && !ans.Shared {
-					s.keepPending(a.Runner.Agent, thread, ans)
-					s.told(a.Runner, thread, ans)
-				}
-				done <- result{ans, err}
-			})
-		}
-		m.Answered = func(ans turn.Answer) { tell(ans, nil) }
-		ans, err := a.Runner.Message(r.Context(), thread, m, onText)
-		tell(ans, err)
-	})
-	select {
-	case res := <-done:
-		if res.err != nil {
-			// The turn logged its error; a 4xx is counted as a refusal,
-			// and so is a process with no room for the turn, which is
-			// logged here: no turn began.
-			code, msg := status(res.err), s.said(name, errorMessage(res.err))
-			if code >= 400 && code < 500 || full(res.err) {
-				s.refusals.Add(name, code)
-			}
-			if full(res.err) {
-				s.log.Warn("refused", "status", code, "why", msg, "agent", name, "thread", thread)
-			}
-			if sse != nil {
-				sse.event("error", errorBody{Error: msg})
-				return
-			}
-			if ra := retryAfter(res.err); ra != "" {
-				w.Header().Set("Retry-After", ra)
-			}
-			writeError(w, code, "%s", msg)
+			sse.event("error", errorBody{Error: msg})
 			return
 		}
-		// Told before the reply goes: a process that dies between the
-		// two leaves an answer its caller asks again for by the message's
-		// id, and is given from the conversation (see CHOICES.md).
-		s.told(a.Runner, thread, res.a)
-		if sse != nil {
-			sse.event("done", answerOf(res.a))
-		} else {
-			writeJSON(w, http.StatusOK, answerOf(res.a))
+		if ra := retryAfter(err); ra != "" {
+			w.Header().Set("Retry-After", ra)
 		}
-	case <-gone:
-		mu.Lock()
-		left = true
-		fin := finished
-		mu.Unlock()
-		if fin { // the turn ended as its caller left: nobody will be told
-			if res := <-done; res.err == nil && !res.a.Repeat && !res.a.Shared {
-				s.keepPending(a.Runner.Agent, thread, res.a)
-				s.told(a.Runner, thread, res.a)
-			}
-		}
+		writeError(w, code, "%s", msg)
+		return
 	}
+	// Told before the reply goes: a process that dies between the two
+	// leaves an answer its caller asks again for by the message's id, and
+	// is given from the conversation (see CHOICES.md).
+	s.told(a.Runner, thread, ans)
+	if sse != nil {
+		sse.event("done", answerOf(ans))
+		return
+	}
+	writeJSON(w, http.StatusOK, answerOf(ans))
+	// Sent now, whole: the turn may go on to summarize before the handler
+	// returns.
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// refuseFull answers a message the process had no room for (see full):
+// 503 with Retry-After, logged and counted; its connection is closed with
+// the answer, so what it held goes at once.
+func (s *Server) refuseFull(w http.ResponseWriter, agent, thread string, err error) {
+	code, msg := status(err), s.said(agent, errorMessage(err))
+	s.refusals.Add(agent, code)
+	s.log.Warn("refused", "status", code, "why", msg, "agent", agent, "thread", thread)
+	w.Header().Set("Retry-After", retryAfter(err))
+	w.Header().Set("Connection", "close")
+	writeError(w, code, "%s", msg)
 }
 
 // keepPending keeps an answer whose caller left before it was told, for
@@ -762,6 +793,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(code)
 	w.Write(append(b, '\n'))
 }

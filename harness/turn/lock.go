@@ -96,3 +96,10 @@ func (k *keyedMutex) release(key string, e *keyed) {
 	}
 	k.mu.Unlock()
 }
+
+// held says whether a turn holds key's conversation, or waits for it.
+func (k *keyedMutex) held(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.m[key] != nil
+}

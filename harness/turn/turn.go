@@ -129,6 +129,13 @@ type Message struct {
 	// follows, at most once; Message returns that answer again. Without a
 	// summary, Message returns once the turn has let the conversation go.
 	Answered func(Answer)
+
+	// Detach, when not nil, is given what remains of a turn once Answered
+	// was told its answer and a summary follows: the summary, and letting
+	// the conversation and the turn's place go. The caller runs it on a
+	// goroutine of its own, and Message returns at once, so the caller's
+	// goroutine is free once its answer is given. Nil: Message runs it.
+	Detach func(rest func())
 }
 
 // Answer is a turn's answer.
@@ -226,25 +233,47 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 		} else {
 			r.Turns.Force()
 		}
-		defer r.Turns.End()
 		return r.take(ctx, h, thread, dir, m, onText)
 	}
 }
 
-// take takes the turn of a conversation it holds.
+// Full says whether a message to thread would be refused for want of a
+// place for its turn (budget.ErrFull) were it sent now: every place is
+// taken, and no turn of the conversation runs or waits here, which the
+// message would steer or wait for. A server answers it before reading
+// the message; Message decides in the end.
+func (r *Runner) Full(thread string) bool {
+	if r.Turns == nil || r.Turns.Running() < r.Turns.Max() {
+		return false
+	}
+	dir, err := r.Agent.Path(home.Chat, thread)
+	return err == nil && !r.locks.held(dir)
+}
+
+// take takes the turn of a conversation it holds, in the place Message
+// took for it.
 func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Message, onText func(string)) (Answer, error) {
-	defer h.unlock()
+	var ends ends // what the turn lets go of when it ends, in reverse
+	detached := false
+	defer func() {
+		if !detached {
+			ends.run()
+		}
+	}()
+	ends.add(r.Turns.End)
+	ends.add(h.unlock)
 	if r.Stop != nil && r.Stop.Err() != nil {
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
 	caller := ctx
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancel(nil)
+	ends.add(func() { cancel(nil) })
 	if r.Stop != nil {
-		defer context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })()
+		stop := context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })
+		ends.add(func() { stop() })
 	}
 	ending, endTurn := context.WithCancelCause(ctx)
-	defer endTurn(nil)
+	ends.add(func() { endTurn(nil) })
 	h.in.endWith(endTurn)
 	h.in.mu.Lock()
 	h.in.thread = thread
@@ -254,11 +283,11 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		if err := r.home.take(r.Agent.Dir); err != nil {
 			return Answer{}, err
 		}
-		defer r.home.drop()
+		ends.add(r.home.drop)
 	}
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
-	defer t.close()
+	ends.add(t.close)
 	a, after, err := t.run(ctx, m, onText)
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
@@ -281,9 +310,29 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		if m.Answered != nil {
 			m.Answered(a)
 		}
+		if m.Detach != nil {
+			detached = true
+			m.Detach(func() {
+				t.summarize(ctx, after)
+				ends.run()
+			})
+			return a, nil
+		}
 		t.summarize(ctx, after)
 	}
 	return a, nil
+}
+
+// ends is what a turn lets go of when it ends, run in the reverse of the
+// order added, as deferred calls are.
+type ends []func()
+
+func (e *ends) add(f func()) { *e = append(*e, f) }
+
+func (e ends) run() {
+	for i := len(e) - 1; i >= 0; i-- {
+		e[i]()
+	}
 }
 
 // logger is the runner's logger, or one that logs nothing.
