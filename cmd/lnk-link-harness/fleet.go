@@ -397,7 +397,10 @@ func (f *fleet) reload(path string) error {
 	f.sleepAfter.Store(int64(file.sleepAfter)) // each agent's next timer
 	f.plan = plan
 	f.turns.SetMax(plan.MaxTurns)
-	f.pool.Resize(plan.PoolSize())
+	f.pool.Resize(plan.Conns())
+	if f.warm != nil {
+		f.warm.Pool.Resize(plan.Cached())
+	}
 	if err := f.join(js); err != nil {
 		return err
 	}

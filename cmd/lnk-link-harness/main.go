@@ -153,11 +153,8 @@ func serve(args, environ []string) error {
 	// What the process's turns composed, kept for each conversation's
 	// next turn while it is in use: let go of when the process goes idle
 	// and when an agent sleeps.
-	// The descriptors not a listener's or a turn's own: callers'
-	// connections, and what the warm cache keeps open, which gives way.
-	pool := budget.NewPool(plan.PoolSize())
-	warm := &turn.Warm{Pool: pool}
-	pool.AddGiver(warm)
+	// What the warm cache keeps open between turns, counted.
+	warm := &turn.Warm{Pool: budget.NewPool(plan.Cached())}
 	opts := server.Options{Log: log, Warm: warm}
 	if *idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
@@ -168,7 +165,7 @@ func serve(args, environ []string) error {
 	}
 	f := &fleet{
 		shared: newShared(environ, log, ending, warm, budget.NewTurns(plan.MaxTurns)),
-		plan:   plan, pool: pool, srv: srv, out: os.Stdout,
+		plan:   plan, pool: budget.NewPool(plan.Conns()), srv: srv, out: os.Stdout,
 		named: len(units) > 1, grace: *grace,
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}

@@ -32,8 +32,8 @@ func TestSized(t *testing.T) {
 			if err != nil || p.MaxTurns != c.turns || p.Need() > p.Limit {
 				t.Fatalf("%+v: %+v %v, want %d turns within the limit", c.plan, p, err, c.turns)
 			}
-			if got := p.PoolSize(); got != p.Limit-p.Agents-Reserve-p.MaxTurns*PerTurn || got < p.MaxTurns {
-				t.Errorf("pool of %d: want room for every turn's caller", got)
+			if p.Conns() <= p.MaxTurns || p.Agents+Reserve+p.MaxTurns*PerTurn+p.Conns()+p.Cached() != p.Limit {
+				t.Errorf("%d connections, %d cached: want room for every turn's caller, and the limit shared out", p.Conns(), p.Cached())
 			}
 		})
 	}
@@ -53,33 +53,40 @@ func (c *cache) GiveBack(n int) int {
 }
 
 func TestPool(t *testing.T) {
-	p := NewPool(8)
-	c := &cache{p: p}
-	p.AddGiver(c)
-	for p.Keep(1) {
+	caches, conns := NewPool(6), NewPool(8)
+	c := &cache{p: conns}
+	conns.AddGiver(c)
+	for caches.Keep(1) {
+	}
+	if used, _ := caches.Used(); used != 6 {
+		t.Fatalf("a cache kept %d of 6", used)
+	}
+	for range 3 { // idle connections, kept by their callers
+		conns.Take(1)
 		c.n++
 	}
-	if c.n != 6 { // caches leave a quarter free
-		t.Fatalf("a cache kept %d of 8, want 6", c.n)
-	}
-	for range 8 {
-		if !p.Take(1) {
-			t.Fatal("a connection found no room, the cache keeping some")
+	for range 5 {
+		if !conns.Take(1) {
+			t.Fatal("a connection found no room, three idle")
 		}
 	}
-	if c.n != 0 || p.Take(1) {
-		t.Fatalf("the pool full of connections: the cache keeps %d, and one more was taken", c.n)
+	if !conns.Take(1) || c.n != 2 {
+		t.Fatalf("a connection past the bound: %d idle left, want one closed for it", c.n)
+	}
+	c.n = 0 // the rest in use
+	if conns.Take(1) {
+		t.Fatal("a connection past the bound, none idle")
 	}
 	woke := make(chan struct{})
-	p.Wait(func() { close(woke) })
+	conns.Wait(func() { close(woke) })
 	select {
 	case <-woke:
 		t.Fatal("woken with no room")
 	default:
 	}
-	p.Put(1)
+	conns.Put(1)
 	<-woke
-	if used, size := p.Used(); used != 7 || size != 8 {
+	if used, size := conns.Used(); used != 7 || size != 8 {
 		t.Errorf("used %d of %d", used, size)
 	}
 }

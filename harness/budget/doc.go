@@ -7,15 +7,17 @@
 //   - Turns bounds the turns in flight. A message that would begin a turn
 //     past the bound is refused (ErrFull) before anything of it is
 //     written; a message that steers a running turn takes no place.
-//   - Pool counts the descriptors of what is not a listener or a turn's own:
-//     connections taken from callers, and what caches keep open between
-//     turns (a conversation's folder and files, an idle connection to the
-//     model proxy). A connection waits for room rather than failing; a
-//     cache keeps a descriptor only where there is room, and gives it back
-//     when asked (Pool's shrink), so a cache never fails a turn.
+//   - A Pool of Conns counts callers' connections: one is taken before a
+//     connection is accepted, and with none left the listener waits for one
+//     to close, its connection in the listener's queue; idle kept-alive
+//     connections are closed first to make room (the Pool's Giver).
+//   - A Pool of Cached counts what caches keep open between turns (a
+//     conversation's folder and files kept warm): a cache keeps a
+//     descriptor only where there is room, so a cache never fails a turn.
 //
 // The sum is fixed at start: every listener, the process's own Reserve,
-// PerTurn for each turn the bound lets run, and what is left for the Pool.
+// PerTurn for each turn the bound lets run, the connections, and what is
+// left for caches.
 // A process whose agents cannot fit is refused at start with ErrNoRoom,
 // saying what they need and how to raise the limit.
 package budget

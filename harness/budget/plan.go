@@ -72,8 +72,24 @@ func (p Plan) Need() int {
 	return p.Agents + Reserve + p.MaxTurns*(PerTurn+1)
 }
 
-// PoolSize is what is left for the Pool once the listeners, the Reserve
-// and the turns' own are counted: callers' connections and caches.
-func (p Plan) PoolSize() int {
-	return max(0, p.Limit-p.Agents-Reserve-p.MaxTurns*PerTurn)
+// Conns is how many callers' connections the process serves at once: a
+// turn's own for each turn the bound lets run, a quarter as many again for
+// messages that steer a running turn, are refused or wait for another, and
+// a few for /healthz and /metrics; fewer where the descriptors left are
+// fewer. A connection past it waits in its listener's queue, which costs
+// the process nothing, rather than holding a goroutine and buffers here
+// (about 16 KiB, while it is read and answered).
+func (p Plan) Conns() int {
+	left := p.Limit - p.Agents - Reserve - p.MaxTurns*PerTurn
+	return max(1, min(left, p.MaxTurns+p.MaxTurns/4+connsSpare))
+}
+
+// connsSpare is the connections past the turns' that Conns always allows.
+const connsSpare = 32
+
+// Cached is how many descriptors caches may keep open between turns: what
+// is left once the listeners, the Reserve, the turns and the connections
+// are counted.
+func (p Plan) Cached() int {
+	return max(0, p.Limit-p.Agents-Reserve-p.MaxTurns*PerTurn-p.Conns())
 }

@@ -11,11 +11,11 @@ type Giver interface {
 	GiveBack(n int) int
 }
 
-// Pool counts the descriptors of a process that are neither a listener
-// nor a turn's own: callers' connections, which take room and wait for it
-// when there is none, and caches, which keep a descriptor only where there
-// is room to spare and give it back when asked. Its zero value has no
-// room; use NewPool. It is safe for concurrent use.
+// Pool counts descriptors of one kind against a bound: what must have one
+// takes it (Take), asking the pool's Givers for room, and waits for one to
+// be given back when there is none (Wait); a cache keeps one only where
+// there is room (Keep). Its zero value has no room; use NewPool. It is
+// safe for concurrent use.
 type Pool struct {
 	mu sync.Mutex
 	// guarded by mu
@@ -81,21 +81,16 @@ func (p *Pool) Take(n int) bool {
 	return false
 }
 
-// cacheShare is the share of the pool, in quarters, that caches may fill:
-// the rest stays free for connections, which then rarely wait on a cache
-// closing what it keeps.
-const cacheShare = 3
-
-// Keep takes n descriptors for a cache, only where there is room to spare:
-// it never asks another cache for room. False: the cache keeps nothing
-// more. A nil Pool keeps everything.
+// Keep takes n descriptors for a cache, only where there is room: it
+// never asks a Giver for room. False: the cache keeps nothing more. A nil
+// Pool keeps everything.
 func (p *Pool) Keep(n int) bool {
 	if p == nil {
 		return true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.used+n > p.size*cacheShare/4 {
+	if p.used+n > p.size {
 		return false
 	}
 	p.used += n

@@ -64,7 +64,7 @@ type Warm struct {
 	Now              func() time.Time // the clock; nil is time.Now
 	// Pool, when not nil, counts the descriptors a conversation kept
 	// holds (warmFiles each): one is kept only where the pool has room,
-	// and the pool takes them back (GiveBack) when a connection needs it.
+	// the conversations used least lately let go of to make it.
 	Pool *budget.Pool
 
 	mu sync.Mutex
@@ -310,26 +310,6 @@ func (w *Warm) put(agent, thread string, c *warmConv) {
 		lk, _ := w.leastUsed()
 		out = append(out, w.drop(lk))
 	}
-}
-
-// GiveBack lets go of the conversations used least lately until n
-// descriptors are given back to the pool, or none is kept, and returns
-// how many it gave back: a connection needs the room. It is budget.Giver.
-func (w *Warm) GiveBack(n int) int {
-	var out []*warmConv
-	w.mu.Lock()
-	for gave := 0; gave < n; gave += warmFiles {
-		lk, ok := w.leastUsed()
-		if !ok {
-			break
-		}
-		out = append(out, w.drop(lk))
-	}
-	w.mu.Unlock()
-	for _, c := range out {
-		c.close()
-	}
-	return len(out) * warmFiles
 }
 
 // Forget lets go of what is kept for agent's conversations: its agent
