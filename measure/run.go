@@ -134,7 +134,7 @@ const (
 
 // Limits on a Config, so every loop of a run is bounded.
 const (
-	maxAgents   = 1000
+	maxAgents   = 20_000
 	maxLength   = 10_000_000
 	maxMessages = 100_000
 	maxCases    = 32

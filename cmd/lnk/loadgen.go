@@ -42,6 +42,8 @@ func cmdLoadgen(args []string) error {
 	churn := fs.Int("churn", 0, "once half the messages are answered, this many agents leave and as many new ones join, by one SIGHUP re-reading the agents file; the joining ones take the leaving ones' conversations over")
 	soak := fs.Duration("soak", 0, "instead of measuring, soak one agent for this long (at most 1h): turns, tool calls, SIGKILLs of the harness, callers dropped and retried, checking its logs after each kill; exits non-zero on any violation")
 	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
+	flood := fs.Int("flood", 0, "instead of measuring, send this many messages at once to one agent, each to its own conversation, the model answering in 2 to 3 s (or as --script says); those refused 503 are sent again after their Retry-After; exits non-zero on any other answer")
+	maxTurns := fs.Int("max-turns", 500, "with --flood, the harness's --max-turns")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -50,6 +52,9 @@ func cmdLoadgen(args []string) error {
 	}
 	if *soak != 0 {
 		return runSoak(*harness, *soak, *seed, *quiet, *jsonOut)
+	}
+	if *flood != 0 {
+		return runFlood(loadgen.FloodConfig{Program: *harness, Messages: *flood, MaxTurns: *maxTurns}, *script, *quiet, *jsonOut)
 	}
 	cfg := loadgen.Config{
 		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare, Churn: *churn,
@@ -108,6 +113,45 @@ func runSoak(harness string, d time.Duration, seed uint64, quiet, jsonOut bool) 
 	}
 	if errors.Is(err, context.Canceled) {
 		return errors.New("loadgen: interrupted; the harness it started is stopped")
+	}
+	return err
+}
+
+// runFlood is `lnk loadgen --flood N`.
+func runFlood(cfg loadgen.FloodConfig, script string, quiet, jsonOut bool) error {
+	if !quiet {
+		cfg.Progress = os.Stderr
+	}
+	if script != "" {
+		b, err := os.ReadFile(script)
+		if err != nil {
+			return fmt.Errorf("loadgen: --script: %w", err)
+		}
+		if cfg.Script, err = scripted.ParseScript(b); err != nil {
+			return fmt.Errorf("loadgen: --script %s: %w", script, err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := loadgen.Flood(ctx, cfg)
+	if res != nil {
+		if jsonOut {
+			json.NewEncoder(os.Stdout).Encode(res)
+		} else {
+			fmt.Printf("flood of %d messages at once, max_turns %d, in %.1f s: %d answered, %d refused 503 with Retry-After (%d sends again, %d answered then), %d otherwise\n",
+				res.Messages, res.MaxTurns, res.Seconds, res.Answered, res.Refused, res.Retries, res.Later, res.Other)
+			fmt.Printf("resident memory %.1f MB before, %.1f MB at peak: %.1f MB more (%.1f KiB a turn of the bound)\n",
+				float64(res.Before)/1e6, float64(res.Peak)/1e6, float64(res.Growth)/1e6, float64(res.Growth)/1024/float64(res.MaxTurns))
+			if res.FirstOther != "" {
+				fmt.Println("  the first otherwise: " + res.FirstOther)
+			}
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("loadgen: interrupted; the harness it started is stopped")
+	}
+	if err == nil && res.Other > 0 {
+		err = fmt.Errorf("loadgen: flood: %d messages answered otherwise than 200 or 503 with Retry-After", res.Other)
 	}
 	return err
 }

@@ -23,9 +23,9 @@ const maxLater = 1024
 
 // writeAgentsFile writes serve --agents' file whole: written beside it and
 // renamed over it, so a SIGHUP never reads half a file.
-func writeAgentsFile(path string, agents []Agent, sleepAfter time.Duration) error {
+func writeAgentsFile(path string, agents []Agent, sleepAfter time.Duration, maxTurns int) error {
 	tmp := path + ".new"
-	if err := os.WriteFile(tmp, agentsFile(agents, sleepAfter), 0o600); err != nil {
+	if err := os.WriteFile(tmp, agentsFile(agents, sleepAfter, maxTurns), 0o600); err != nil {
 		return fmt.Errorf("drive: agents file: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -53,7 +53,7 @@ func (u *linkUnit) Churn(ctx context.Context, agents []Agent) error {
 	u.mu.Lock()
 	u.all = append([]Agent(nil), agents...)
 	u.mu.Unlock()
-	if err := writeAgentsFile(u.file, agents, u.sleepAfter); err != nil {
+	if err := writeAgentsFile(u.file, agents, u.sleepAfter, u.maxTurns); err != nil {
 		return err
 	}
 	if err := u.cmd.Process.Signal(syscall.SIGHUP); err != nil {

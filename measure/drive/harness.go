@@ -3,6 +3,8 @@ package drive
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"lnk.dev/linkharness/measure/proc"
@@ -92,6 +94,18 @@ type (
 		StartIdle(ctx context.Context) error
 	}
 )
+
+// StatusError is a message answered with a status other than 200 OK: the
+// status, its Retry-After, and the error the body says.
+type StatusError struct {
+	Code       int
+	RetryAfter string // the header, as sent; "" without one
+	Body       string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Code, http.StatusText(e.Code), e.Body)
+}
 
 // Message is one message to an agent, as API.md's POST body has it.
 type Message struct {

@@ -36,6 +36,10 @@ type Link struct {
 	// SleepAfter, over 0, serves every unit (one agent too) from an agents
 	// file whose [serve] sleep_after it is; the unit is then a Sleeper.
 	SleepAfter time.Duration
+
+	// MaxTurns, over 0, bounds the turns in flight: `serve --max-turns`,
+	// or an agents file's [serve] max_turns.
+	MaxTurns int
 }
 
 // Name implements Harness.
@@ -55,7 +59,7 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 	}
 	a := agents[0]
 	var args []string
-	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{}), all: agents, sleepAfter: l.SleepAfter}
+	u := &linkUnit{agent: a, agents: map[string]*linkAgent{}, done: make(chan struct{}), all: agents, sleepAfter: l.SleepAfter, maxTurns: l.MaxTurns}
 	for _, ag := range agents {
 		u.agents[ag.Name] = &linkAgent{key: ag.Key}
 	}
@@ -63,10 +67,13 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 		args = []string{"serve", "--home", a.Home, "--listen", "127.0.0.1:0", "--key-file", a.KeyFile}
 	} else {
 		u.file = filepath.Join(a.Scratch, "agents.toml")
-		if err := writeAgentsFile(u.file, agents, l.SleepAfter); err != nil {
+		if err := writeAgentsFile(u.file, agents, l.SleepAfter, l.MaxTurns); err != nil {
 			return nil, err
 		}
 		args = []string{"serve", "--agents", u.file}
+	}
+	if l.MaxTurns > 0 && u.file == "" {
+		args = append(args, "--max-turns", strconv.Itoa(l.MaxTurns))
 	}
 	if l.IdleFree > 0 {
 		args = append(args, "--idle-free", l.IdleFree.String())
@@ -119,11 +126,20 @@ func (l *Link) Start(ctx context.Context, agents []Agent) (Unit, error) {
 }
 
 // agentsFile is serve --agents' TOML file naming agents, with [serve]
-// sleep_after when over 0.
-func agentsFile(agents []Agent, sleepAfter time.Duration) []byte {
+// sleep_after and max_turns when over 0.
+func agentsFile(agents []Agent, sleepAfter time.Duration, maxTurns int) []byte {
 	var b bytes.Buffer
+	if sleepAfter > 0 || maxTurns > 0 {
+		b.WriteString("[serve]\n")
+	}
 	if sleepAfter > 0 {
-		fmt.Fprintf(&b, "[serve]\nsleep_after = %q\n\n", sleepAfter.String())
+		fmt.Fprintf(&b, "sleep_after = %q\n", sleepAfter.String())
+	}
+	if maxTurns > 0 {
+		fmt.Fprintf(&b, "max_turns = %d\n", maxTurns)
+	}
+	if sleepAfter > 0 || maxTurns > 0 {
+		b.WriteString("\n")
 	}
 	for _, a := range agents {
 		fmt.Fprintf(&b, "[[agent]]\nname = %s\nhome = %s\nlisten = \"127.0.0.1:0\"\nkey_file = %s\n\n",
@@ -152,6 +168,7 @@ type linkUnit struct {
 	agent      Agent  // the first agent, whose scratch folder the unit uses
 	file       string // the agents file, if served from one
 	sleepAfter time.Duration
+	maxTurns   int
 	mu         sync.RWMutex
 	agents     map[string]*linkAgent // grows by Churn, under mu
 	all        []Agent               // as served, in order: as started, then as Churn left them, under mu
@@ -320,6 +337,11 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 	}
 	req.Header.Set("Authorization", "Bearer "+a.key)
 	req.Header.Set("Content-Type", "application/json")
+	// A message is one message by its id, whoever sends it again: said
+	// so, a kept connection the harness closed under the request (it
+	// closes idle ones past its bound) is dialed again and the request
+	// sent again, as for a GET.
+	req.Header.Set("Idempotency-Key", m.ID)
 	start := time.Now()
 	resp, err := u.client.Do(req)
 	if err != nil {
@@ -332,7 +354,8 @@ func (u *linkUnit) Send(ctx context.Context, agent, thread string, m Message) (R
 		return Reply{}, fmt.Errorf("drive: message %s to %s: reading the answer: %w", m.ID, agent, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Reply{}, fmt.Errorf("drive: message %s to %s: %s: %s", m.ID, agent, resp.Status, bytes.TrimSpace(b))
+		return Reply{}, fmt.Errorf("drive: message %s to %s: %w", m.ID, agent,
+			&StatusError{Code: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: string(bytes.TrimSpace(b))})
 	}
 	var r struct {
 		Thread string `json:"thread"`

@@ -35,14 +35,14 @@ func TestParseListening(t *testing.T) {
 
 func TestAgentsFile(t *testing.T) {
 	agents := []Agent{{Name: "agent-1", Home: "/h/a\"b", KeyFile: "/k/1"}, {Name: "agent-2", Home: "/h/2", KeyFile: "/k/2"}}
-	got := string(agentsFile(agents, 0))
+	got := string(agentsFile(agents, 0, 0))
 	want := "[[agent]]\nname = \"agent-1\"\nhome = \"/h/a\\\"b\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/1\"\n\n" +
 		"[[agent]]\nname = \"agent-2\"\nhome = \"/h/2\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/2\"\n\n"
 	if got != want {
 		t.Errorf("agents file:\n%s\nwant:\n%s", got, want)
 	}
 	// Agents that sleep: the file says when, before the agents.
-	got = string(agentsFile(agents[:1], 90*time.Second))
+	got = string(agentsFile(agents[:1], 90*time.Second, 0))
 	want = "[serve]\nsleep_after = \"1m30s\"\n\n[[agent]]\nname = \"agent-1\"\nhome = \"/h/a\\\"b\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"/k/1\"\n\n"
 	if got != want {
 		t.Errorf("agents file that sleeps:\n%s\nwant:\n%s", got, want)

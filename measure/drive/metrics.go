@@ -32,7 +32,7 @@ type Metrics []Series
 
 // maxMetricsLines bounds what ParseMetrics reads from one page: a process
 // of 1,000 agents writes about 150 lines for each.
-const maxMetricsLines = 1 << 20
+const maxMetricsLines = 1 << 22
 
 // ParseMetrics reads the Prometheus text exposition format: comment and
 // blank lines are skipped, and each other line is `name{labels} value`,

@@ -57,7 +57,7 @@ func (u sleepingUnit) SetSleepAfter(ctx context.Context, d time.Duration) error 
 	u.sleepAfter = d
 	all := u.all
 	u.mu.Unlock()
-	if err := writeAgentsFile(u.file, all, d); err != nil {
+	if err := writeAgentsFile(u.file, all, d, u.maxTurns); err != nil {
 		return err
 	}
 	n := u.logCount(lineReread)

@@ -1,0 +1,204 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/measure/proc"
+)
+
+// FloodConfig is a flood: many messages at once to one agent of a process
+// whose turns in flight are bounded. Zero fields take the defaults given.
+type FloodConfig struct {
+	Program  string           // the lnk-link-harness program (default: as drive.FindHarness finds it)
+	Messages int              // sent at once, each to a conversation of its own (default 3,000, at most 20,000)
+	MaxTurns int              // the process's bound on turns in flight (default 500)
+	Script   *scripted.Script // the model (default: FloodScript, 2 to 3 s an answer)
+	Dir      string           // where the temporary folder goes (default the system's)
+	Progress io.Writer        // a line at each step; nil for none
+}
+
+// FloodScript is the model of a flood unless a script says: every answer
+// takes 2 to 3 seconds, so the bound on turns is met and held.
+var FloodScript = []byte(`
+[[rule]]
+match = ""
+latency_ms = 2000
+latency_ms_max = 3000
+`)
+
+// FloodResult is what a flood found. Every message must be answered 200
+// or refused 503 with Retry-After, and every refused one answered once
+// sent again: Other counts what was neither.
+type FloodResult struct {
+	Messages int `json:"messages"`
+	MaxTurns int `json:"max_turns"`
+	Answered int `json:"answered"` // 200 when first sent
+	Refused  int `json:"refused"`  // 503 with Retry-After when first sent
+	Retries  int `json:"retries"`  // sends again after a Retry-After, all told
+	Later    int `json:"later"`    // refused ones answered 200 once sent again
+	Other    int `json:"other"`    // any other answer or error, at any send
+	// FirstOther is the first of those, as the client saw it.
+	FirstOther string  `json:"first_other,omitempty"`
+	Seconds    float64 `json:"seconds"` // from the first send to the last answer
+
+	// Resident memory of the harness: before the flood (after one message
+	// answered), the most seen while it ran, and the growth between.
+	Before int64 `json:"rss_before"`
+	Peak   int64 `json:"rss_peak"`
+	Growth int64 `json:"rss_growth"`
+}
+
+// floodBound bounds a FloodConfig's messages: each holds a connection of
+// the measuring process and of the harness at once.
+const floodBound = 20_000
+
+// Flood sends cfg.Messages messages at once to one agent of a harness
+// serving with --max-turns cfg.MaxTurns, each to its own conversation;
+// those refused 503 are sent again after their Retry-After until
+// answered. It samples the harness's resident memory throughout.
+// Everything it starts is stopped before it returns.
+func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
+	if cfg.Messages == 0 {
+		cfg.Messages = 3000
+	}
+	if cfg.MaxTurns == 0 {
+		cfg.MaxTurns = 500
+	}
+	if cfg.Messages < 1 || cfg.Messages > floodBound || cfg.MaxTurns < 1 {
+		return nil, fmt.Errorf("%w: a flood of %d messages, %d turns at once", ErrConfig, cfg.Messages, cfg.MaxTurns)
+	}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "lnk loadgen: flood: "+format+"\n", args...)
+		}
+	}
+	script := cfg.Script
+	if script == nil {
+		var err error
+		if script, err = scripted.ParseScript(FloodScript); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-flood-")
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	program, _, err := drive.FindHarness(ctx, cfg.Program, tmp)
+	if err != nil {
+		return nil, err
+	}
+	m, err := startModel(script)
+	if err != nil {
+		return nil, err
+	}
+	defer m.close()
+	agents, err := makeAgents(tmp, 1, m.url)
+	if err != nil {
+		return nil, err
+	}
+	a := agents[0]
+	say("starting %s with --max-turns %d", program, cfg.MaxTurns)
+	unit, err := (&drive.Link{Program: program, MaxTurns: cfg.MaxTurns}).Start(ctx, agents)
+	if err != nil {
+		return nil, err
+	}
+	defer unit.Kill()
+	if _, err := unit.Send(ctx, a.Name, "warm-up", drive.Message{ID: "warm-up", Text: "hello"}); err != nil {
+		return nil, fmt.Errorf("loadgen: flood: the first message: %w", err)
+	}
+	res := &FloodResult{Messages: cfg.Messages, MaxTurns: cfg.MaxTurns}
+	s, err := proc.Read(unit.PID(), false)
+	if err != nil {
+		return nil, err
+	}
+	res.Before, res.Peak = int64(s.RSS), int64(s.RSS)
+	sampled := sampleRSS(unit.PID(), &res.Peak)
+
+	say("sending %d messages at once", cfg.Messages)
+	start := time.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range cfg.Messages {
+		wg.Go(func() {
+			id := strconv.Itoa(i)
+			first := true
+			for {
+				_, err := unit.Send(ctx, a.Name, "flood-"+id, drive.Message{ID: id, Text: "flood " + id})
+				var se *drive.StatusError
+				refused := errors.As(err, &se) && se.Code == 503 && se.RetryAfter != ""
+				mu.Lock()
+				switch {
+				case err == nil && first:
+					res.Answered++
+				case err == nil:
+					res.Later++
+				case refused && first:
+					res.Refused++
+				case refused:
+				default:
+					res.Other++
+					if res.FirstOther == "" {
+						res.FirstOther = err.Error()
+					}
+				}
+				if refused {
+					res.Retries++
+				}
+				mu.Unlock()
+				if !refused {
+					return
+				}
+				first = false
+				wait, _ := strconv.Atoi(se.RetryAfter)
+				select {
+				case <-time.After(time.Duration(max(wait, 1)) * time.Second):
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	sampled()
+	res.Growth = res.Peak - res.Before
+	say("stopping the harness")
+	if err := unit.Stop(ctx); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// sampleRSS reads pid's resident memory every 50 ms into peak, its
+// highest, until the returned function is called.
+func sampleRSS(pid int, peak *int64) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if s, err := proc.Read(pid, false); err == nil {
+					*peak = max(*peak, int64(s.RSS))
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
