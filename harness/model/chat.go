@@ -93,3 +93,19 @@ func appendToolUser(dst []byte, m *Message, n int, head string, name func(*Resul
 	}
 	return dst, n
 }
+
+// appendToolCalls appends an assistant message's calls, when it made any,
+// as its "tool_calls" array, each as appendCall writes it in the format.
+func appendToolCalls(dst []byte, calls []event.Call, appendCall func([]byte, *event.Call) []byte) []byte {
+	if len(calls) == 0 {
+		return dst
+	}
+	dst = append(dst, `,"tool_calls":[`...)
+	for i := range calls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendCall(dst, &calls[i])
+	}
+	return append(dst, ']')
+}

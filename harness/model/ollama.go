@@ -157,22 +157,17 @@ func appendOllamaAssistant(dst []byte, m *Message, n int) ([]byte, int, error) {
 			dst = event.AppendString(dst, text)
 		}
 	}
-	if len(m.Calls) > 0 {
-		dst = append(dst, `,"tool_calls":[`...)
-		for i := range m.Calls {
-			c := &m.Calls[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"function":{"name":`...)
-			dst = event.AppendString(dst, c.Name)
-			dst = append(dst, `,"arguments":`...)
-			dst = appendArgs(dst, c.Args)
-			dst = append(dst, `}}`...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendToolCalls(dst, m.Calls, appendOllamaCall)
 	return append(dst, '}'), n + 1, nil
+}
+
+// appendOllamaCall appends a call, its arguments as an object.
+func appendOllamaCall(dst []byte, c *event.Call) []byte {
+	dst = append(dst, `{"function":{"name":`...)
+	dst = event.AppendString(dst, c.Name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendArgs(dst, c.Args)
+	return append(dst, `}}`...)
 }
 
 // thinkingText joins the text of kept thinking blocks; redacted blocks

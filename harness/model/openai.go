@@ -87,27 +87,7 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 	} else {
 		dst = event.AppendString(dst, m.Text)
 	}
-	if len(m.Calls) > 0 {
-		dst = append(dst, `,"tool_calls":[`...)
-		for i := range m.Calls {
-			c := &m.Calls[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"id":`...)
-			dst = event.AppendString(dst, c.ID)
-			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = event.AppendString(dst, c.Name)
-			dst = append(dst, `,"arguments":`...)
-			if len(c.Args) == 0 {
-				dst = append(dst, `"{}"`...)
-			} else {
-				dst = event.AppendString(dst, string(c.Args))
-			}
-			dst = append(dst, `}}`...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendToolCalls(dst, m.Calls, appendOpenAICall)
 	if openRouter && len(m.Thinking) > 0 {
 		var err error
 		if dst, err = appendReasoningDetails(dst, m.Thinking); err != nil {
@@ -115,6 +95,21 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 		}
 	}
 	return append(dst, '}'), n + 1, nil
+}
+
+// appendOpenAICall appends a call, its arguments as a string of JSON.
+func appendOpenAICall(dst []byte, c *event.Call) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = event.AppendString(dst, c.ID)
+	dst = append(dst, `,"type":"function","function":{"name":`...)
+	dst = event.AppendString(dst, c.Name)
+	dst = append(dst, `,"arguments":`...)
+	if len(c.Args) == 0 {
+		dst = append(dst, `"{}"`...)
+	} else {
+		dst = event.AppendString(dst, string(c.Args))
+	}
+	return append(dst, `}}`...)
 }
 
 // openAIStream decodes a Chat Completions chunk stream into a Response. It
