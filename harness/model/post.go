@@ -18,7 +18,8 @@ func httpClient(hc *http.Client) *http.Client {
 }
 
 // jsonHeader is the header of a request whose body is JSON and which asks
-// for accept, with room for one more.
+// for accept, made with room for the two more a provider's call adds at
+// most (Anthropic's version and key).
 func jsonHeader(accept string) http.Header {
 	h := make(http.Header, 4)
 	h.Set("Content-Type", "application/json")
