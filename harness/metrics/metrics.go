@@ -266,18 +266,10 @@ func (p *Provider) Used(input, output, cacheRead, cacheWrite int64, cost float64
 func Write(w io.Writer, agents []*Agent) {
 	agents = append([]*Agent(nil), agents...)
 	sort.Slice(agents, func(i, j int) bool { return agents[i].Name < agents[j].Name })
-	family(w, "lnk_turn_seconds", "histogram", "Time of a turn, from its lock to its answer, by outcome.")
-	for _, a := range agents {
-		for o := range nOutcomes {
-			a.turns[o].write(w, "lnk_turn_seconds", labels("agent", a.Name, "outcome", outcomeNames[o]))
-		}
-	}
-	family(w, "lnk_turns_total", "counter", "Turns taken, by outcome.")
-	for _, a := range agents {
-		for o := range nOutcomes {
-			fmt.Fprintf(w, "lnk_turns_total{%s} %d\n", labels("agent", a.Name, "outcome", outcomeNames[o]), a.turns[o].Count())
-		}
-	}
+	byOutcome(w, agents, "lnk_turn_seconds", "Time of a turn, from its lock to its answer, by outcome.",
+		func(a *Agent) *[nOutcomes]Histogram { return &a.turns })
+	counters(w, agents, "lnk_turns_total", "Turns taken, by outcome.", "outcome", outcomeNames[:],
+		func(a *Agent, o int) int64 { return int64(a.turns[o].Count()) })
 	family(w, "lnk_model_call_seconds", "histogram", "Time of a call to the model, by provider and outcome.")
 	each(agents, func(a *Agent, name string, p *Provider) {
 		for o := range nOutcomes {
@@ -295,41 +287,49 @@ func Write(w io.Writer, agents []*Agent) {
 		fmt.Fprintf(w, "lnk_cost_usd_total{%s} %s\n", labels("agent", a.Name, "provider", name),
 			strconv.FormatFloat(math.Float64frombits(p.cost.Load()), 'g', -1, 64))
 	})
-	family(w, "lnk_summaries_total", "counter", "Summaries asked after an answer, by outcome: a refused or cut one is an error, and writes nothing.")
-	for _, a := range agents {
-		for o := range nOutcomes {
-			fmt.Fprintf(w, "lnk_summaries_total{%s} %d\n", labels("agent", a.Name, "outcome", outcomeNames[o]), a.summaries[o].Load())
-		}
-	}
-	family(w, "lnk_summary_tokens_total", "counter", "Tokens the provider reported for summaries, by kind; also in lnk_tokens_total.")
-	for _, a := range agents {
-		for k := range nKinds {
-			fmt.Fprintf(w, "lnk_summary_tokens_total{%s} %d\n", labels("agent", a.Name, "kind", kindNames[k]), a.summaryToks[k].Load())
-		}
-	}
-	family(w, "lnk_tool_call_seconds", "histogram", "Time of a tool call, by outcome.")
-	for _, a := range agents {
-		for o := range nOutcomes {
-			a.tools[o].write(w, "lnk_tool_call_seconds", labels("agent", a.Name, "outcome", outcomeNames[o]))
-		}
-	}
+	counters(w, agents, "lnk_summaries_total", "Summaries asked after an answer, by outcome: a refused or cut one is an error, and writes nothing.",
+		"outcome", outcomeNames[:], func(a *Agent, o int) int64 { return int64(a.summaries[o].Load()) })
+	counters(w, agents, "lnk_summary_tokens_total", "Tokens the provider reported for summaries, by kind; also in lnk_tokens_total.",
+		"kind", kindNames[:], func(a *Agent, k int) int64 { return a.summaryToks[k].Load() })
+	byOutcome(w, agents, "lnk_tool_call_seconds", "Time of a tool call, by outcome.",
+		func(a *Agent) *[nOutcomes]Histogram { return &a.tools })
 	family(w, "lnk_store_fsync_seconds", "histogram", "Time of an fsync of a conversation's store.")
 	for _, a := range agents {
 		a.fsync.write(w, "lnk_store_fsync_seconds", labels("agent", a.Name))
 	}
-	family(w, "lnk_store_bytes_read_total", "counter", "Bytes read from the store.")
+	counters(w, agents, "lnk_store_bytes_read_total", "Bytes read from the store.", "", nil,
+		func(a *Agent, _ int) int64 { return a.bytesRead.Load() })
+	counters(w, agents, "lnk_operations_total", "Operations besides turns, by kind: end, fork, import, export, hand_over.",
+		"kind", opNames[:], func(a *Agent, op int) int64 { return int64(a.ops[op].Load()) })
+	counters(w, agents, "lnk_store_bytes_written_total", "Bytes written to the store and the copy.", "", nil,
+		func(a *Agent, _ int) int64 { return a.bytesWritten.Load() })
+}
+
+// byOutcome writes a histogram family of a series for each agent and
+// outcome, the agent's histograms by outcome what of says.
+func byOutcome(w io.Writer, agents []*Agent, name, help string, of func(*Agent) *[nOutcomes]Histogram) {
+	family(w, name, "histogram", help)
 	for _, a := range agents {
-		fmt.Fprintf(w, "lnk_store_bytes_read_total{%s} %d\n", labels("agent", a.Name), a.bytesRead.Load())
-	}
-	family(w, "lnk_operations_total", "counter", "Operations besides turns, by kind: end, fork, import, export, hand_over.")
-	for _, a := range agents {
-		for op := range nOps {
-			fmt.Fprintf(w, "lnk_operations_total{%s} %d\n", labels("agent", a.Name, "kind", opNames[op]), a.ops[op].Load())
+		hs := of(a)
+		for o := range nOutcomes {
+			hs[o].write(w, name, labels("agent", a.Name, "outcome", outcomeNames[o]))
 		}
 	}
-	family(w, "lnk_store_bytes_written_total", "counter", "Bytes written to the store and the copy.")
+}
+
+// counters writes a counter family of a series for each agent and each of
+// values, the label key's values, value(a, i) counting for values[i]; with
+// no key, one series for each agent, value(a, 0).
+func counters(w io.Writer, agents []*Agent, name, help, key string, values []string, value func(a *Agent, i int) int64) {
+	family(w, name, "counter", help)
 	for _, a := range agents {
-		fmt.Fprintf(w, "lnk_store_bytes_written_total{%s} %d\n", labels("agent", a.Name), a.bytesWritten.Load())
+		if key == "" {
+			fmt.Fprintf(w, "%s{%s} %d\n", name, labels("agent", a.Name), value(a, 0))
+			continue
+		}
+		for i, v := range values {
+			fmt.Fprintf(w, "%s{%s} %d\n", name, labels("agent", a.Name, key, v), value(a, i))
+		}
 	}
 }
 

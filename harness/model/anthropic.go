@@ -32,25 +32,14 @@ func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string))
 	if err != nil {
 		return nil, err
 	}
-	h := make(http.Header, 4)
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "text/event-stream")
+	h := jsonHeader("text/event-stream")
 	h.Set("Anthropic-Version", AnthropicVersion)
 	if c.Key != "" {
 		h.Set("X-Api-Key", c.Key)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	p := post{provider: "anthropic", hc: hc, url: c.Base + "/v1/messages", body: body, header: h, stall: req.Stall, timeout: req.Timeout}
-	d := anthropicStream{room: newRoom(req)}
-	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
-	if err != nil {
-		return nil, err
-	}
-	d.resp.Latency = latency
-	return &d.resp, nil
+	p := post{provider: "anthropic", hc: httpClient(c.HTTP), url: c.Base + "/v1/messages", body: body, header: h, stall: req.Stall, timeout: req.Timeout}
+	d := anthropicStream{answer: answer{room: newRoom(req)}}
+	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
 }
 
 // cacheControl marks a prompt cache breakpoint: the provider keeps the
@@ -93,26 +82,9 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 		dst = append(dst, `}]`...)
 	}
 	if len(req.Tools) > 0 {
-		dst = append(dst, `,"tools":[`...)
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"name":`...)
-			dst = event.AppendString(dst, t.Name)
-			if t.Description != "" {
-				dst = append(dst, `,"description":`...)
-				dst = event.AppendString(dst, t.Description)
-			}
-			dst = append(dst, `,"input_schema":`...)
-			dst = appendSchema(dst, t.Schema)
-			if req.System == "" && i == len(req.Tools)-1 {
-				dst = append(dst, cacheControl...)
-			}
-			dst = append(dst, '}')
-		}
-		dst = append(dst, ']')
+		// Without a system prompt the tools' end is the prompt's first
+		// breakpoint.
+		dst = appendTools(dst, req.Tools, `{"name":`, `,"input_schema":`, `}`, req.System == "")
 	}
 	dst = append(dst, `,"messages":[`...)
 	mark := len(req.Messages) - 1 // the message whose last block holds the breakpoint
@@ -128,24 +100,27 @@ func appendAnthropicRequest(dst []byte, req *Request) ([]byte, error) {
 		dst, first = p.appendTo(dst, false, at), p.n
 	}
 	for i := first; i < len(req.Messages); i++ {
-		m := &req.Messages[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		var err error
-		switch m.Role {
-		case "user":
-			dst = appendAnthropicUser(dst, m, i == mark)
-		case "assistant":
-			dst, err = appendAnthropicAssistant(dst, m)
-		default:
-			err = fmt.Errorf("model: anthropic: message %d: role %q is not user or assistant", i, m.Role)
-		}
-		if err != nil {
-			return nil, err
+		if dst, err = appendAnthropicMessage(dst, &req.Messages[i], i == mark); err != nil {
+			return nil, messageError(FormatAnthropic, i, err)
 		}
 	}
 	return append(dst, `]}`...), nil
+}
+
+// appendAnthropicMessage appends m, a cache breakpoint on its last block
+// when breakpoint is set and it is a user's.
+func appendAnthropicMessage(dst []byte, m *Message, breakpoint bool) ([]byte, error) {
+	switch m.Role {
+	case "user":
+		return appendAnthropicUser(dst, m, breakpoint), nil
+	case "assistant":
+		return appendAnthropicAssistant(dst, m)
+	}
+	return nil, roleError(m.Role)
 }
 
 func appendAnthropicUser(dst []byte, m *Message, breakpoint bool) []byte {
@@ -225,11 +200,11 @@ func appendThinking(dst []byte, thinking []byte) ([]byte, int, error) {
 	var p fastjson.Parser
 	v, err := p.ParseBytes(thinking)
 	if err != nil {
-		return nil, 0, fmt.Errorf("model: anthropic: thinking is not JSON: %v", err)
+		return nil, 0, fmt.Errorf("thinking is not JSON: %v", err)
 	}
 	blocks, err := v.Array()
 	if err != nil {
-		return nil, 0, errors.New("model: anthropic: thinking is not a JSON array")
+		return nil, 0, errors.New("thinking is not a JSON array")
 	}
 	n := 0
 	for _, b := range blocks {
@@ -255,27 +230,6 @@ func appendThinking(dst []byte, thinking []byte) ([]byte, int, error) {
 	return dst, n, nil
 }
 
-// appendSchema appends a tool's schema, or an object schema that takes
-// anything when it has none.
-func appendSchema(dst, schema []byte) []byte {
-	if len(schema) == 0 {
-		return append(dst, `{"type":"object"}`...)
-	}
-	return append(dst, schema...)
-}
-
-// appendArgs appends a call's arguments, {} when it has none.
-func appendArgs(dst, args []byte) []byte {
-	if len(args) == 0 {
-		return append(dst, `{}`...)
-	}
-	return append(dst, args...)
-}
-
-// parsers holds the parsers of streams: one parses every event of a
-// stream, and then the next stream's.
-var parsers fastjson.ParserPool
-
 // maxBlocks is the most content blocks (or, for OpenAI, tool calls) an
 // answer may have; an index past it is malformed.
 const maxBlocks = 1024
@@ -283,9 +237,7 @@ const maxBlocks = 1024
 // anthropicStream decodes a Messages API event stream into a Response. It
 // is used for one stream, with one parser for all its events.
 type anthropicStream struct {
-	room   answerRoom
-	resp   Response
-	text   strings.Builder
+	answer
 	blocks []anthropicBlock
 }
 
@@ -300,23 +252,7 @@ type anthropicBlock struct {
 
 // decode reads events until message_stop.
 func (d *anthropicStream) decode(s *sseReader, onText func(string)) error {
-	p := parsers.Get()
-	defer parsers.Put(p)
-	for {
-		data, err := s.next()
-		if err != nil {
-			return err
-		}
-		v, err := p.ParseBytes(data)
-		if err != nil {
-			return fmt.Errorf("%w: an event is not JSON: %v", ErrMalformed, err)
-		}
-		done, err := d.event(v, onText)
-		if err != nil || done {
-			d.resp.Text = d.text.String()
-			return err
-		}
-	}
+	return d.decodeEach("an event", s.next, func(v *fastjson.Value) (bool, error) { return d.event(v, onText) })
 }
 
 // event takes in one event; it returns true on message_stop.
@@ -445,20 +381,6 @@ func (d *anthropicStream) finish(b *anthropicBlock) error {
 	}
 	*b = anthropicBlock{}
 	return nil
-}
-
-// appendText adds a fragment to the answer and hands it on. The fragment
-// handed on is a slice of the builder's string, which stays valid as the
-// builder grows, so it costs no copy.
-func (d *anthropicStream) appendText(frag []byte, onText func(string)) {
-	if len(frag) == 0 {
-		return
-	}
-	start := d.text.Len()
-	d.text.Write(frag)
-	if onText != nil {
-		onText(d.text.String()[start:])
-	}
 }
 
 // anthropicUsage reads a usage object; a field it has replaces the one

@@ -157,28 +157,6 @@ type Request struct {
 	MaxAnswerBytes int
 }
 
-// answerRoom counts an answer's bytes as they are taken in, so a stream
-// that sends more than can be kept is ended rather than held. Its zero
-// value has DefaultMaxAnswerBytes of room.
-type answerRoom struct {
-	most, kept int
-}
-
-func newRoom(req *Request) answerRoom { return answerRoom{most: req.MaxAnswerBytes} }
-
-// take counts n more bytes of the answer.
-func (r *answerRoom) take(n int) error {
-	most := r.most
-	if most <= 0 {
-		most = DefaultMaxAnswerBytes
-	}
-	r.kept += n
-	if r.kept > most {
-		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, most)
-	}
-	return nil
-}
-
 // Response is a model's whole answer.
 type Response struct {
 	Text       string

@@ -7,12 +7,11 @@ import (
 	"flag"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/internal/golden"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 )
@@ -44,25 +43,6 @@ func client(t testing.TB, provider, base string) Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\ngot  %s\nwant %s", path, got, want)
-	}
 }
 
 // lastRequest is the last body the scripted model got.
@@ -118,7 +98,7 @@ func TestText(t *testing.T) {
 			if resp.Usage.Input <= 0 || resp.Usage.Output <= 0 || len(resp.Calls) != 0 || resp.Thinking != nil {
 				t.Errorf("usage %+v, calls %v, thinking %s", resp.Usage, resp.Calls, resp.Thinking)
 			}
-			golden(t, provider+"_text.golden", lastRequest(t, srv))
+			golden.Check(t, provider+"_text.golden", lastRequest(t, srv), *update)
 		})
 	}
 }
@@ -178,7 +158,7 @@ func TestCalls(t *testing.T) {
 			if resp.Text != "Cold in both." {
 				t.Errorf("after the results: %q", resp.Text)
 			}
-			golden(t, provider+"_results.golden", lastRequest(t, srv))
+			golden.Check(t, provider+"_results.golden", lastRequest(t, srv), *update)
 		})
 	}
 }
@@ -225,7 +205,7 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Errorf("text %q, thinking %s", resp.Text, resp.Thinking)
 	}
 	// OpenRouter's blocks, signed and encrypted for it, are not sent.
-	golden(t, "anthropic_thinking.golden", lastRequest(t, srv))
+	golden.Check(t, "anthropic_thinking.golden", lastRequest(t, srv), *update)
 }
 
 // OpenRouter's reasoning is kept as its reasoning_details, each marked as
@@ -266,7 +246,7 @@ func TestOpenRouterThinking(t *testing.T) {
 		body := string(lastRequest(t, srv))
 		switch provider {
 		case "openrouter", "openai":
-			golden(t, provider+"_thinking.golden", []byte(body))
+			golden.Check(t, provider+"_thinking.golden", []byte(body), *update)
 		}
 		details := `,"reasoning_details":[{"type":"reasoning.text","text":"Add them: 2+2 is \"4\".","signature":"sig-or","format":"anthropic-claude-v1","index":0},` +
 			`{"type":"reasoning.encrypted","data":"enc-or","id":"rs_1","format":"openai-responses-v1","index":1,"future":[1,"x"]}]}`

@@ -39,37 +39,15 @@ var (
 	_ Describer = (*Ollama)(nil)
 )
 
-func (c *Ollama) header(accept string) http.Header {
-	h := make(http.Header, 3)
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", accept)
-	if c.Key != "" {
-		h.Set("Authorization", "Bearer "+c.Key)
-	}
-	return h
-}
-
-func (c *Ollama) client() *http.Client {
-	if c.HTTP == nil {
-		return http.DefaultClient
-	}
-	return c.HTTP
-}
-
 // Call implements Client.
 func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
 	body, err := appendOllamaRequest(newBody(bodySize(req, FormatOllama)), req)
 	if err != nil {
 		return nil, err
 	}
-	p := post{provider: "ollama", hc: c.client(), url: c.Base + "/api/chat", body: body, header: c.header("application/x-ndjson"), stall: req.Stall, timeout: req.Timeout}
-	d := ollamaStream{room: newRoom(req)}
-	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
-	if err != nil {
-		return nil, err
-	}
-	d.resp.Latency = latency
-	return &d.resp, nil
+	p := post{provider: "ollama", hc: httpClient(c.HTTP), url: c.Base + "/api/chat", body: body, header: bearerHeader("application/x-ndjson", c.Key), stall: req.Stall, timeout: req.Timeout}
+	d := ollamaStream{answer: answer{room: newRoom(req)}}
+	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
 }
 
 // Describe implements Describer with /api/show: the trained window is
@@ -82,8 +60,8 @@ func (c *Ollama) Describe(ctx context.Context, name string) (Runtime, error) {
 	if err != nil {
 		return Runtime{}, fmt.Errorf("model: ollama: %w", err)
 	}
-	hreq.Header = c.header("application/json")
-	resp, err := c.client().Do(hreq)
+	hreq.Header = bearerHeader("application/json", c.Key)
+	resp, err := httpClient(c.HTTP).Do(hreq)
 	if err != nil {
 		return Runtime{}, fmt.Errorf("model: ollama: show %s: %w", name, err)
 	}
@@ -150,37 +128,7 @@ func appendOllamaRequest(dst []byte, req *Request) ([]byte, error) {
 		}
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `,"messages":[`...)
-	n := 0
-	if req.System != "" {
-		dst = append(dst, `{"role":"system","content":`...)
-		dst = event.AppendString(dst, req.System)
-		dst = append(dst, '}')
-		n++
-	}
-	first := 0
-	if p := kept(req, FormatOllama); p != nil {
-		dst, first = p.appendTo(dst, n > 0, -1), p.n
-		n += p.wire
-	}
-	for i := first; i < len(req.Messages); i++ {
-		m := &req.Messages[i]
-		var err error
-		switch m.Role {
-		case "user":
-			dst, n = appendOllamaUser(dst, m, n)
-		case "assistant":
-			dst, n, err = appendOllamaAssistant(dst, m, n)
-		default:
-			err = fmt.Errorf("model: ollama: message %d: role %q is not user or assistant", i, m.Role)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	dst = append(dst, ']')
-	dst = appendFunctionTools(dst, req.Tools)
-	return append(dst, '}'), nil
+	return appendChatMessages(dst, req, FormatOllama)
 }
 
 // appendOllamaUser appends a user message: a tool message for each result,
@@ -202,29 +150,24 @@ func appendOllamaAssistant(dst []byte, m *Message, n int) ([]byte, int, error) {
 	if len(m.Thinking) > 0 {
 		text, err := thinkingText(m.Thinking)
 		if err != nil {
-			return nil, 0, fmt.Errorf("model: ollama: %w", err)
+			return nil, 0, err
 		}
 		if text != "" {
 			dst = append(dst, `,"thinking":`...)
 			dst = event.AppendString(dst, text)
 		}
 	}
-	if len(m.Calls) > 0 {
-		dst = append(dst, `,"tool_calls":[`...)
-		for i := range m.Calls {
-			c := &m.Calls[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"function":{"name":`...)
-			dst = event.AppendString(dst, c.Name)
-			dst = append(dst, `,"arguments":`...)
-			dst = appendArgs(dst, c.Args)
-			dst = append(dst, `}}`...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendToolCalls(dst, m.Calls, appendOllamaCall)
 	return append(dst, '}'), n + 1, nil
+}
+
+// appendOllamaCall appends a call, its arguments as an object.
+func appendOllamaCall(dst []byte, c *event.Call) []byte {
+	dst = append(dst, `{"function":{"name":`...)
+	dst = event.AppendString(dst, c.Name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendArgs(dst, c.Args)
+	return append(dst, `}}`...)
 }
 
 // thinkingText joins the text of kept thinking blocks; redacted blocks
@@ -254,36 +197,25 @@ func thinkingText(thinking []byte) (string, error) {
 // ollamaStream decodes an /api/chat stream, one JSON object a line, into a
 // Response. It is used for one stream, with one parser for all its lines.
 type ollamaStream struct {
-	room     answerRoom
-	resp     Response
-	text     strings.Builder
+	answer
 	thinking []byte
 	callID   string // the start of the ids given to calls Ollama sends without one
 }
 
 // decode reads lines until the one that says done.
 func (d *ollamaStream) decode(s *sseReader, onText func(string)) error {
-	defer func() { d.resp.Text = d.text.String() }()
-	p := parsers.Get()
-	defer parsers.Put(p)
-	for {
-		line, err := s.readLine()
-		if err != nil {
-			return err
-		}
-		line = trimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		v, err := p.ParseBytes(line)
-		if err != nil {
-			return fmt.Errorf("%w: a line is not JSON: %v", ErrMalformed, err)
-		}
-		done, err := d.line(v, onText)
-		if err != nil || done {
-			return err
+	next := func() ([]byte, error) {
+		for {
+			line, err := s.readLine()
+			if err != nil {
+				return nil, err
+			}
+			if line = trimSpace(line); len(line) > 0 {
+				return line, nil
+			}
 		}
 	}
+	return d.decodeEach("a line", next, func(v *fastjson.Value) (bool, error) { return d.line(v, onText) })
 }
 
 // line takes in one line; it returns true on the one that says done.
@@ -300,13 +232,7 @@ func (d *ollamaStream) line(v *fastjson.Value, onText func(string)) (bool, error
 		if err := d.room.take(len(m.GetStringBytes("content")) + len(m.GetStringBytes("thinking"))); err != nil {
 			return false, err
 		}
-		if t := m.GetStringBytes("content"); len(t) > 0 {
-			start := d.text.Len()
-			d.text.Write(t)
-			if onText != nil {
-				onText(d.text.String()[start:])
-			}
-		}
+		d.appendText(m.GetStringBytes("content"), onText)
 		if t := m.GetStringBytes("thinking"); len(t) > 0 {
 			if len(d.thinking)+len(t) > maxLine {
 				return false, fmt.Errorf("%w: thinking over %d bytes", ErrMalformed, maxLine)

@@ -2,10 +2,10 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/valyala/fastjson"
 
@@ -34,24 +34,9 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if err != nil {
 		return nil, err
 	}
-	h := make(http.Header, 3)
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "text/event-stream")
-	if c.Key != "" {
-		h.Set("Authorization", "Bearer "+c.Key)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	p := post{provider: provider, hc: hc, url: c.Base + "/v1/chat/completions", body: body, header: h, stall: req.Stall, timeout: req.Timeout}
-	d := openAIStream{provider: provider, room: newRoom(req)}
-	latency, err := p.do(ctx, func(s *sseReader) error { return d.decode(s, onText) })
-	if err != nil {
-		return nil, err
-	}
-	d.resp.Latency = latency
-	return &d.resp, nil
+	p := post{provider: provider, hc: httpClient(c.HTTP), url: c.Base + "/v1/chat/completions", body: body, header: bearerHeader("text/event-stream", c.Key), stall: req.Stall, timeout: req.Timeout}
+	d := openAIStream{provider: provider, answer: answer{room: newRoom(req)}}
+	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
 }
 
 // appendOpenAIRequest appends req as a Chat Completions request body, its
@@ -80,101 +65,13 @@ func appendOpenAIRequest(dst []byte, req *Request, openRouter bool) ([]byte, err
 		dst = append(dst, `,"prompt_cache_key":`...)
 		dst = event.AppendString(dst, req.CacheKey)
 	}
-	dst = append(dst, `,"messages":[`...)
-	n := 0
-	if req.System != "" {
-		dst = append(dst, `{"role":"system","content":`...)
-		dst = event.AppendString(dst, req.System)
-		dst = append(dst, '}')
-		n++
-	}
-	first := 0
-	if p := kept(req, format); p != nil {
-		dst, first = p.appendTo(dst, n > 0, -1), p.n
-		n += p.wire
-	}
-	for i := first; i < len(req.Messages); i++ {
-		m := &req.Messages[i]
-		switch m.Role {
-		case "user":
-			dst, n = appendOpenAIUser(dst, m, n)
-		case "assistant":
-			var err error
-			if dst, n, err = appendOpenAIAssistant(dst, m, n, openRouter); err != nil {
-				return nil, fmt.Errorf("model: openrouter: message %d: %w", i, err)
-			}
-		default:
-			return nil, fmt.Errorf("model: openai: message %d: role %q is not user or assistant", i, m.Role)
-		}
-	}
-	dst = append(dst, ']')
-	dst = appendFunctionTools(dst, req.Tools)
-	return append(dst, '}'), nil
+	return appendChatMessages(dst, req, format)
 }
 
 // appendOpenAIUser appends a user message: a tool message for each result,
 // then the text, if any. n counts the messages so far.
 func appendOpenAIUser(dst []byte, m *Message, n int) ([]byte, int) {
 	return appendToolUser(dst, m, n, `{"role":"tool","tool_call_id":`, func(r *Result) string { return r.CallID })
-}
-
-// appendToolUser appends a user message in the formats where each result
-// is a message of role tool, opened by head and naming its call by what
-// name gives (Chat Completions: the call's id; Ollama: the tool's name),
-// then the text, if any. Neither format has a mark for a failed call, so
-// the words say it. n counts the messages so far.
-func appendToolUser(dst []byte, m *Message, n int, head string, name func(*Result) string) ([]byte, int) {
-	for i := range m.Results {
-		r := &m.Results[i]
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, head...)
-		dst = event.AppendString(dst, name(r))
-		dst = append(dst, `,"content":`...)
-		if r.IsError {
-			dst = event.AppendString(dst, "error: "+r.Text)
-		} else {
-			dst = event.AppendString(dst, r.Text)
-		}
-		dst = append(dst, '}')
-		n++
-	}
-	if m.Text != "" || len(m.Results) == 0 {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"role":"user","content":`...)
-		dst = event.AppendString(dst, m.Text)
-		dst = append(dst, '}')
-		n++
-	}
-	return dst, n
-}
-
-// appendFunctionTools appends the tools as Chat Completions and Ollama
-// both take them: functions with a name, a description and parameters.
-func appendFunctionTools(dst []byte, tools []Tool) []byte {
-	if len(tools) == 0 {
-		return dst
-	}
-	dst = append(dst, `,"tools":[`...)
-	for i := range tools {
-		t := &tools[i]
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"type":"function","function":{"name":`...)
-		dst = event.AppendString(dst, t.Name)
-		if t.Description != "" {
-			dst = append(dst, `,"description":`...)
-			dst = event.AppendString(dst, t.Description)
-		}
-		dst = append(dst, `,"parameters":`...)
-		dst = appendSchema(dst, t.Schema)
-		dst = append(dst, `}}`...)
-	}
-	return append(dst, ']')
 }
 
 // appendOpenAIAssistant appends an assistant message: its text, its calls
@@ -190,27 +87,7 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 	} else {
 		dst = event.AppendString(dst, m.Text)
 	}
-	if len(m.Calls) > 0 {
-		dst = append(dst, `,"tool_calls":[`...)
-		for i := range m.Calls {
-			c := &m.Calls[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"id":`...)
-			dst = event.AppendString(dst, c.ID)
-			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = event.AppendString(dst, c.Name)
-			dst = append(dst, `,"arguments":`...)
-			if len(c.Args) == 0 {
-				dst = append(dst, `"{}"`...)
-			} else {
-				dst = event.AppendString(dst, string(c.Args))
-			}
-			dst = append(dst, `}}`...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendToolCalls(dst, m.Calls, appendOpenAICall)
 	if openRouter && len(m.Thinking) > 0 {
 		var err error
 		if dst, err = appendReasoningDetails(dst, m.Thinking); err != nil {
@@ -220,14 +97,27 @@ func appendOpenAIAssistant(dst []byte, m *Message, n int, openRouter bool) ([]by
 	return append(dst, '}'), n + 1, nil
 }
 
+// appendOpenAICall appends a call, its arguments as a string of JSON.
+func appendOpenAICall(dst []byte, c *event.Call) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = event.AppendString(dst, c.ID)
+	dst = append(dst, `,"type":"function","function":{"name":`...)
+	dst = event.AppendString(dst, c.Name)
+	dst = append(dst, `,"arguments":`...)
+	if len(c.Args) == 0 {
+		dst = append(dst, `"{}"`...)
+	} else {
+		dst = event.AppendString(dst, string(c.Args))
+	}
+	return append(dst, `}}`...)
+}
+
 // openAIStream decodes a Chat Completions chunk stream into a Response. It
 // is used for one stream, with one parser for all its chunks. From
 // OpenRouter it also keeps the reasoning.
 type openAIStream struct {
+	answer
 	provider string
-	room     answerRoom
-	resp     Response
-	text     strings.Builder
 	calls    []openAICall
 
 	details       []reasoningDetail // OpenRouter's reasoning_details, by index
@@ -242,26 +132,23 @@ type openAICall struct {
 
 // decode reads chunks until [DONE].
 func (d *openAIStream) decode(s *sseReader, onText func(string)) error {
-	defer func() { d.resp.Text = d.text.String() }()
-	p := parsers.Get()
-	defer parsers.Put(p)
-	for {
+	next := func() ([]byte, error) {
 		data, err := s.next()
-		if err != nil {
-			return err
+		if err == nil && string(data) == "[DONE]" {
+			return nil, errDone
 		}
-		if string(data) == "[DONE]" {
-			return d.finish()
-		}
-		v, err := p.ParseBytes(data)
-		if err != nil {
-			return fmt.Errorf("%w: a chunk is not JSON: %v", ErrMalformed, err)
-		}
-		if err := d.chunk(v, onText); err != nil {
-			return err
-		}
+		return data, err
 	}
+	err := d.decodeEach("a chunk", next, func(v *fastjson.Value) (bool, error) { return false, d.chunk(v, onText) })
+	if err == errDone {
+		return d.finish()
+	}
+	return err
 }
+
+// errDone is what a chunk stream's next says at [DONE], the end it marks
+// outside JSON; decode never returns it.
+var errDone = errors.New("model: [DONE]")
 
 // chunk takes in one chunk.
 func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
@@ -300,11 +187,7 @@ func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
 			if err := d.room.take(len(t)); err != nil {
 				return err
 			}
-			start := d.text.Len()
-			d.text.Write(t)
-			if onText != nil {
-				onText(d.text.String()[start:])
-			}
+			d.appendText(t, onText)
 		}
 		for _, tc := range delta.GetArray("tool_calls") {
 			if err := d.callDelta(tc); err != nil {

@@ -57,51 +57,25 @@ func (p *Prefix) Extend(format string, msgs []Message) error {
 		switch format {
 		case FormatAnthropic:
 			p.bytes = append(p.bytes, ',')
-			switch m.Role {
-			case "user":
-				p.bytes = appendAnthropicUser(p.bytes, m, false)
-			case "assistant":
-				p.bytes, err = appendAnthropicAssistant(p.bytes, m)
-			default:
-				err = fmt.Errorf("model: anthropic: message %d: role %q is not user or assistant", i, m.Role)
-			}
+			p.bytes, err = appendAnthropicMessage(p.bytes, m, false)
 			p.wire++
 		case FormatOpenAI, FormatOpenRouter, FormatOllama:
 			// The messages before are one at least: each is written with
 			// its comma, which appendTo leaves off when nothing precedes.
-			p.bytes, p.wire, err = appendToolFormat(p.bytes, format, m, p.wire+1)
+			p.bytes, p.wire, err = appendChatMessage(p.bytes, format, m, p.wire+1)
 			p.wire--
 		default:
-			err = fmt.Errorf("model: no wire format %q", format)
+			p.Reset()
+			return fmt.Errorf("model: no wire format %q", format)
 		}
 		if err != nil {
 			p.Reset()
-			return err
+			return messageError(format, i, err)
 		}
 		p.ends = append(p.ends, len(p.bytes))
 		p.n++
 	}
 	return nil
-}
-
-// appendToolFormat appends m in the Chat Completions format (OpenAI's,
-// OpenRouter's) or Ollama's; n counts the wire messages before it.
-func appendToolFormat(dst []byte, format string, m *Message, n int) ([]byte, int, error) {
-	switch m.Role {
-	case "user":
-		if format == FormatOllama {
-			dst, n = appendOllamaUser(dst, m, n)
-		} else {
-			dst, n = appendOpenAIUser(dst, m, n)
-		}
-		return dst, n, nil
-	case "assistant":
-		if format == FormatOllama {
-			return appendOllamaAssistant(dst, m, n)
-		}
-		return appendOpenAIAssistant(dst, m, n, format == FormatOpenRouter)
-	}
-	return nil, 0, fmt.Errorf("model: %s: role %q is not user or assistant", format, m.Role)
 }
 
 // kept returns the prefix req may be sent with in format: its Prefix when

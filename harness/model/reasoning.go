@@ -231,34 +231,21 @@ func (r *reasoningDetail) appendTo(dst []byte) []byte {
 		}
 		dst = append(dst, name...)
 	}
-	if r.has&hasType != 0 {
-		key(`"type":`)
-		dst = event.AppendString(dst, r.typ)
+	// A text field's bytes are empty when its bit is not set, so making
+	// them a string there costs nothing.
+	field := func(bit uint8, name, v string) {
+		if r.has&bit != 0 {
+			key(name)
+			dst = event.AppendString(dst, v)
+		}
 	}
-	if r.has&hasText != 0 {
-		key(`"text":`)
-		dst = event.AppendString(dst, string(r.text))
-	}
-	if r.has&hasSummary != 0 {
-		key(`"summary":`)
-		dst = event.AppendString(dst, string(r.summary))
-	}
-	if r.has&hasData != 0 {
-		key(`"data":`)
-		dst = event.AppendString(dst, string(r.data))
-	}
-	if r.has&hasSignature != 0 {
-		key(`"signature":`)
-		dst = event.AppendString(dst, string(r.sig))
-	}
-	if r.has&hasID != 0 {
-		key(`"id":`)
-		dst = event.AppendString(dst, r.id)
-	}
-	if r.has&hasFormat != 0 {
-		key(`"format":`)
-		dst = event.AppendString(dst, r.format)
-	}
+	field(hasType, `"type":`, r.typ)
+	field(hasText, `"text":`, string(r.text))
+	field(hasSummary, `"summary":`, string(r.summary))
+	field(hasData, `"data":`, string(r.data))
+	field(hasSignature, `"signature":`, string(r.sig))
+	field(hasID, `"id":`, r.id)
+	field(hasFormat, `"format":`, r.format)
 	if r.has&hasIndex != 0 {
 		key(`"index":`)
 		dst = strconv.AppendInt(dst, int64(r.index), 10)

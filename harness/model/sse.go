@@ -3,13 +3,9 @@ package model
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
-	"time"
 )
 
 // maxLine is the longest line, and the largest event's data, a stream may
@@ -127,110 +123,4 @@ func readStream(r io.Reader, decode func(*sseReader) error) error {
 	}
 	readers.Put(s)
 	return err
-}
-
-// stallReader pushes back its timer on every byte read; the timer, when it
-// fires, ends the request as stalled.
-type stallReader struct {
-	r     io.Reader
-	timer *time.Timer
-	stall time.Duration
-}
-
-func (s *stallReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if n > 0 {
-		s.timer.Reset(s.stall)
-	}
-	return n, err
-}
-
-// post is one streamed call over HTTP, the part both formats share.
-type post struct {
-	provider string
-	hc       *http.Client
-	url      string
-	body     []byte
-	header   http.Header
-	stall    time.Duration
-	timeout  time.Duration // the whole call's; 0 means DefaultTimeout
-}
-
-// do sends the request and hands its event stream to decode, which returns
-// once the provider says the answer is complete. It returns the time from
-// the request's start to then.
-func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Duration, error) {
-	start := time.Now()
-	stall := p.stall
-	if stall <= 0 {
-		stall = DefaultStall
-	}
-	timeout := p.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancelTimeout()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	timer := time.AfterFunc(stall, func() { cancel(ErrStalled) })
-	defer timer.Stop()
-
-	// The body's bytes are used again by a later call once the transport
-	// closed every reader of them.
-	body := &sent{b: p.body}
-	defer body.release()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, body.reader())
-	if err != nil {
-		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
-	}
-	req.ContentLength = int64(len(p.body))
-	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
-	req.Header = p.header
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		switch context.Cause(ctx) {
-		case ErrStalled:
-			return 0, fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, stall)
-		case ErrTimeout:
-			return 0, fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, timeout)
-		}
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
-		}
-		if ctx.Err() == nil {
-			return 0, fmt.Errorf("model: %s: %w: %w", p.provider, ErrUnreachable, err)
-		}
-		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return 0, statusError(p.provider, resp)
-	}
-
-	err = readStream(&stallReader{r: resp.Body, timer: timer, stall: stall}, decode)
-	latency := time.Since(start)
-	if err == nil {
-		// Read the little left (the chunked body's end) so the connection
-		// can be used again.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return latency, nil
-	}
-	switch {
-	case context.Cause(ctx) == ErrStalled:
-		return latency, fmt.Errorf("model: %s: %w: no byte for %v", p.provider, ErrStalled, stall)
-	case context.Cause(ctx) == ErrTimeout:
-		return latency, fmt.Errorf("model: %s: %w: the answer was not over in %v", p.provider, ErrTimeout, timeout)
-	case ctx.Err() != nil:
-		return latency, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return latency, fmt.Errorf("model: %s: %w: the stream ended before the answer did", p.provider, ErrCut)
-	case errors.Is(err, ErrMalformed), errors.Is(err, ErrCut), errors.Is(err, ErrTooLarge):
-		return latency, fmt.Errorf("model: %s: %w", p.provider, err)
-	}
-	var se *StatusError
-	if errors.As(err, &se) {
-		return latency, err
-	}
-	return latency, fmt.Errorf("model: %s: %w: %v", p.provider, ErrCut, err)
 }

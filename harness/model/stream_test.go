@@ -398,46 +398,40 @@ func checkDecoded(t *testing.T, resp *Response, err error, frags []string) {
 	}
 }
 
+// fuzzDecode is the body of a decoder's fuzz target: decode takes any
+// bytes and what it returns holds (checkDecoded).
+func fuzzDecode(decode func([]byte, func(string)) (*Response, error)) func(*testing.T, []byte) {
+	return func(t *testing.T, b []byte) {
+		var frags []string
+		resp, err := decode(b, func(s string) { frags = append(frags, s) })
+		checkDecoded(t, resp, err, frags)
+	}
+}
+
 func FuzzAnthropicStream(f *testing.F) {
 	f.Add([]byte("data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\"}}\n\n" +
 		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}\n\n" +
 		"data: {\"type\":\"content_block_stop\",\"index\":0}\n\ndata: {\"type\":\"message_stop\"}\n\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var frags []string
-		resp, err := decodeAnthropic(b, func(s string) { frags = append(frags, s) })
-		checkDecoded(t, resp, err, frags)
-	})
+	f.Fuzz(fuzzDecode(decodeAnthropic))
 }
 
 func FuzzOpenAIStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"id\":\"c\",\"function\":{\"name\":\"n\",\"arguments\":\"{\"}}]}}]}\n\ndata: [DONE]\n\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var frags []string
-		resp, err := decodeOpenAI(b, func(s string) { frags = append(frags, s) })
-		checkDecoded(t, resp, err, frags)
-	})
+	f.Fuzz(fuzzDecode(decodeOpenAI))
 }
 
 func FuzzOpenRouterStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"a\",\"reasoning_details\":[{\"type\":\"reasoning.summary\",\"summary\":\"a\",\"index\":0}," +
 		"{\"type\":\"reasoning.encrypted\",\"data\":\"e\",\"index\":1,\"x\":[1]}]}}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"only text\"}}]}\n\ndata: [DONE]\n\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var frags []string
-		resp, err := decodeOpenRouter(b, func(s string) { frags = append(frags, s) })
-		checkDecoded(t, resp, err, frags)
-	})
+	f.Fuzz(fuzzDecode(decodeOpenRouter))
 }
 
 func FuzzOllamaStream(f *testing.F) {
 	f.Add([]byte(`{"message":{"content":"a","tool_calls":[{"function":{"name":"n","arguments":"{\"x\":1}"}}]},"done":false}` + "\n" +
 		`{"message":{"thinking":"t"},"done":true,"done_reason":"stop","eval_count":3}` + "\n"))
 	f.Add([]byte(`{"error":"model 'x' not found"}` + "\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var frags []string
-		resp, err := decodeOllama(b, func(s string) { frags = append(frags, s) })
-		checkDecoded(t, resp, err, frags)
-	})
+	f.Fuzz(fuzzDecode(decodeOllama))
 }
 
 // BenchmarkCall is one whole call over HTTP to the scripted model: the

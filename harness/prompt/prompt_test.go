@@ -1,36 +1,17 @@
 package prompt
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/internal/golden"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/store/event"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 func TestHead(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 45, 0, 0, time.FixedZone("CET", 3600))
@@ -80,7 +61,7 @@ func TestMessagesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "messages.json", append(got, '\n'))
+	golden.Check(t, "messages.json", append(got, '\n'), *update)
 	if msgs[0].Role != "user" {
 		t.Errorf("a window starts with %q", msgs[0].Role)
 	}

@@ -186,32 +186,20 @@ var RepoNames = []string{"AGENTS.md", "CLAUDE.md"}
 // whole files only: the first that would take the section past most, and
 // every one after it, is left out and named in left.
 func Repository(files []RepoFile, most int) (text string, left []string) {
-	var b strings.Builder
-	const head = "# The repository's instructions"
+	s := bounded{head: "# The repository's instructions", most: most}
 	for i, f := range files {
 		t := strings.Trim(f.Text, "\n")
 		if strings.TrimSpace(t) == "" {
 			continue
 		}
-		n := len("\n\n## ") + len(f.Path) + 2 + len(t)
-		if b.Len() == 0 {
-			n += len(head)
-		}
-		if b.Len()+n > most {
+		if !s.add("\n\n## ", f.Path, "\n\n", t) {
 			for _, g := range files[i:] {
 				left = append(left, g.Path)
 			}
 			break
 		}
-		if b.Len() == 0 {
-			b.WriteString(head)
-		}
-		b.WriteString("\n\n## ")
-		b.WriteString(f.Path)
-		b.WriteString("\n\n")
-		b.WriteString(t)
 	}
-	return b.String(), left
+	return s.b.String(), left
 }
 
 // Skill is one skill's metadata, from its SKILL.md front matter.
@@ -227,26 +215,44 @@ type Skill struct {
 func Skills(skills []Skill, most int) (text string, left int) {
 	list := slices.Clone(skills)
 	slices.SortFunc(list, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
-	var b strings.Builder
-	const head = "# Your skills\n\nEach skill's instructions are in skills/<name>/SKILL.md in your home: read them when a skill fits the task.\n"
-	for i, s := range list {
-		d := strings.Join(strings.Fields(s.Description), " ")
-		n := len("\n- ") + len(s.Name) + 2 + len(d)
-		if b.Len() == 0 {
-			n += len(head)
+	s := bounded{head: "# Your skills\n\nEach skill's instructions are in skills/<name>/SKILL.md in your home: read them when a skill fits the task.\n", most: most}
+	for i, sk := range list {
+		if !s.add("\n- ", sk.Name, ": ", strings.Join(strings.Fields(sk.Description), " ")) {
+			return s.b.String(), len(list) - i
 		}
-		if b.Len()+n > most {
-			return b.String(), len(list) - i
-		}
-		if b.Len() == 0 {
-			b.WriteString(head)
-		}
-		b.WriteString("\n- ")
-		b.WriteString(s.Name)
-		b.WriteString(": ")
-		b.WriteString(d)
 	}
-	return b.String(), 0
+	return s.b.String(), 0
+}
+
+// bounded is a section of whole items under its head, at most most bytes:
+// the head is written with the first item, and none at all when no item
+// fits.
+type bounded struct {
+	b    strings.Builder
+	head string
+	most int
+}
+
+// add writes an item made of parts, and the head before the first, when
+// they fit; it says whether they did.
+func (s *bounded) add(parts ...string) bool {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if s.b.Len() == 0 {
+		n += len(s.head)
+	}
+	if s.b.Len()+n > s.most {
+		return false
+	}
+	if s.b.Len() == 0 {
+		s.b.WriteString(s.head)
+	}
+	for _, p := range parts {
+		s.b.WriteString(p)
+	}
+	return true
 }
 
 // CacheKey is a conversation's key for the provider's cache

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"lnk.dev/linkharness/harness/internal/golden"
 )
 
 func TestCompose(t *testing.T) {
@@ -78,7 +80,7 @@ func TestTools(t *testing.T) {
 		{Tool: "long", Text: long},
 		{Tool: "wide", Text: noLines},
 	})
-	golden(t, "tools.golden", []byte(got))
+	golden.Check(t, "tools.golden", []byte(got), *update)
 	for _, part := range strings.Split(got, "\n\n## ")[1:] {
 		_, text, _ := strings.Cut(part, "\n\n")
 		if len(text) > MaxToolText {
@@ -111,7 +113,7 @@ func TestRepository(t *testing.T) {
 func TestSkills(t *testing.T) {
 	skills := []Skill{{"pdf", "Fill PDF forms."}, {"csv", "Read\n  CSV files."}, {"zip", "Pack files."}}
 	full, left := Skills(skills, 1<<10)
-	golden(t, "skills.golden", []byte(full))
+	golden.Check(t, "skills.golden", []byte(full), *update)
 	if left != 0 || strings.Index(full, "csv") > strings.Index(full, "pdf") || !strings.Contains(full, "- csv: Read CSV files.") {
 		t.Fatalf("Skills = %q, left %d", full, left)
 	}

@@ -11,14 +11,8 @@ import (
 // decoding in it, and no time of the tool's own.
 func BenchmarkCall(b *testing.B) {
 	ts := newTestServer(b, "")
-	set := New(newAgent(b), []Server{{Name: "memory", URL: ts.URL}}, Options{})
-	defer set.Close()
 	ctx := context.Background()
-	tr, err := set.Begin(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tr.End()
+	_, tr := begin(b, ctx, newAgent(b), []Server{{Name: "memory", URL: ts.URL}}, Options{})
 	tr.Call(ctx, "memory__echo", []byte(`{"text":"x"}`))
 	b.ReportAllocs()
 	b.ResetTimer()

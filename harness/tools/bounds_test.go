@@ -52,15 +52,9 @@ func TestHangingToolCut(t *testing.T) {
 	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(ts.Close)
 
-	set := New(newAgent(t), []Server{{Name: "slow", URL: ts.URL, Timeout: 300 * time.Millisecond}}, Options{})
-	defer set.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	tr, err := set.Begin(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.End()
+	_, tr := begin(t, ctx, newAgent(t), []Server{{Name: "slow", URL: ts.URL, Timeout: 300 * time.Millisecond}}, Options{})
 	r := tr.Call(ctx, "slow__hang", nil)
 	if !strings.Contains(r.Error, "did not answer in 300ms") {
 		t.Fatalf("a hanging tool: %+v, want an error saying it did not answer in 300ms", r)
@@ -143,15 +137,9 @@ func TestLargeToolAnswerBounded(t *testing.T) {
 			name = "sse"
 		}
 		t.Run(name, func(t *testing.T) {
-			set := New(newAgent(t), []Server{{Name: "big", URL: bigServer(t, size, sse)}}, Options{})
-			defer set.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), guard)
 			defer cancel()
-			tr, err := set.Begin(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.End()
+			_, tr := begin(t, ctx, newAgent(t), []Server{{Name: "big", URL: bigServer(t, size, sse)}}, Options{})
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)

@@ -119,14 +119,8 @@ func TestEverything(t *testing.T) {
 	for _, transport := range []string{"streamableHttp", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			addr := everything(t, transport)
-			set := New(newAgent(t), []Server{{Name: "everything", URL: addr}}, Options{})
-			defer set.Close()
 			ctx := context.Background()
-			tr, err := set.Begin(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.End()
+			_, tr := begin(t, ctx, newAgent(t), []Server{{Name: "everything", URL: addr}}, Options{})
 			got := names(tr)
 			if !slices.Contains(got, "everything__echo") || !slices.Contains(got, "everything__get-sum") || !slices.IsSorted(got) {
 				t.Fatalf("offered %v", got)
@@ -148,14 +142,8 @@ func TestEverything(t *testing.T) {
 // bridge to streamable HTTP: what one call keeps, the next reads.
 func TestMemoryBridged(t *testing.T) {
 	addr := memoryBridged(t)
-	set := New(newAgent(t), []Server{{Name: "memory", URL: addr}}, Options{})
-	defer set.Close()
 	ctx := context.Background()
-	tr, err := set.Begin(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.End()
+	set, tr := begin(t, ctx, newAgent(t), []Server{{Name: "memory", URL: addr}}, Options{})
 	if got := names(tr); !slices.Contains(got, "memory__create_entities") || !slices.Contains(got, "memory__read_graph") {
 		t.Fatalf("offered %v", got)
 	}

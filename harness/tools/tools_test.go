@@ -83,6 +83,20 @@ func newAgent(t testing.TB) home.Agent {
 	return home.Agent{Name: "ada", Dir: dir}
 }
 
+// begin is a turn of a new set of servers for a, begun with ctx: the set
+// closed and the turn ended once the test is over.
+func begin(t testing.TB, ctx context.Context, a home.Agent, servers []Server, o Options) (*Set, *Turn) {
+	t.Helper()
+	set := New(a, servers, o)
+	t.Cleanup(set.Close)
+	tr, err := set.Begin(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.End)
+	return set, tr
+}
+
 func names(tr *Turn) []string {
 	var out []string
 	for _, tl := range tr.Tools() {
@@ -185,14 +199,8 @@ func TestNarrowFile(t *testing.T) {
 func TestListsAndCalls(t *testing.T) {
 	ts := newTestServer(t, "Use echo to hear yourself.")
 	a := newAgent(t)
-	set := New(a, []Server{{Name: "web", URL: ts.URL}}, Options{})
-	defer set.Close()
 	ctx := context.Background()
-	tr, err := set.Begin(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.End()
+	set, tr := begin(t, ctx, a, []Server{{Name: "web", URL: ts.URL}}, Options{})
 	if got := names(tr); !slices.Equal(got, []string{"web__big", "web__echo", "web__fail", "web__zeta"}) {
 		t.Fatalf("offered %v", got)
 	}
@@ -317,14 +325,8 @@ func TestToolDown(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(hung)
-	set = New(a, []Server{{Name: "web", URL: web.URL}, {Name: "slow", URL: slow.URL}}, Options{Start: 200 * time.Millisecond})
-	defer set.Close()
 	start := time.Now()
-	tr, err := set.Begin(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.End()
+	_, tr = begin(t, ctx, a, []Server{{Name: "web", URL: web.URL}, {Name: "slow", URL: slow.URL}}, Options{Start: 200 * time.Millisecond})
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Begin took %v with a tool hanging", took)
 	}

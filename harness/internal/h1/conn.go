@@ -1,0 +1,207 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// bufSize is the size of a connection's read buffer and of the buffer a
+// request is written through, both pooled.
+const bufSize = 8 << 10
+
+// dial opens a connection to dst, shaking hands over TLS for https.
+func (t *Transport) dial(ctx context.Context, dst dest) (*conn, error) {
+	dial := t.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	raw, err := dial(ctx, "tcp", dst.addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{t: t, key: dst.key, raw: raw, nc: raw}
+	if dst.tls {
+		cfg := &tls.Config{}
+		if t.TLS != nil {
+			cfg = t.TLS.Clone()
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = dst.server
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(raw, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
+			raw.Close()
+			return nil, fmt.Errorf("h1: %s offers %q, not http/1.1", dst.addr, p)
+		}
+		c.nc = tc
+	}
+	if sc, ok := raw.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.sys = rc
+			c.peekFn, c.waitFn = c.peek, c.waitAnswer
+		}
+	}
+	c.abortFn = c.abort
+	return c, nil
+}
+
+// conn is one connection. Its request and answer are used by one
+// goroutine at a time, as the Transport hands it out; abort may come from
+// the request context's goroutine at any time.
+type conn struct {
+	t    *Transport
+	key  string
+	raw  net.Conn // the TCP connection
+	nc   net.Conn // what requests are written to: raw, or TLS over it
+	br   *bufio.Reader
+	sys  syscall.RawConn // raw's descriptor, for open; nil: not a socket
+	left int64           // what may still be read before ErrHeaderTooLarge
+	got  int64           // bytes read of this request's answer
+
+	reused    bool
+	idleSince time.Time
+
+	// For open, answer and abort, made once per connection.
+	peekFn   func(fd uintptr) bool
+	waitFn   func(fd uintptr) bool
+	woken    bool // waitFn was called once: the next call is after the socket became readable
+	peekByte [1]byte
+	peekN    uintptr
+	peekErr  syscall.Errno
+	abortFn  func()
+}
+
+// Read reads the connection for its buffered reader, counting what came
+// and refusing past the header's limit.
+func (c *conn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, ErrHeaderTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.nc.Read(p)
+	c.left -= int64(n)
+	c.got += int64(n)
+	return n, err
+}
+
+// readers and writers are the buffers requests are written through and
+// answers read through: a connection holds a reader only while in use.
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
+)
+
+// roundTrip writes req on c and reads the answer's header. On an error c
+// is closed.
+func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, c.abortFn)
+	}
+	c.got = 0
+	err := c.write(req)
+	closeBody(req)
+	if err != nil {
+		stop()
+		c.close()
+		return nil, err
+	}
+	if c.br == nil {
+		c.answer()
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(c)
+	}
+	max := c.t.MaxHeaderBytes
+	if max <= 0 {
+		max = DefaultMaxHeaderBytes
+	}
+	c.left = max
+	resp, err := http.ReadResponse(c.br, req)
+	if err != nil {
+		stop()
+		c.close()
+		if c.left <= 0 {
+			return nil, fmt.Errorf("%w: over %d bytes", ErrHeaderTooLarge, max)
+		}
+		return nil, fmt.Errorf("reading the response: %w", err)
+	}
+	c.left = math.MaxInt64
+	b := &body{c: c, rc: resp.Body, stop: stop, ctx: ctx, keep: !resp.Close && !req.Close}
+	if resp.Body == http.NoBody {
+		b.end(true)
+		return resp, nil
+	}
+	resp.Body = b
+	return resp, nil
+}
+
+// open says whether an idle c is still open, from one non-blocking peek
+// at its socket: the server's end or any byte waiting (no answer is due)
+// says it is not.
+func (c *conn) open() bool {
+	if c.sys == nil {
+		return true
+	}
+	if err := c.sys.Read(c.peekFn); err != nil {
+		return false
+	}
+	return c.peekErr == syscall.EAGAIN || c.peekErr == syscall.EWOULDBLOCK
+}
+
+// peek is open's look at the socket.
+func (c *conn) peek(fd uintptr) bool {
+	n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekByte[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	c.peekN, c.peekErr = n, errno
+	return true // done, whatever it found: never wait
+}
+
+// answer waits for the first byte of the answer to a request written on
+// c before a read buffer is taken for it: a model may think for seconds,
+// and a turn waiting for it then holds no buffer. An error (the request's
+// context closed the connection) is the read's to meet.
+func (c *conn) answer() {
+	if c.sys == nil {
+		return
+	}
+	c.woken = false
+	c.sys.Read(c.waitFn)
+}
+
+// waitAnswer is answer's look at the socket: one non-blocking peek, and
+// once nothing has come, a wait for the socket to be readable.
+func (c *conn) waitAnswer(fd uintptr) bool {
+	if c.woken {
+		return true
+	}
+	c.woken = true
+	c.peek(fd)
+	return c.peekErr != syscall.EAGAIN && c.peekErr != syscall.EWOULDBLOCK
+}
+
+// abort closes the TCP connection under whatever reads or writes it, for
+// a request whose context is done.
+func (c *conn) abort() { c.raw.Close() }
+
+// close closes c for good.
+func (c *conn) close() {
+	c.nc.Close()
+	c.br = nil
+}
