@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
+	"lnk.dev/linkharness/loadgen/profile"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
-	"lnk.dev/linkharness/measure/profile"
 )
 
 // DefaultScript is the scripted model's script when Config has none: a

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/loadgen/drive"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
 )
 
 // SoakConfig says how long to soak the harness and with what seed. Zero

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // TestAgreesWithProcfs runs a measurement of the real harness, one agent

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
 )
 
 // Command is a harness driven by one command per message, as

@@ -60,7 +60,7 @@
 //
 // With profiles, they are merged and the top functions by flat and
 // cumulative time named, the scheduler's idle spinning left out
-// (measure/profile); the largest bottleneck is the top flat function,
+// (loadgen/profile); the largest bottleneck is the top flat function,
 // with the nearest function of Link Harness's own code beneath it.
 //
 // Cases: each length with the fewest agents, then each count of agents
@@ -141,9 +141,9 @@
 //
 // # Packages
 //
-// The parts `lnk loadgen` shares live beneath: measure/drive starts a
-// harness and sends it messages, measure/proc samples a process from
-// /proc, measure/profile summarizes CPU profiles, measure/stats holds the
-// quantiles. None of them imports measure, and measure imports no part of
-// loadgen but its scripted model.
+// What measure shares with `lnk loadgen` lives beneath loadgen, which
+// imports nothing of measure: loadgen/drive starts a harness and sends it
+// messages, loadgen/proc samples a process from /proc, loadgen/profile
+// summarizes CPU profiles, loadgen/stats holds the quantiles, and
+// loadgen/scripted is the model both answer with.
 package measure

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"lnk.dev/linkharness/measure/profile"
+	"lnk.dev/linkharness/loadgen/profile"
 )
 
 // ResultVersion is the version of Result's JSON shape. It changes only when

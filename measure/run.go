@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
+	"lnk.dev/linkharness/loadgen/profile"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
-	"lnk.dev/linkharness/measure/profile"
 )
 
 // Config says what to measure. The zero value measures the quick run: 3

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // fakeHarness serves agents inside the test's own process, so Run's

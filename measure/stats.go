@@ -1,6 +1,6 @@
 package measure
 
-import "lnk.dev/linkharness/measure/stats"
+import "lnk.dev/linkharness/loadgen/stats"
 
 // Spread is a mean and two quantiles of some values.
 type Spread struct {

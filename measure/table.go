@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"lnk.dev/linkharness/measure/profile"
+	"lnk.dev/linkharness/loadgen/profile"
 )
 
 // WriteTable writes r for people, at most 100 columns wide: a table per

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // TestTrustFigures runs the same measurement three times and checks the

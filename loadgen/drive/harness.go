@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/loadgen/proc"
 )
 
 // ErrUnsupported comes from a Harness asked for something it cannot do,
