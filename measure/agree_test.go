@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/measure/report"
 )
 
 // TestAgreesWithProcfs runs a measurement of the real harness, one agent
@@ -56,7 +57,7 @@ func TestAgreesWithProcfs(t *testing.T) {
 	res, err := Run(ctx, Config{
 		Program: program,
 		Agents:  []int{1, n},
-		Layouts: []Layout{Shared},
+		Layouts: []report.Layout{report.Shared},
 		Idle:    time.Second,
 		Observe: func(o Observation) {
 			c, err := countProc(o.PID)
@@ -126,7 +127,7 @@ func TestAgreesWithProcfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, l := range strings.Split(b.String(), "\n") {
-		if w := len([]rune(l)); w > Width {
+		if w := len([]rune(l)); w > report.Width {
 			t.Errorf("line %d of the table is %d columns wide: %q", i+1, w, l)
 		}
 	}

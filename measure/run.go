@@ -20,6 +20,8 @@ import (
 	"lnk.dev/linkharness/loadgen/proc"
 	"lnk.dev/linkharness/loadgen/profile"
 	"lnk.dev/linkharness/loadgen/scripted"
+	"lnk.dev/linkharness/measure/peer"
+	"lnk.dev/linkharness/measure/report"
 )
 
 // Config says what to measure. The zero value measures the quick run: 3
@@ -51,7 +53,7 @@ type Config struct {
 	// Layouts are how each count of agents is put in processes, each
 	// layout its own cases (default Each alone). The conversation lengths
 	// are swept in the first layout only.
-	Layouts []Layout
+	Layouts []report.Layout
 
 	// Peers are other harnesses measured in the same run, against the same
 	// scripted model, after Link Harness's cases: one agent each,
@@ -86,9 +88,9 @@ type Config struct {
 
 // Observation is one moment Run sampled one process of a case.
 type Observation struct {
-	Case   int    // the case's index in Result.Cases
-	Agents int    // the case's agents; Processes the processes serving them
-	Layout Layout // how they are served
+	Case   int           // the case's index in Result.Cases
+	Agents int           // the case's agents; Processes the processes serving them
+	Layout report.Layout // how they are served
 	PID    int
 	Phase  Phase
 }
@@ -142,19 +144,6 @@ const (
 	startAtOnce = 4 // processes started at the same time
 )
 
-// Layout is how a case's agents are put in processes.
-type Layout string
-
-// The layouts.
-const (
-	// Each is a process for every agent (or for every AgentsPerProcess
-	// agents), as one agent alone is served.
-	Each Layout = "each"
-	// Shared is one process serving every agent of the case, as a
-	// shared_harness machine runs them (serve --agents FILE).
-	Shared Layout = "shared"
-)
-
 // ErrConfig comes from Run when the Config asks for something out of
 // bounds; the error says what.
 var ErrConfig = errors.New("measure: bad config")
@@ -176,10 +165,10 @@ func (c *Config) setDefaults() error {
 		c.AgentsPerProcess = 1
 	}
 	if len(c.Layouts) == 0 {
-		c.Layouts = []Layout{Each}
+		c.Layouts = []report.Layout{report.Each}
 	}
 	for _, l := range c.Layouts {
-		if l != Each && l != Shared {
+		if l != report.Each && l != report.Shared {
 			return fmt.Errorf("%w: layout %q, want each or shared", ErrConfig, l)
 		}
 	}
@@ -235,7 +224,7 @@ func (c *Config) setDefaults() error {
 // each with a conversation of Length events.
 type caseSpec struct {
 	Length, Agents, PerProcess int
-	Layout                     Layout
+	Layout                     report.Layout
 }
 
 // plan returns the cases of a run: every length with the fewest agents
@@ -245,7 +234,7 @@ type caseSpec struct {
 // agents are (its agents sleep), so its line starts at the same process. Cost per message is read against the length and idle
 // memory against the count, so the cross product (a hundred agents with
 // 100,000 events each) is never needed.
-func plan(lengths, agents []int, layouts []Layout, perProcess int) []caseSpec {
+func plan(lengths, agents []int, layouts []report.Layout, perProcess int) []caseSpec {
 	minLen, minAgents := lengths[0], agents[0]
 	for _, l := range lengths {
 		minLen = min(minLen, l)
@@ -256,16 +245,16 @@ func plan(lengths, agents []int, layouts []Layout, perProcess int) []caseSpec {
 	var out []caseSpec
 	type key struct {
 		length, agents, per int
-		layout              Layout
+		layout              report.Layout
 	}
 	seen := map[key]bool{}
-	add := func(length, agents int, layout Layout) {
+	add := func(length, agents int, layout report.Layout) {
 		per := min(perProcess, agents)
-		if layout == Shared {
+		if layout == report.Shared {
 			per = agents
 		}
-		if per == 1 && layout != Shared {
-			layout = Each
+		if per == 1 && layout != report.Shared {
+			layout = report.Each
 		}
 		k := key{length, agents, per, layout}
 		if !seen[k] {
@@ -287,7 +276,7 @@ func plan(lengths, agents []int, layouts []Layout, perProcess int) []caseSpec {
 // Run measures what each agent of the harness costs, idle and per
 // message, in each case of cfg. Everything it starts is stopped before it
 // returns, killed if ctx ends or the run fails.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -338,7 +327,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Profile = s
 	}
-	res.Marginal = marginals(res.Cases, cfg.Layouts)
+	res.Marginal = report.Marginals(res.Cases, cfg.Layouts)
 	res.Seconds = time.Since(started).Seconds()
 	return res, nil
 }
@@ -362,14 +351,14 @@ func harnessOf(ctx context.Context, cfg *Config, tmp string, pr *progress) (driv
 
 // newResult is a run's Result before any case: what was measured, where
 // and how.
-func newResult(cfg *Config, harness, program string, started time.Time) *Result {
-	return &Result{
-		Version: ResultVersion,
+func newResult(cfg *Config, harness, program string, started time.Time) *report.Result {
+	return &report.Result{
+		Version: report.ResultVersion,
 		Harness: harness,
 		Program: program,
 		Started: started.UTC(),
 		Machine: machine(),
-		Settings: Settings{
+		Settings: report.Settings{
 			Messages: cfg.Messages, Warmup: cfg.Warmup, Concurrency: cfg.Concurrency,
 			IdleSeconds: cfg.Idle.Seconds(), Lengths: cfg.Lengths, Agents: cfg.Agents,
 			AgentsPerProcess: cfg.AgentsPerProcess, Layouts: cfg.Layouts, Thread: Thread, Profiled: cfg.Profile,
@@ -384,11 +373,11 @@ type harnesses struct{ each, shared drive.Harness }
 // runCases measures each case of cfg's plan in turn, each in a folder of
 // its own under tmp, adds them to res, and returns the CPU profiles the
 // processes wrote.
-func runCases(ctx context.Context, cfg *Config, hs harnesses, m *model, pr *progress, tmp string, res *Result) ([]string, error) {
+func runCases(ctx context.Context, cfg *Config, hs harnesses, m *model, pr *progress, tmp string, res *report.Result) ([]string, error) {
 	var profiles []string
 	for i, cs := range plan(cfg.Lengths, cfg.Agents, cfg.Layouts, cfg.AgentsPerProcess) {
 		h := hs.each
-		if cs.Layout == Shared {
+		if cs.Layout == report.Shared {
 			h = hs.shared
 		}
 		r := &caseRun{cfg: cfg, spec: cs, h: h, model: m, pr: pr, index: i, messages: cfg.Messages,
@@ -416,12 +405,12 @@ func runCases(ctx context.Context, cfg *Config, hs harnesses, m *model, pr *prog
 
 // runPeers measures each of cfg.Peers as one agent with a short
 // conversation, against the same model, and adds them to res.
-func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp string, res *Result) error {
+func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp string, res *report.Result) error {
 	for i, ph := range cfg.Peers {
 		pcfg := *cfg
 		pcfg.Messages, pcfg.Warmup, pcfg.Idle, pcfg.Concurrency = cfg.PeerMessages, 1, cfg.PeerIdle, 1
 		pcfg.Observe = nil
-		if _, ok := ph.(*Floor); ok {
+		if _, ok := ph.(*peer.Floor); ok {
 			// The floor's CPU per message stands beside Link Harness's, so
 			// it is a mean over as many messages.
 			pcfg.Messages = cmp.Or(cfg.Messages, MinMessages)
@@ -430,7 +419,7 @@ func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp stri
 			pcfg.Idle = cmp.Or(cfg.Idle, pcfg.Idle)
 		}
 		pr.Phase("peer %s", ph.Name())
-		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: Each}, h: ph, model: m, pr: pr,
+		r := &caseRun{cfg: &pcfg, spec: caseSpec{Length: 0, Agents: 1, PerProcess: 1, Layout: report.Each}, h: ph, model: m, pr: pr,
 			index: -1, messages: pcfg.Messages, dir: filepath.Join(tmp, fmt.Sprintf("peer%d-%s", i+1, ph.Name()))}
 		c, err := r.run(ctx)
 		if err != nil {
@@ -439,24 +428,24 @@ func runPeers(ctx context.Context, cfg *Config, m *model, pr *progress, tmp stri
 			}
 			// A peer that fails is told as not run, with why; the rest
 			// of the run stands.
-			res.Peers = append(res.Peers, PeerResult{Harness: ph.Name(), NotRun: err.Error()})
+			res.Peers = append(res.Peers, report.PeerResult{Harness: ph.Name(), NotRun: err.Error()})
 			continue
 		}
-		pres := PeerResult{Harness: ph.Name(), Messages: pcfg.Messages, IdleSeconds: pcfg.Idle.Seconds(), Case: c}
-		if cmd, ok := ph.(*Command); ok {
+		pres := report.PeerResult{Harness: ph.Name(), Messages: pcfg.Messages, IdleSeconds: pcfg.Idle.Seconds(), Case: c}
+		if cmd, ok := ph.(*peer.Command); ok {
 			pres.Version = cmd.Version
 			pres.Program = cmd.First[0]
 		}
 		res.Peers = append(res.Peers, pres)
 	}
 	for _, n := range cfg.NotRun {
-		res.Peers = append(res.Peers, PeerResult{Harness: n.Harness, NotRun: n.Why})
+		res.Peers = append(res.Peers, report.PeerResult{Harness: n.Harness, NotRun: n.Why})
 	}
 	return nil
 }
 
-func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+func machine() report.Machine {
+	m := report.Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
@@ -504,9 +493,9 @@ type unitRun struct {
 	firstWakeErr                  string
 }
 
-func (r *caseRun) run(ctx context.Context) (c Case, err error) {
+func (r *caseRun) run(ctx context.Context) (c report.Case, err error) {
 	cs := r.spec
-	r.pr.Phase("%s, a conversation of %s: writing homes", plural(cs.Agents, "agent"), plural(cs.Length, "event"))
+	r.pr.Phase("%s, a conversation of %s: writing homes", report.Plural(cs.Agents, "agent"), report.Plural(cs.Length, "event"))
 	if err := r.makeHomes(); err != nil {
 		return c, err
 	}
@@ -515,7 +504,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			r.killAll()
 		}
 	}()
-	r.pr.Phase("starting %s", plural(ceilDiv(cs.Agents, cs.PerProcess), "process"))
+	r.pr.Phase("starting %s", report.Plural(ceilDiv(cs.Agents, cs.PerProcess), "process"))
 	if err := r.startUnits(ctx); err != nil {
 		return c, err
 	}
@@ -529,7 +518,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 		return c, err
 	}
 	if r.cfg.Warmup > 0 {
-		r.pr.Phase("warming up: %s per agent, not counted", plural(r.cfg.Warmup, "message"))
+		r.pr.Phase("warming up: %s per agent, not counted", report.Plural(r.cfg.Warmup, "message"))
 		if err := r.send(ctx, "w", r.cfg.Warmup, true); err != nil {
 			return c, err
 		}
@@ -558,7 +547,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 		return c, err
 	}
 	modelBefore := r.model.begin()
-	r.pr.Phase("sending %s to each of %s", plural(r.messages, "message"), plural(cs.Agents, "agent"))
+	r.pr.Phase("sending %s to each of %s", report.Plural(r.messages, "message"), report.Plural(cs.Agents, "agent"))
 	if err := r.send(ctx, "m", r.messages, false); err != nil {
 		return c, err
 	}
@@ -571,7 +560,7 @@ func (r *caseRun) run(ctx context.Context) (c Case, err error) {
 			return c, err
 		}
 	}
-	r.pr.Phase("stopping %s", plural(len(r.units), "process"))
+	r.pr.Phase("stopping %s", report.Plural(len(r.units), "process"))
 	if err := r.stopAll(); err != nil {
 		return c, err
 	}
@@ -1128,8 +1117,8 @@ func (r *caseRun) killAll() {
 }
 
 // result computes the case's figures from what was sampled.
-func (r *caseRun) result(use modelUse) Case {
-	c := Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units), Layout: r.spec.Layout,
+func (r *caseRun) result(use modelUse) report.Case {
+	c := report.Case{Length: r.spec.Length, Agents: r.spec.Agents, Processes: len(r.units), Layout: r.spec.Layout,
 		MessagesPerAgent: r.messages, Warmup: r.cfg.Warmup}
 	answered := 0
 	for _, u := range r.units {
@@ -1150,10 +1139,10 @@ func (r *caseRun) result(use modelUse) Case {
 		}
 	}
 	sort.SliceStable(c.PerAgent, func(i, j int) bool { return agentLess(c.PerAgent[i].Name, c.PerAgent[j].Name) })
-	c.Median = median(c.PerAgent)
-	c.Total = total(c.PerAgent)
+	c.Median = report.MedianOf(c.PerAgent)
+	c.Total = report.TotalOf(c.PerAgent)
 	if c.Messages > 0 {
-		c.Model = ModelCost{
+		c.Model = report.ModelCost{
 			Requests: float64(use.Requests) / float64(c.Messages),
 			Seconds:  use.Seconds / float64(c.Messages),
 			MaxBytes: float64(use.MaxBytes),
@@ -1167,10 +1156,10 @@ func (r *caseRun) result(use modelUse) Case {
 			continue
 		}
 		if c.Asleep == nil {
-			c.Asleep = &Asleep{}
+			c.Asleep = &report.Asleep{}
 		}
 		a := c.Asleep
-		add := func(m *Memory, s proc.Sample) {
+		add := func(m *report.Memory, s proc.Sample) {
 			m.RSS += float64(s.RSS)
 			m.PSS += float64(s.PSS)
 			m.Anon += float64(s.Anon)
@@ -1200,11 +1189,11 @@ func agentLess(a, b string) bool {
 
 // cost is the k-th of the unit's n agents' cost: the unit's process cost
 // shared among its agents, and the agent's own latencies and counters.
-func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
+func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) report.AgentCost {
 	shared := float64(n)
 	lat := u.latencies[k]
 	msgs := len(lat)
-	ac := AgentCost{Name: name, PID: u.unit.PID()}
+	ac := report.AgentCost{Name: name, PID: u.unit.PID()}
 	ac.Start = memory(u.fresh, shared)
 	ac.Idle.Memory = memory(u.worked, shared)
 	if s := u.idle1.Time.Sub(u.idle0.Time).Seconds(); s > 0 {
@@ -1253,17 +1242,17 @@ func (u *unitRun) cost(k, n int, name string, modelPerMsg float64) AgentCost {
 		ac.Idle.Goroutines = countersOf(u.ma, name).Goroutines
 		model = pm.Model
 	}
-	pm.Latency = spread(lat)
+	pm.Latency = report.SpreadOf(lat)
 	added := make([]float64, len(lat))
 	for i, l := range lat {
 		added[i] = max(l-model, 0)
 	}
-	pm.Added = spread(added)
+	pm.Added = report.SpreadOf(added)
 	return ac
 }
 
-func memory(s proc.Sample, shared float64) Memory {
-	return Memory{RSS: float64(s.RSS) / shared, PSS: float64(s.PSS) / shared, Anon: float64(s.Anon) / shared}
+func memory(s proc.Sample, shared float64) report.Memory {
+	return report.Memory{RSS: float64(s.RSS) / shared, PSS: float64(s.PSS) / shared, Anon: float64(s.Anon) / shared}
 }
 
 // d is b-a of a counter, as a float.

@@ -39,8 +39,9 @@ func TestTrustFigures(t *testing.T) {
 		m := res.Marginal[0]
 		var b strings.Builder
 		res.WriteTable(&b)
-		t.Logf("run %d: one more idle agent %s RSS (%s PSS), one more message %s CPU, over %d messages\n%s",
-			i+1, bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), secs(m.CPUPerMessage), m.Messages, tail([]byte(b.String()), 1500))
+		table := strings.TrimSpace(b.String())
+		t.Logf("run %d: one more idle agent %.1f kB RSS (%.1f kB PSS), one more message %.0f µs CPU, over %d messages\n%s",
+			i+1, m.IdleMemoryPerAgent.RSS/1e3, m.IdleMemoryPerAgent.PSS/1e3, m.CPUPerMessage*1e6, m.Messages, table[max(0, len(table)-1500):])
 		mem = append(mem, m.IdleMemoryPerAgent.RSS)
 		cpu = append(cpu, m.CPUPerMessage)
 	}

@@ -15,6 +15,8 @@ import (
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/measure"
+	"lnk.dev/linkharness/measure/peer"
+	"lnk.dev/linkharness/measure/report"
 )
 
 // cmdMeasure is `lnk measure`: what each agent costs, idle and per
@@ -39,13 +41,13 @@ func cmdMeasure(args []string) error {
 	full := fs.Bool("full", false, "the full run: lengths 0,1000,100000 and agents 1,10,100, in both layouts")
 	script := fs.String("script", "", "a script for the scripted model (TOML; default: answer every message at once)")
 	profile := fs.Bool("profile", false, "have the harness write CPU profiles and name the largest bottleneck (the profiler's own memory and CPU then count in the idle figures)")
-	peerList := fs.String("peers", "", "measure these harnesses too, in the same run: names separated by commas ("+strings.Join(measure.PeerNames(), ", ")+"), or all")
+	peerList := fs.String("peers", "", "measure these harnesses too, in the same run: names separated by commas ("+strings.Join(peer.Names(), ", ")+"), or all")
 	peerBin := fs.String("peer-bin", "", "the folder holding the peers' programs (an npm install's node_modules/.bin; default: PATH)")
 	floor := fs.Bool("floor", false, "measure the floor too, as a peer (bench/floor, the least a warm harness does per message, built from the source tree), and tell Link Harness's CPU per message as a ratio to it")
 	peerMessages := fs.Int("peer-messages", 5, "messages measured per peer, after one warm-up")
 	peerIdle := fs.Duration("peer-idle", 10*time.Second, "how long a peer's interactive program settles before, and then stays idle for, its idle sample")
 	jsonOut := fs.Bool("json", false, "print the result as JSON instead of a table")
-	report := fs.String("report", "", "write report.md, result.json, result.txt and SVG plots into this folder")
+	reportDir := fs.String("report", "", "write report.md, result.json, result.txt and SVG plots into this folder")
 	keep := fs.Bool("keep", false, "keep the temporary folder (homes, logs, profiles)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := cli.Parse(fs, args); err != nil {
@@ -73,11 +75,11 @@ func cmdMeasure(args []string) error {
 		return err
 	}
 	for _, l := range strings.Split(*layouts, ",") {
-		cfg.Layouts = append(cfg.Layouts, measure.Layout(strings.TrimSpace(l)))
+		cfg.Layouts = append(cfg.Layouts, report.Layout(strings.TrimSpace(l)))
 	}
 	if *full {
 		cfg.Agents, cfg.Lengths = []int{1, 10, 100}, []int{0, 1000, 100000}
-		cfg.Layouts = []measure.Layout{measure.Each, measure.Shared}
+		cfg.Layouts = []report.Layout{report.Each, report.Shared}
 	}
 	if *script != "" {
 		b, err := os.ReadFile(*script)
@@ -95,7 +97,7 @@ func cmdMeasure(args []string) error {
 	if *peerList != "" {
 		names := strings.Split(*peerList, ",")
 		if *peerList == "all" {
-			names = measure.PeerNames()
+			names = peer.Names()
 		}
 		// A peer built here (crush) is built into a folder of the run's.
 		dir, err := os.MkdirTemp("", "lnk-measure-peers-")
@@ -108,11 +110,11 @@ func cmdMeasure(args []string) error {
 			if cfg.Progress != nil {
 				fmt.Fprintf(cfg.Progress, "lnk measure: finding peer %s\n", name)
 			}
-			p, err := measure.Peer(ctx, name, *peerBin, dir)
-			if errors.Is(err, measure.ErrPeerMissing) {
+			p, err := peer.Find(ctx, name, *peerBin, dir)
+			if errors.Is(err, peer.ErrMissing) {
 				// Said before anything runs, and told as not run.
 				fmt.Fprintf(os.Stderr, "lnk %v\n", err)
-				cfg.NotRun = append(cfg.NotRun, measure.NotRun{Harness: name, Why: strings.TrimPrefix(err.Error(), measure.ErrPeerMissing.Error()+": "+name+": ")})
+				cfg.NotRun = append(cfg.NotRun, measure.NotRun{Harness: name, Why: strings.TrimPrefix(err.Error(), peer.ErrMissing.Error()+": "+name+": ")})
 				continue
 			}
 			if err != nil {
@@ -127,7 +129,7 @@ func cmdMeasure(args []string) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		f, err := measure.BuildFloor(ctx, dir)
+		f, err := peer.BuildFloor(ctx, dir)
 		if err != nil {
 			return err
 		}
@@ -141,8 +143,8 @@ func cmdMeasure(args []string) error {
 		return err
 	}
 	res.Command = "lnk measure " + strings.Join(args, " ")
-	if *report != "" {
-		if err := res.WriteReport(*report); err != nil {
+	if *reportDir != "" {
+		if err := res.WriteReport(*reportDir); err != nil {
 			return err
 		}
 	}

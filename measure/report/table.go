@@ -1,4 +1,4 @@
-package measure
+package report
 
 import (
 	"bytes"
@@ -46,8 +46,8 @@ const Width = 100
 // the process asleep.
 func (r *Result) writeCase(ew io.Writer, c *Case) {
 	writeWrapped(ew, fmt.Sprintf("%s (%s): %s in %s, %s each after %s, in a conversation of %s",
-		r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), processes(*c),
-		plural(c.MessagesPerAgent, "message"), plural(c.Warmup, "warm-up message"), plural(c.Length, "event")), "")
+		r.Harness, filepath.Base(r.Program), Plural(c.Agents, "agent"), processes(*c),
+		Plural(c.MessagesPerAgent, "message"), Plural(c.Warmup, "warm-up message"), Plural(c.Length, "event")), "")
 	tw := newTable(ew)
 	fmt.Fprintln(tw, "agent\tfresh RSS\tidle RSS\tidle PSS\tidle CPU\tCPU/msg\tadded p50\tadded p99\tturn\tallocs")
 	row := func(name string, a *AgentCost) {
@@ -99,7 +99,7 @@ func (r *Result) writeCase(ew io.Writer, c *Case) {
 // writeMarginal writes what one more agent costs, per layout and state,
 // and what one more message costs.
 func (r *Result) writeMarginal(ew io.Writer) {
-	fmt.Fprintf(ew, "\nwhat one more agent costs (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
+	fmt.Fprintf(ew, "\nwhat one more agent costs (conversations of %s):\n", Plural(r.Cases[0].Length, "event"))
 	tw := newTable(ew)
 	fmt.Fprintln(tw, "layout\tagents\tstate\tRSS/agent\tPSS/agent\tanon/agent\tprocess RSS")
 	for _, m := range r.Marginal {
@@ -121,10 +121,10 @@ func (r *Result) writeMarginal(ew io.Writer) {
 			return bytesStr(b.RSS)
 		}
 		row("awake, fresh", m.FreshMemoryPerAgent, base(m.FreshMemoryBase))
-		row("awake, after "+plural(m.Warmup, "message"), m.IdleMemoryPerAgent, base(m.IdleMemoryBase))
+		row("awake, after "+Plural(m.Warmup, "message"), m.IdleMemoryPerAgent, base(m.IdleMemoryBase))
 		if m.AsleepFreshPerAgent != nil {
 			row("asleep, fresh", *m.AsleepFreshPerAgent, "")
-			row("asleep, after "+plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
+			row("asleep, after "+Plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
 		}
 	}
 	tw.Flush()
@@ -139,7 +139,7 @@ func (r *Result) writeMarginal(ew io.Writer) {
 	}
 	for _, m := range r.Marginal {
 		s := fmt.Sprintf("%s: one more message %s CPU (over %s); idle CPU awake %s", m.Layout, secs(m.CPUPerMessage),
-			plural(m.Messages, "message"), cpuAt(m.Agents, m.IdleCPU))
+			Plural(m.Messages, "message"), cpuAt(m.Agents, m.IdleCPU))
 		if len(m.AsleepCPU) > 0 {
 			s += ", asleep " + cpuAt(m.Agents, m.AsleepCPU)
 		}
@@ -276,7 +276,7 @@ func processes(c Case) string {
 	if c.Layout == Shared {
 		return "one process (serve --agents)"
 	}
-	return plural(c.Processes, "process")
+	return Plural(c.Processes, "process")
 }
 
 // fewSamples is how many profile samples make a bottleneck worth naming
@@ -335,8 +335,8 @@ func percent(f float64) string {
 	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
 }
 
-// plural says n things: "1 agent", "3 agents", "2 processes".
-func plural(n int, thing string) string {
+// Plural says n things: "1 agent", "3 agents", "2 processes".
+func Plural(n int, thing string) string {
 	s := strconv.Itoa(n) + " " + thing
 	switch {
 	case n == 1:
@@ -362,7 +362,7 @@ func (r *Result) writePeers(w io.Writer) {
 	fmt.Fprintln(w)
 	if ran != nil {
 		writeWrapped(w, fmt.Sprintf("side by side, against the same scripted model (peers: %s each after one warm-up, idle %s after their program starts):",
-			plural(ran.Messages, "message"), secs(ran.IdleSeconds)), "")
+			Plural(ran.Messages, "message"), secs(ran.IdleSeconds)), "")
 	} else {
 		fmt.Fprintln(w, "side by side, against the same scripted model:")
 	}
