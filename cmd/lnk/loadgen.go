@@ -14,7 +14,6 @@ import (
 
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen"
-	"lnk.dev/linkharness/loadgen/scripted"
 )
 
 // cmdLoadgen is `lnk loadgen`: many agents in one harness process, many
@@ -58,14 +57,9 @@ func cmdLoadgen(args []string) error {
 	if *quiet {
 		cfg.Progress = nil
 	}
-	if *script != "" {
-		b, err := os.ReadFile(*script)
-		if err != nil {
-			return fmt.Errorf("loadgen: --script: %w", err)
-		}
-		if cfg.Script, err = scripted.ParseScript(b); err != nil {
-			return fmt.Errorf("loadgen: --script %s: %w", *script, err)
-		}
+	var err error
+	if cfg.Script, err = readScript("loadgen", *script); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

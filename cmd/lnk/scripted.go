@@ -40,3 +40,20 @@ func cmdScriptedModel(args []string) error {
 
 	return serveUntilSignal("scripted-model", *listen, scripted.New(script), nil, 10*time.Second, nil)
 }
+
+// readScript reads and parses the scripted model's script at path for
+// the command cmd, or returns nil (the default script) when path is "".
+func readScript(cmd, path string) (*scripted.Script, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --script: %w", cmd, err)
+	}
+	s, err := scripted.ParseScript(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --script %s: %w", cmd, path, err)
+	}
+	return s, nil
+}
