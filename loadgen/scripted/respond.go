@@ -148,23 +148,16 @@ func (st *stream) anthropic(req *request) {
 	st.buf = append(st.buf, a.id...)
 	st.buf = append(st.buf, `","type":"message","role":"assistant","model":`...)
 	st.buf = event.AppendString(st.buf, req.model)
-	st.buf = append(st.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	st.buf = strconv.AppendInt(st.buf, a.usage.Input, 10)
-	st.buf = append(st.buf, `,"cache_creation_input_tokens":`...)
-	st.buf = strconv.AppendInt(st.buf, a.usage.CacheWrite, 10)
-	st.buf = append(st.buf, `,"cache_read_input_tokens":`...)
-	st.buf = strconv.AppendInt(st.buf, a.usage.CacheRead, 10)
-	st.buf = append(st.buf, `,"output_tokens":1}}}`+"\n\n"...)
+	st.buf = append(st.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	st.buf = appendAnthropicUsage(st.buf, a.usage, 1)
+	st.buf = append(st.buf, "}}\n\n"...)
 	st.flush()
 
 	index := 0
 	if a.thinking != "" {
 		st.blockStart(index, `{"type":"thinking","thinking":"","signature":""}`)
-		for _, p := range pieces(a.thinking, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.delta(index, "thinking_delta", "thinking", p)
+		if !st.deltas(index, "thinking_delta", "thinking", a.thinking) {
+			return
 		}
 		st.delta(index, "signature_delta", "signature", "sig_"+a.id)
 		st.blockStop(index)
@@ -172,11 +165,8 @@ func (st *stream) anthropic(req *request) {
 	}
 	if a.text != "" {
 		st.blockStart(index, `{"type":"text","text":""}`)
-		for _, p := range pieces(a.text, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.delta(index, "text_delta", "text", p)
+		if !st.deltas(index, "text_delta", "text", a.text) {
+			return
 		}
 		st.blockStop(index)
 		index++
@@ -190,11 +180,8 @@ func (st *stream) anthropic(req *request) {
 		st.buf = append(st.buf, `","name":`...)
 		st.buf = event.AppendString(st.buf, c.name)
 		st.buf = append(st.buf, `,"input":{}}}`+"\n\n"...)
-		for _, p := range pieces(c.args, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.delta(index, "input_json_delta", "partial_json", p)
+		if !st.deltas(index, "input_json_delta", "partial_json", c.args) {
+			return
 		}
 		st.blockStop(index)
 		index++
@@ -240,6 +227,19 @@ func (st *stream) delta(index int, typ, key, s string) {
 	st.buf = event.AppendString(st.buf, s)
 	st.buf = append(st.buf, "}}\n\n"...)
 	st.flush()
+}
+
+// deltas streams s as the deltas of block index, a piece each, and says
+// whether the stream goes on: false once a cut, a stall or the client
+// ended it.
+func (st *stream) deltas(index int, typ, key, s string) bool {
+	for _, p := range pieces(s, st.a.chunks) {
+		if !st.piece() {
+			return false
+		}
+		st.delta(index, typ, key, p)
+	}
+	return true
 }
 
 func (st *stream) blockStop(index int) {
@@ -376,6 +376,7 @@ func appendOpenAIUsage(b []byte, u Usage) []byte {
 // writeWhole writes the answer in one response, not streamed. A cut or a
 // stall has no meaning here; the answer is whole.
 func writeWhole(w http.ResponseWriter, req *request, a *answer) {
+	var b []byte
 	switch req.format {
 	case ollama:
 		writeOllamaWhole(w, req, a)
@@ -383,100 +384,117 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 	case responses:
 		writeResponsesWhole(w, req, a)
 		return
-	}
-	var b []byte
-	if req.format == anthropic {
-		b = append(b, `{"id":"msg_`...)
-		b = append(b, a.id...)
-		b = append(b, `","type":"message","role":"assistant","model":`...)
-		b = event.AppendString(b, req.model)
-		b = append(b, `,"content":[`...)
-		n := 0
-		if a.thinking != "" {
-			b = append(b, `{"type":"thinking","thinking":`...)
-			b = event.AppendString(b, a.thinking)
-			b = append(b, `,"signature":"sig_`...)
-			b = append(b, a.id...)
-			b = append(b, `"}`...)
-			n++
-		}
-		if a.text != "" {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"text","text":`...)
-			b = event.AppendString(b, a.text)
-			b = append(b, '}')
-			n++
-		}
-		for _, c := range a.calls {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"tool_use","id":"toolu_`...)
-			b = append(b, c.id...)
-			b = append(b, `","name":`...)
-			b = event.AppendString(b, c.name)
-			b = append(b, `,"input":`...)
-			b = append(b, c.args...)
-			b = append(b, '}')
-			n++
-		}
-		b = append(b, `],"stop_reason":"`...)
-		b = append(b, stopReason(a, "end_turn", "tool_use")...)
-		b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.Input, 10)
-		b = append(b, `,"cache_creation_input_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.CacheWrite, 10)
-		b = append(b, `,"cache_read_input_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.CacheRead, 10)
-		b = append(b, `,"output_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.Output, 10)
-		b = append(b, "}}\n"...)
-	} else {
-		b = append(b, `{"id":"chatcmpl-`...)
-		b = append(b, a.id...)
-		b = append(b, `","object":"chat.completion","created":0,"model":`...)
-		b = event.AppendString(b, req.model)
-		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-		if a.text == "" && len(a.calls) > 0 {
-			b = append(b, "null"...)
-		} else {
-			b = event.AppendString(b, a.text)
-		}
-		if req.format == openRouter && a.thinking != "" {
-			b = append(b, `,"reasoning":`...)
-			b = event.AppendString(b, a.thinking)
-			b = append(b, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
-			b = event.AppendString(b, a.thinking)
-			b = append(b, `,"signature":"sig_`...)
-			b = append(b, a.id...)
-			b = append(b, `","format":"`+reasoningFormat+`","index":0}]`...)
-		}
-		if len(a.calls) > 0 {
-			b = append(b, `,"tool_calls":[`...)
-			for i, c := range a.calls {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"id":"call_`...)
-				b = append(b, c.id...)
-				b = append(b, `","type":"function","function":{"name":`...)
-				b = event.AppendString(b, c.name)
-				b = append(b, `,"arguments":`...)
-				b = event.AppendString(b, c.args)
-				b = append(b, "}}"...)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, `},"finish_reason":"`...)
-		b = append(b, stopReason(a, "stop", "tool_calls")...)
-		b = append(b, `"}],"usage":`...)
-		b = appendOpenAIUsage(b, a.usage)
-		b = append(b, "}\n"...)
+	case anthropic:
+		b = appendAnthropicWhole(b, req, a)
+	default:
+		b = appendChatWhole(b, req, a)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
+}
+
+// appendAnthropicWhole appends the answer as one Messages API message.
+func appendAnthropicWhole(b []byte, req *request, a *answer) []byte {
+	b = append(b, `{"id":"msg_`...)
+	b = append(b, a.id...)
+	b = append(b, `","type":"message","role":"assistant","model":`...)
+	b = event.AppendString(b, req.model)
+	b = append(b, `,"content":[`...)
+	n := 0
+	if a.thinking != "" {
+		b = append(b, `{"type":"thinking","thinking":`...)
+		b = event.AppendString(b, a.thinking)
+		b = append(b, `,"signature":"sig_`...)
+		b = append(b, a.id...)
+		b = append(b, `"}`...)
+		n++
+	}
+	if a.text != "" {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = event.AppendString(b, a.text)
+		b = append(b, '}')
+		n++
+	}
+	for _, c := range a.calls {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"tool_use","id":"toolu_`...)
+		b = append(b, c.id...)
+		b = append(b, `","name":`...)
+		b = event.AppendString(b, c.name)
+		b = append(b, `,"input":`...)
+		b = append(b, c.args...)
+		b = append(b, '}')
+		n++
+	}
+	b = append(b, `],"stop_reason":"`...)
+	b = append(b, stopReason(a, "end_turn", "tool_use")...)
+	b = append(b, `","stop_sequence":null,"usage":`...)
+	b = appendAnthropicUsage(b, a.usage, a.usage.Output)
+	return append(b, "}\n"...)
+}
+
+// appendAnthropicUsage appends usage as the Messages API counts it, with
+// output as its output tokens (a stream's first event says 1).
+func appendAnthropicUsage(b []byte, u Usage, output int64) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, u.Input, 10)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheWrite, 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheRead, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, output, 10)
+	return append(b, '}')
+}
+
+// appendChatWhole appends the answer as one Chat Completions response,
+// OpenAI's or OpenRouter's (with its reasoning).
+func appendChatWhole(b []byte, req *request, a *answer) []byte {
+	b = append(b, `{"id":"chatcmpl-`...)
+	b = append(b, a.id...)
+	b = append(b, `","object":"chat.completion","created":0,"model":`...)
+	b = event.AppendString(b, req.model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	if a.text == "" && len(a.calls) > 0 {
+		b = append(b, "null"...)
+	} else {
+		b = event.AppendString(b, a.text)
+	}
+	if req.format == openRouter && a.thinking != "" {
+		b = append(b, `,"reasoning":`...)
+		b = event.AppendString(b, a.thinking)
+		b = append(b, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
+		b = event.AppendString(b, a.thinking)
+		b = append(b, `,"signature":"sig_`...)
+		b = append(b, a.id...)
+		b = append(b, `","format":"`+reasoningFormat+`","index":0}]`...)
+	}
+	if len(a.calls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range a.calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":"call_`...)
+			b = append(b, c.id...)
+			b = append(b, `","type":"function","function":{"name":`...)
+			b = event.AppendString(b, c.name)
+			b = append(b, `,"arguments":`...)
+			b = event.AppendString(b, c.args)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"finish_reason":"`...)
+	b = append(b, stopReason(a, "stop", "tool_calls")...)
+	b = append(b, `"}],"usage":`...)
+	b = appendOpenAIUsage(b, a.usage)
+	return append(b, "}\n"...)
 }
 
 // writeTooLong refuses the prompt as too long, in each provider's words.
