@@ -2,9 +2,7 @@ package loadgen
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -144,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer m.close()
 
-	all, err := makeAgents(tmp, cfg.Agents+cfg.Churn, m.url)
+	all, err := drive.NewAgents(tmp, cfg.Agents+cfg.Churn, m.url)
 	if err != nil {
 		return nil, err
 	}
@@ -318,38 +316,6 @@ func writeMetrics(ctx context.Context, unit drive.Unit, w io.Writer) error {
 	}
 	_, err = w.Write(page)
 	return err
-}
-
-// makeAgents makes n agents' homes and key files under dir.
-func makeAgents(dir string, n int, model string) ([]drive.Agent, error) {
-	var out []drive.Agent
-	for i := range n {
-		name := fmt.Sprintf("agent-%d", i+1)
-		a := drive.Agent{
-			Name:    name,
-			Home:    filepath.Join(dir, "agents", name),
-			KeyFile: filepath.Join(dir, "keys", name+".key"),
-			Scratch: filepath.Join(dir, "run", name),
-			Model:   model,
-			Key:     newKey(),
-		}
-		for _, d := range []string{a.Home, a.Scratch, filepath.Dir(a.KeyFile)} {
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				return nil, fmt.Errorf("loadgen: %w", err)
-			}
-		}
-		if err := os.WriteFile(a.KeyFile, []byte(a.Key+"\n"), 0o600); err != nil {
-			return nil, fmt.Errorf("loadgen: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func newKey() string {
-	var b [24]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // message is one message's outcome.

@@ -101,7 +101,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		return nil, err
 	}
 	defer m.close()
-	agents, err := makeAgents(tmp, 1, m.url)
+	agents, err := drive.NewAgents(tmp, 1, m.url)
 	if err != nil {
 		return nil, err
 	}

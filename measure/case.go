@@ -302,3 +302,25 @@ func (r *caseRun) killAll() {
 	}
 	wg.Wait()
 }
+
+// makeHomes makes each agent's home (its conversation written ahead), key
+// file and scratch folder.
+func (r *caseRun) makeHomes() error {
+	var events []byte
+	if r.spec.Length > 0 {
+		events = AppendConversation(nil, Thread, r.spec.Length, time.Now())
+	}
+	agents, err := drive.NewAgents(r.dir, r.spec.Agents, r.model.URL)
+	if err != nil {
+		return err
+	}
+	if events != nil {
+		for _, a := range agents {
+			if err := writeConversation(a.Home, Thread, events); err != nil {
+				return err
+			}
+		}
+	}
+	r.agents = agents
+	return nil
+}
