@@ -67,16 +67,14 @@ func (r *Result) writeCase(ew io.Writer, c *Case) {
 	if c.Processes < c.Agents {
 		share = " (an agent's share)"
 	}
-	for _, l := range []string{
-		"fresh RSS: resident memory once listening, before any message" + share,
-		"idle RSS, PSS: resident, proportional memory after the warm-up, once collected" + share,
-		"idle CPU: CPU time per second over the quiet window after it" + share,
+	writeLegend(ew,
+		"fresh RSS: resident memory once listening, before any message"+share,
+		"idle RSS, PSS: resident, proportional memory after the warm-up, once collected"+share,
+		"idle CPU: CPU time per second over the quiet window after it"+share,
 		"CPU/msg: the process's CPU clock over the measured messages, divided by them",
 		"added p50, p99: the caller's wait less the model's share (lnk_model_call_seconds)",
 		"turn: the harness's own time for a turn (lnk_turn_seconds); allocs: heap objects a message",
-	} {
-		fmt.Fprintln(ew, "  "+l)
-	}
+	)
 	m := &c.Median.PerMessage
 	writeWrapped(ew, fmt.Sprintf("per message: latency p50 %s, p99 %s; store read %s, written %s; read calls %s, write calls %s; "+
 		"disk written %s; heap %s; model %.2f requests of %s (largest %s); %.0f goroutines idle",
@@ -128,15 +126,13 @@ func (r *Result) writeMarginal(ew io.Writer) {
 		}
 	}
 	tw.Flush()
-	for _, l := range []string{
+	writeLegend(ew,
 		"RSS, PSS, anon/agent: the slope of the processes' memory against the count of agents",
 		"process RSS: that line at no agent, the process itself (none from one count of agents)",
 		"awake, fresh: every agent listening, before any message (no collection can be asked then)",
 		"awake, after: each agent answered the warm-up, and the process collected (--idle-free)",
 		"asleep: every agent asleep ([serve] sleep_after), once the process said it gave memory back",
-	} {
-		fmt.Fprintln(ew, "  "+l)
-	}
+	)
 	for _, m := range r.Marginal {
 		s := fmt.Sprintf("%s: one more message %s CPU (over %s); idle CPU awake %s", m.Layout, secs(m.CPUPerMessage),
 			Plural(m.Messages, "message"), cpuAt(m.Agents, m.IdleCPU))
@@ -198,6 +194,14 @@ func writeProfile(ew io.Writer, p *profile.Summary) {
 	fmt.Fprintln(ew, "cumulative:")
 	for _, f := range p.Cum {
 		fmt.Fprintf(ew, "  %6s  %s\n", percent(f.Share), clip(f.Name, Width-10))
+	}
+}
+
+// writeLegend writes the lines that tell a table's columns, indented
+// beneath it.
+func writeLegend(w io.Writer, lines ...string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
 	}
 }
 
@@ -404,14 +408,12 @@ func (r *Result) writePeers(w io.Writer) {
 			orNone(a.PerMessage.PeakRSS, bytesStr), secs(a.PerMessage.Latency.P50), bytesStr(p.Case.Model.RequestBytes))
 	}
 	tw.Flush()
-	for _, l := range []string{
+	writeLegend(w,
 		"+1 shared: one more agent in one process (the slopes above); alone: one agent, its process",
 		"idle RSS, PSS: a peer's interactive program's process tree, settled",
 		"CPU/msg: a peer's command's, its descendants' included; floor: as a multiple of the floor's",
 		"peak RSS: the largest command's; p50: the caller's wait; request: the model request's mean body",
-	} {
-		fmt.Fprintln(w, "  "+l)
-	}
+	)
 	for _, p := range r.Peers {
 		switch {
 		case p.NotRun != "":
