@@ -40,13 +40,7 @@ func TestAgreesWithProcfs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	program := os.Getenv("LNK_MEASURE_HARNESS")
-	if program == "" {
-		var err error
-		if program, err = drive.BuildHarness(ctx, t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	program := harnessProgram(ctx, t)
 	type key struct {
 		c     int
 		phase Phase
@@ -132,6 +126,20 @@ func TestAgreesWithProcfs(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", b.String())
+}
+
+// harnessProgram is the harness a long measurement runs:
+// LNK_MEASURE_HARNESS, or else the one built from this tree.
+func harnessProgram(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	if program := os.Getenv("LNK_MEASURE_HARNESS"); program != "" {
+		return program
+	}
+	program, err := drive.BuildHarness(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return program
 }
 
 // ownCount is what the test reads of a process itself: resident bytes

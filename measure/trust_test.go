@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // TestTrustFigures runs the same measurement three times and checks the
@@ -23,13 +21,7 @@ func TestTrustFigures(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
-	program := os.Getenv("LNK_MEASURE_HARNESS")
-	if program == "" {
-		var err error
-		if program, err = drive.BuildHarness(ctx, t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	program := harnessProgram(ctx, t)
 	var mem, cpu []float64
 	for i := range 3 {
 		res, err := Run(ctx, TrustConfig(program))
