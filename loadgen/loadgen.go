@@ -114,40 +114,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.MaxTime)
 	defer cancel()
-	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-loadgen-")
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	program, _, err := drive.FindHarness(ctx, cfg.Program, tmp)
+	rg, err := newRig(ctx, cfg.Dir, "lnk-loadgen-", cfg.Program, cfg.Script, cfg.ToolShare > 0, cfg.Agents+cfg.Churn)
 	if err != nil {
 		return nil, err
 	}
+	defer rg.close()
 	res := &Result{
-		Program: program, Agents: cfg.Agents, Conversations: cfg.Conversations, PerConversation: cfg.Messages,
+		Program: rg.found, Agents: cfg.Agents, Conversations: cfg.Conversations, PerConversation: cfg.Messages,
 		Concurrency: cfg.Concurrency, CPUs: numCPU(), ToolShare: cfg.ToolShare,
 	}
-
-	script := cfg.Script
-	var tools *toolServers
-	if cfg.ToolShare > 0 {
-		if tools, program, script, err = serveTools(tmp, program, script); err != nil {
-			return nil, err
-		}
-		defer tools.close()
-	}
-	m, err := startModel(script)
-	if err != nil {
-		return nil, err
-	}
-	defer m.close()
-
-	all, err := drive.NewAgents(tmp, cfg.Agents+cfg.Churn, m.url)
-	if err != nil {
-		return nil, err
-	}
-	agents, extra := all[:cfg.Agents], all[cfg.Agents:]
-	unit, err := startHarness(ctx, program, agents, cfg.say)
+	agents, extra := rg.agents[:cfg.Agents], rg.agents[cfg.Agents:]
+	unit, err := startHarness(ctx, rg.program, agents, cfg.say)
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := res.load(ctx, &cfg, unit, agents, m, ch); err != nil {
+	if err := res.load(ctx, &cfg, unit, agents, rg.model, ch); err != nil {
 		return nil, err
 	}
-	if tools != nil {
-		res.fillTools(tools)
+	if rg.tools != nil {
+		res.fillTools(rg.tools)
 	}
 	if cfg.Metrics != nil {
 		if err := writeMetrics(ctx, unit, cfg.Metrics); err != nil {
