@@ -20,10 +20,8 @@ import (
 // conversations each, under load, on loopback.
 func cmdLoadgen(args []string) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk loadgen [flags]\n\nServes many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk loadgen [flags]",
+		"Serves many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.")
 	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
 	agents := fs.Int("agents", 100, "agents in the one process")
 	convs := fs.Int("conversations", 10, "conversations per agent")

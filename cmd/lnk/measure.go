@@ -23,10 +23,8 @@ import (
 // model.
 func cmdMeasure(args []string) error {
 	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk measure [flags]\n\nStarts the harness on temporary homes against the scripted model, sends each agent its\nmessages, and prints what each agent cost, idle and per message.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk measure [flags]",
+		"Starts the harness on temporary homes against the scripted model, sends each agent its\nmessages, and prints what each agent cost, idle and per message.")
 	cfg := measure.Config{Progress: os.Stderr}
 	fs.StringVar(&cfg.Program, "harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
 	agents := fs.String("agents", "3", "agents: a count, or counts separated by commas")

@@ -15,10 +15,8 @@ import (
 // given.
 func cmdScriptedModel(args []string) error {
 	fs := flag.NewFlagSet("scripted-model", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk scripted-model [--listen ADDR] [--script FILE]\n\nServes the scripted model: Anthropic's and OpenAI's wire formats, answering as the script\nsays (default: \"ok: \" and a digest of each message, at once).\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk scripted-model [--listen ADDR] [--script FILE]",
+		"Serves the scripted model: Anthropic's and OpenAI's wire formats, answering as the script\nsays (default: \"ok: \" and a digest of each message, at once).")
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	scriptFile := fs.String("script", "", "the script, a TOML file")
 	if err := cli.Parse(fs, args); err != nil {
