@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
 	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
 )
@@ -136,21 +136,7 @@ func BenchmarkMessageCPUWindow(b *testing.B) {
 // messageCPUWindow measures program over b.N messages in a conversation
 // whose window holds window messages first.
 func messageCPUWindow(b *testing.B, program string, window int) {
-	s := serveWindow(b, program, window)
-	start, err := proc.Read(s.unit.PID(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		s.send(s.warmed + i)
-	}
-	b.StopTimer()
-	end, err := proc.Read(s.unit.PID(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(proc.CPUSeconds(start, end)*1e3/float64(b.N), "cpu-ms/msg")
+	sendMeasured(b, serveWindow(b, program, window))
 }
 
 // writeWindow writes n events of the conversation thread of the agent at
@@ -282,6 +268,13 @@ func serveWindow(b *testing.B, program string, window int) *served {
 func messageCPU(b *testing.B, program string) {
 	s := serve(b, program)
 	b.ReportAllocs()
+	sendMeasured(b, s)
+	b.ReportMetric(float64(s.model.accepted.Load()), "model-dials")
+}
+
+// sendMeasured sends s b.N messages after its warm-up, the benchmark's
+// timer running, and reports the server process's CPU time a message.
+func sendMeasured(b *testing.B, s *served) {
 	start, err := proc.Read(s.unit.PID(), false)
 	if err != nil {
 		b.Fatal(err)
@@ -296,7 +289,6 @@ func messageCPU(b *testing.B, program string) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(proc.CPUSeconds(start, end)*1e3/float64(b.N), "cpu-ms/msg")
-	b.ReportMetric(float64(s.model.accepted.Load()), "model-dials")
 }
 
 // BenchmarkMessageSyscalls counts a server's system calls per message with

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // Churn is what joining and leaving did to the load (Config.Churn): the

@@ -46,4 +46,14 @@
 //
 // Every loop is bounded: the messages by their count, the run by MaxTime
 // and each message by Timeout; memory samples by maxSamples.
+//
+// # Packages
+//
+// Beneath loadgen are the parts of a harness under load, which `lnk
+// measure` uses too: the scripted model (loadgen/scripted), the built-in
+// tool servers (loadgen/memory, loadgen/files), starting a harness and
+// sending it messages (loadgen/drive), sampling its process from /proc
+// (loadgen/proc), summarizing its CPU profiles (loadgen/profile) and the
+// quantiles (loadgen/stats). None of them, and not loadgen, imports
+// measure: measure stands on them, never the other way.
 package loadgen

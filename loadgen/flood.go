@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
 )
 
 // FloodConfig is a flood: many messages at once to one agent of a process
@@ -90,24 +89,12 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-flood-")
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	program, _, err := drive.FindHarness(ctx, cfg.Program, tmp)
+	r, err := newRig(ctx, cfg.Dir, "lnk-flood-", cfg.Program, script, false, 1)
 	if err != nil {
 		return nil, err
 	}
-	m, err := startModel(script)
-	if err != nil {
-		return nil, err
-	}
-	defer m.close()
-	agents, err := makeAgents(tmp, 1, m.url)
-	if err != nil {
-		return nil, err
-	}
+	defer r.close()
+	agents, program := r.agents, r.program
 	a := agents[0]
 	say("starting %s with --max-turns %d", program, cfg.MaxTurns)
 	unit, err := (&drive.Link{Program: program, MaxTurns: cfg.MaxTurns}).Start(ctx, agents)

@@ -2,9 +2,7 @@ package loadgen
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,10 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
+	"lnk.dev/linkharness/loadgen/profile"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
-	"lnk.dev/linkharness/measure/profile"
 )
 
 // DefaultScript is the scripted model's script when Config has none: a
@@ -116,40 +114,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.MaxTime)
 	defer cancel()
-	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-loadgen-")
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	program, _, err := drive.FindHarness(ctx, cfg.Program, tmp)
+	rg, err := newRig(ctx, cfg.Dir, "lnk-loadgen-", cfg.Program, cfg.Script, cfg.ToolShare > 0, cfg.Agents+cfg.Churn)
 	if err != nil {
 		return nil, err
 	}
+	defer rg.close()
 	res := &Result{
-		Program: program, Agents: cfg.Agents, Conversations: cfg.Conversations, PerConversation: cfg.Messages,
+		Program: rg.found, Agents: cfg.Agents, Conversations: cfg.Conversations, PerConversation: cfg.Messages,
 		Concurrency: cfg.Concurrency, CPUs: numCPU(), ToolShare: cfg.ToolShare,
 	}
-
-	script := cfg.Script
-	var tools *toolServers
-	if cfg.ToolShare > 0 {
-		if tools, program, script, err = serveTools(tmp, program, script); err != nil {
-			return nil, err
-		}
-		defer tools.close()
-	}
-	m, err := startModel(script)
-	if err != nil {
-		return nil, err
-	}
-	defer m.close()
-
-	all, err := makeAgents(tmp, cfg.Agents+cfg.Churn, m.url)
-	if err != nil {
-		return nil, err
-	}
-	agents, extra := all[:cfg.Agents], all[cfg.Agents:]
-	unit, err := startHarness(ctx, program, agents, cfg.say)
+	agents, extra := rg.agents[:cfg.Agents], rg.agents[cfg.Agents:]
+	unit, err := startHarness(ctx, rg.program, agents, cfg.say)
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := res.load(ctx, &cfg, unit, agents, m, ch); err != nil {
+	if err := res.load(ctx, &cfg, unit, agents, rg.model, ch); err != nil {
 		return nil, err
 	}
-	if tools != nil {
-		res.fillTools(tools)
+	if rg.tools != nil {
+		res.fillTools(rg.tools)
 	}
 	if cfg.Metrics != nil {
 		if err := writeMetrics(ctx, unit, cfg.Metrics); err != nil {
@@ -318,38 +293,6 @@ func writeMetrics(ctx context.Context, unit drive.Unit, w io.Writer) error {
 	}
 	_, err = w.Write(page)
 	return err
-}
-
-// makeAgents makes n agents' homes and key files under dir.
-func makeAgents(dir string, n int, model string) ([]drive.Agent, error) {
-	var out []drive.Agent
-	for i := range n {
-		name := fmt.Sprintf("agent-%d", i+1)
-		a := drive.Agent{
-			Name:    name,
-			Home:    filepath.Join(dir, "agents", name),
-			KeyFile: filepath.Join(dir, "keys", name+".key"),
-			Scratch: filepath.Join(dir, "run", name),
-			Model:   model,
-			Key:     newKey(),
-		}
-		for _, d := range []string{a.Home, a.Scratch, filepath.Dir(a.KeyFile)} {
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				return nil, fmt.Errorf("loadgen: %w", err)
-			}
-		}
-		if err := os.WriteFile(a.KeyFile, []byte(a.Key+"\n"), 0o600); err != nil {
-			return nil, fmt.Errorf("loadgen: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func newKey() string {
-	var b [24]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // message is one message's outcome.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 func TestLastToken(t *testing.T) {
@@ -158,18 +158,32 @@ func harness(t *testing.T) string {
 	return program
 }
 
-// TestRun loads the real harness, built from this tree: 4 agents, 3
-// conversations each, 4 messages each.
-func TestRun(t *testing.T) {
-	program := harness(t)
+// load runs cfg on the real harness, built from this tree, in a folder of
+// the test's, and fails the test if the run fails. The result's table is
+// logged once the test ends.
+func load(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	cfg.Program, cfg.Dir = harness(t), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	prof := t.TempDir() + "/cpu.pb.gz"
-	res, err := Run(ctx, Config{Program: program, Agents: 4, Conversations: 3, Messages: 4, Concurrency: 5,
-		SampleEvery: 50 * time.Millisecond, Settle: 100 * time.Millisecond, Profile: prof, Dir: t.TempDir()})
+	res, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		var b strings.Builder
+		res.WriteTable(&b)
+		t.Logf("\n%s", b.String())
+	})
+	return res
+}
+
+// TestRun loads the real harness, built from this tree: 4 agents, 3
+// conversations each, 4 messages each.
+func TestRun(t *testing.T) {
+	prof := t.TempDir() + "/cpu.pb.gz"
+	res := load(t, Config{Agents: 4, Conversations: 3, Messages: 4, Concurrency: 5,
+		SampleEvery: 50 * time.Millisecond, Settle: 100 * time.Millisecond, Profile: prof})
 	if res.Messages != 48 || res.Errors != 0 {
 		t.Fatalf("%d answered, %d errors (%s); want 48, 0", res.Messages, res.Errors, res.FirstError)
 	}
@@ -185,9 +199,6 @@ func TestRun(t *testing.T) {
 	if res.Settled == nil || res.Settled.RSS == 0 || res.SettleSeconds != 0.1 {
 		t.Errorf("settled %+v after %v s, want the idle harness's memory after 0.1 s", res.Settled, res.SettleSeconds)
 	}
-	var b strings.Builder
-	res.WriteTable(&b)
-	t.Logf("\n%s", b.String())
 }
 
 // TestRunTools sends half of 24 messages through the tool servers: 3
@@ -195,14 +206,8 @@ func TestRun(t *testing.T) {
 // answered every call the scripted model made, and every answer to a
 // message asking for a tool be the one after its result.
 func TestRunTools(t *testing.T) {
-	program := harness(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := Run(ctx, Config{Program: program, Agents: 3, Conversations: 2, Messages: 4, Concurrency: 4,
-		ToolShare: 0.5, SampleEvery: 50 * time.Millisecond, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := load(t, Config{Agents: 3, Conversations: 2, Messages: 4, Concurrency: 4,
+		ToolShare: 0.5, SampleEvery: 50 * time.Millisecond})
 	if res.Messages != 24 || res.Errors != 0 {
 		t.Fatalf("%d answered, %d errors (%s); want 24, 0", res.Messages, res.Errors, res.FirstError)
 	}
@@ -216,9 +221,6 @@ func TestRunTools(t *testing.T) {
 	if res.AddedTools == nil || res.AddedPlain == nil || res.AddedTools.P50 <= 0 || res.AddedPlain.P50 <= 0 {
 		t.Errorf("added: with tools %+v, without %+v", res.AddedTools, res.AddedPlain)
 	}
-	var b strings.Builder
-	res.WriteTable(&b)
-	t.Logf("\n%s", b.String())
 }
 
 // TestRunChurn has 2 of 6 agents leave and 2 join by one SIGHUP halfway
@@ -226,14 +228,8 @@ func TestRunTools(t *testing.T) {
 // answered, and each one to a leaving agent is answered or refused before
 // the harness read it (none in its logs, checked), none lost.
 func TestRunChurn(t *testing.T) {
-	program := harness(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := Run(ctx, Config{Program: program, Agents: 6, Conversations: 2, Messages: 6, Concurrency: 6,
-		Churn: 2, SampleEvery: 50 * time.Millisecond, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := load(t, Config{Agents: 6, Conversations: 2, Messages: 6, Concurrency: 6,
+		Churn: 2, SampleEvery: 50 * time.Millisecond})
 	c := res.Churn
 	if c == nil || c.Left != 2 || c.Joined != 2 || c.At < 36 {
 		t.Fatalf("churn %+v, want 2 left and 2 joined at half of 72", c)
@@ -249,7 +245,4 @@ func TestRunChurn(t *testing.T) {
 	if c.Stayed.Answered != 48 || c.Joining.Answered == 0 || c.Leaving.Answered+c.Joining.Answered != 24 {
 		t.Errorf("stayed %+v, left %+v, joined %+v: want 48 answered by those that stayed, 24 by the others", c.Stayed, c.Leaving, c.Joining)
 	}
-	var b strings.Builder
-	res.WriteTable(&b)
-	t.Logf("\n%s", b.String())
 }

@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +16,9 @@ import (
 // every model call (one a message, one more for each tool's result), every
 // tool call.
 func TestRunMetrics(t *testing.T) {
-	program := harness(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	var page bytes.Buffer
-	res, err := Run(ctx, Config{Program: program, Agents: 2, Conversations: 2, Messages: 3, Concurrency: 4,
-		ToolShare: 0.5, SampleEvery: 50 * time.Millisecond, Dir: t.TempDir(), Metrics: &page})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := load(t, Config{Agents: 2, Conversations: 2, Messages: 3, Concurrency: 4,
+		ToolShare: 0.5, SampleEvery: 50 * time.Millisecond, Metrics: &page})
 	if res.Messages != 12 || res.Errors != 0 {
 		t.Fatalf("%d answered, %d errors (%s); want 12, 0", res.Messages, res.Errors, res.FirstError)
 	}

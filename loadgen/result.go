@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"lnk.dev/linkharness/measure/proc"
-	"lnk.dev/linkharness/measure/profile"
-	"lnk.dev/linkharness/measure/stats"
+	"lnk.dev/linkharness/loadgen/proc"
+	"lnk.dev/linkharness/loadgen/profile"
+	"lnk.dev/linkharness/loadgen/stats"
 )
 
 // Result is one load run, as `lnk loadgen --json` writes it: times in

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"lnk.dev/linkharness/loadgen/drive"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/measure/drive"
 )
 
 // SoakConfig says how long to soak the harness and with what seed. Zero
@@ -78,34 +78,16 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	// The run's limit: the duration, then time for a last check.
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+5*time.Minute)
 	defer cancel()
-	tmp, err := os.MkdirTemp(cfg.Dir, "lnk-soak-")
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	program, _, err := drive.FindHarness(ctx, cfg.Program, tmp)
-	if err != nil {
-		return nil, err
-	}
 	base, err := scripted.ParseScript(DefaultScript)
 	if err != nil {
 		return nil, err
 	}
-	tools, program, script, err := serveTools(tmp, program, base)
+	rg, err := newRig(ctx, cfg.Dir, "lnk-soak-", cfg.Program, base, true, 1)
 	if err != nil {
 		return nil, err
 	}
-	defer tools.close()
-	m, err := startModel(script)
-	if err != nil {
-		return nil, err
-	}
-	defer m.close()
-	agents, err := makeAgents(tmp, 1, m.url)
-	if err != nil {
-		return nil, err
-	}
-	s := &soak{cfg: cfg, agent: agents[0], program: program, acked: map[string]ack{}, say: say,
+	defer rg.close()
+	s := &soak{cfg: cfg, agent: rg.agents[0], program: rg.program, acked: map[string]ack{}, say: say,
 		res: &SoakResult{Seed: cfg.Seed}}
 	if err := s.start(ctx); err != nil {
 		return nil, err

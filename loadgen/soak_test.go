@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 	"lnk.dev/linkharness/store/storetest"
 )
 

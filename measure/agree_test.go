@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/measure/report"
 )
 
 // TestAgreesWithProcfs runs a measurement of the real harness, one agent
@@ -39,13 +40,7 @@ func TestAgreesWithProcfs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	program := os.Getenv("LNK_MEASURE_HARNESS")
-	if program == "" {
-		var err error
-		if program, err = drive.BuildHarness(ctx, t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	program := harnessProgram(ctx, t)
 	type key struct {
 		c     int
 		phase Phase
@@ -56,7 +51,7 @@ func TestAgreesWithProcfs(t *testing.T) {
 	res, err := Run(ctx, Config{
 		Program: program,
 		Agents:  []int{1, n},
-		Layouts: []Layout{Shared},
+		Layouts: []report.Layout{report.Shared},
 		Idle:    time.Second,
 		Observe: func(o Observation) {
 			c, err := countProc(o.PID)
@@ -126,11 +121,25 @@ func TestAgreesWithProcfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, l := range strings.Split(b.String(), "\n") {
-		if w := len([]rune(l)); w > Width {
+		if w := len([]rune(l)); w > report.Width {
 			t.Errorf("line %d of the table is %d columns wide: %q", i+1, w, l)
 		}
 	}
 	t.Logf("\n%s", b.String())
+}
+
+// harnessProgram is the harness a long measurement runs:
+// LNK_MEASURE_HARNESS, or else the one built from this tree.
+func harnessProgram(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	if program := os.Getenv("LNK_MEASURE_HARNESS"); program != "" {
+		return program
+	}
+	program, err := drive.BuildHarness(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return program
 }
 
 // ownCount is what the test reads of a process itself: resident bytes

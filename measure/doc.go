@@ -60,7 +60,7 @@
 //
 // With profiles, they are merged and the top functions by flat and
 // cumulative time named, the scheduler's idle spinning left out
-// (measure/profile); the largest bottleneck is the top flat function,
+// (loadgen/profile); the largest bottleneck is the top flat function,
 // with the nearest function of Link Harness's own code beneath it.
 //
 // Cases: each length with the fewest agents, then each count of agents
@@ -69,7 +69,7 @@
 //
 // # JSON
 //
-// `lnk measure --json` writes Result, version 2 (ResultVersion). Times are
+// `lnk measure --json` writes report.Result, version 2 (report.ResultVersion). Times are
 // seconds, sizes bytes, shares 0 to 1:
 //
 //	{"version": 2, "harness": "link", "program": "/…/lnk-link-harness",
@@ -103,47 +103,45 @@
 // # Other harnesses
 //
 // A harness is reached through drive.Harness and drive.Unit: drive.Link is
-// Link Harness over HTTP; Command drives another harness by one command per message
-// (`claude -p TEXT`, then `claude -p --continue TEXT`), each agent with its
-// own HOME holding the harness's settings pointed at the scripted model.
-// Peer knows Claude Code, Codex, opencode and pi, installed as
-// BENCHMARKS.md's "Peers" says, and crush (`crush run -q`, then
-// with --continue), which it builds with the go command when it is not
-// found. Peer finds what a peer lacks before anything runs (git, node, the
-// program, a working --version) and says how to get it (ErrPeerMissing);
-// such a peer, or one whose run fails, is told as not run, with why
-// (Config.NotRun, PeerResult.NotRun). Config.Peers are measured in the
-// same run as Link Harness, against the same scripted model, PeerMessages
-// messages each (5 by default, after one warm-up; the floor as many as
-// Link Harness's cases): per message the command's CPU (wait4's,
-// descendants included) and peak resident memory; idle, the interactive
-// program started in a terminal of its own, its process tree sampled
-// after it settles.
+// Link Harness over HTTP; peer.Command drives another harness by one
+// command per message (measure/peer says which it knows and how it finds
+// them). A peer that cannot run here, or one whose run fails, is told as
+// not run, with why (Config.NotRun, report.PeerResult.NotRun).
+// Config.Peers are measured in the same run as Link Harness, against the
+// same scripted model, PeerMessages messages each (5 by default, after one
+// warm-up; the floor as many as Link Harness's cases): per message the
+// command's CPU (wait4's, descendants included) and peak resident memory;
+// idle, the interactive program started in a terminal of its own, its
+// process tree sampled after it settles.
 //
 // # Layouts
 //
-// Each count of agents runs as one process per agent (Each) and, with
-// --layout each,shared, as one process serving every agent of the case
-// (Shared, `serve --agents FILE`, each agent on its own port). Marginal
-// reads, per layout, what one more idle agent adds (the slope of the
-// processes' summed memory against the count of agents: awake fresh and
-// after the warm-up; asleep fresh and after work, where agents sleep), the
-// idle CPU at each count, and what one more message costs (all the
-// processes' CPU over all the messages): the figures to compare with a
-// harness that runs a process per agent.
+// Each count of agents runs as one process per agent (report.Each) and,
+// with --layout each,shared, as one process serving every agent of the
+// case (report.Shared, `serve --agents FILE`, each agent on its own port).
+// report.Marginal reads, per layout, what one more idle agent adds (the
+// slope of the processes' summed memory against the count of agents:
+// awake fresh and after the warm-up; asleep fresh and after work, where
+// agents sleep), the idle CPU at each count, and what one more message
+// costs (all the processes' CPU over all the messages): the figures to
+// compare with a harness that runs a process per agent.
 //
 // # Report
 //
-// WriteTable writes at most 100 columns, each table's columns told in a
-// line each beneath it. WriteReport writes report.md with two SVG plots
-// (memory against the count of agents, cost per message against the
-// window), result.json and result.txt.
+// report.Result's WriteTable writes at most 100 columns, each table's
+// columns told in a line each beneath it. WriteReport writes report.md
+// with two SVG plots (measure/plot): memory against the count of agents,
+// cost per message against the window; then result.json and result.txt.
 //
 // # Packages
 //
-// The parts `lnk loadgen` shares live beneath: measure/drive starts a
-// harness and sends it messages, measure/proc samples a process from
-// /proc, measure/profile summarizes CPU profiles, measure/stats holds the
-// quantiles. None of them imports measure, and measure imports no part of
-// loadgen but its scripted model.
+// measure is Run and the steps of a case; beneath it are the other
+// harnesses it measures (measure/peer), what a run found and how it is
+// told (measure/report), and the plots of the report (measure/plot).
+//
+// What measure shares with `lnk loadgen` lives beneath loadgen, which
+// imports nothing of measure: loadgen/drive starts a harness and sends it
+// messages, loadgen/proc samples a process from /proc, loadgen/profile
+// summarizes CPU profiles, loadgen/stats holds the quantiles, and
+// loadgen/scripted is the model both answer with.
 package measure

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // TestRunLinkHarness measures the real harness, built from this tree: one

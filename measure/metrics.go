@@ -1,6 +1,6 @@
 package measure
 
-import "lnk.dev/linkharness/measure/drive"
+import "lnk.dev/linkharness/loadgen/drive"
 
 // Harness metrics measure reads, by name, as /metrics gives them (API.md,
 // "Metrics").

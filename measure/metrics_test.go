@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 func TestAgentCounters(t *testing.T) {

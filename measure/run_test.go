@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/measure/peer"
+	"lnk.dev/linkharness/measure/report"
 )
 
 // fakeHarness serves agents inside the test's own process, so Run's
@@ -207,62 +208,25 @@ func TestConfigBounds(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	got := fmt.Sprint(plan([]int{0, 1000, 100000}, []int{1, 10, 100}, []Layout{Each}, 1))
+	got := fmt.Sprint(plan([]int{0, 1000, 100000}, []int{1, 10, 100}, []report.Layout{report.Each}, 1))
 	if want := "[{0 1 1 each} {1000 1 1 each} {100000 1 1 each} {0 10 1 each} {0 100 1 each}]"; got != want {
 		t.Errorf("plan %s, want %s", got, want)
 	}
-	if got := fmt.Sprint(plan([]int{0}, []int{3}, []Layout{Each}, 1)); got != "[{0 3 1 each}]" {
+	if got := fmt.Sprint(plan([]int{0}, []int{3}, []report.Layout{report.Each}, 1)); got != "[{0 3 1 each}]" {
 		t.Errorf("quick plan %s", got)
 	}
 	// Both layouts: one agent in each, the shared one from an agents file
 	// as its many are; the lengths in the first layout.
-	got = fmt.Sprint(plan([]int{0, 1000}, []int{1, 10, 100}, []Layout{Each, Shared}, 1))
+	got = fmt.Sprint(plan([]int{0, 1000}, []int{1, 10, 100}, []report.Layout{report.Each, report.Shared}, 1))
 	if want := "[{0 1 1 each} {1000 1 1 each} {0 10 1 each} {0 100 1 each} {0 1 1 shared} {0 10 10 shared} {0 100 100 shared}]"; got != want {
 		t.Errorf("plan %s, want %s", got, want)
-	}
-}
-
-func TestLine(t *testing.T) {
-	slope, base := line([]float64{1, 10, 100}, []float64{10.5, 15, 60})
-	if math.Abs(slope-0.5) > 1e-9 || math.Abs(base-10) > 1e-9 {
-		t.Errorf("slope %v base %v, want 0.5 10", slope, base)
-	}
-	if slope, base := line([]float64{4}, []float64{8}); slope != 2 || base != 0 {
-		t.Errorf("one point: slope %v base %v, want 2 0", slope, base)
-	}
-}
-
-func TestMarginals(t *testing.T) {
-	c := func(agents int, layout Layout, rss, cpu float64, msgs int) Case {
-		return Case{Agents: agents, Layout: layout, Messages: msgs, Total: Total{IdleMemory: Memory{RSS: rss}, CPUPerMessage: cpu}}
-	}
-	cases := []Case{
-		c(1, Each, 10e6, 0.002, 10),
-		c(10, Each, 100e6, 0.002, 100),
-		c(10, Shared, 11e6, 0.001, 100),
-		c(100, Shared, 20e6, 0.001, 1000),
-		{Length: 1000, Agents: 1, Layout: Each, Messages: 10},
-	}
-	ms := marginals(cases, []Layout{Each, Shared})
-	if len(ms) != 2 {
-		t.Fatalf("marginals %+v", ms)
-	}
-	if e := ms[0]; fmt.Sprint(e.Agents) != "[1 10]" || math.Abs(e.IdleMemoryPerAgent.RSS-10e6) > 1 || e.Messages != 110 {
-		t.Errorf("each: %+v", e)
-	}
-	s := ms[1]
-	if fmt.Sprint(s.Agents) != "[1 10 100]" || s.Messages != 1110 || s.IdleMemoryPerAgent.RSS <= 0 || s.IdleMemoryPerAgent.RSS > 0.2e6 {
-		t.Errorf("shared: %+v", s)
-	}
-	if want := (0.002*10 + 0.001*1100) / 1110; math.Abs(s.CPUPerMessage-want) > 1e-12 {
-		t.Errorf("shared CPU per message %v, want %v", s.CPUPerMessage, want)
 	}
 }
 
 // TestCommandHarness runs a command per message (sh, standing for a peer):
 // its CPU is counted from the commands, its idle program's tree sampled.
 func TestCommandHarness(t *testing.T) {
-	h := &Command{
+	h := &peer.Command{
 		Label: "sh",
 		First: []string{"sh", "-c", `test "$PEER" = "http://$MODEL" && echo "first: $1"`, "sh", "{text}"},
 		Next:  []string{"sh", "-c", `cat "$HOME/peer.conf" >/dev/null && echo "next: $1"`, "sh", "{text}"},

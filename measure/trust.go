@@ -1,6 +1,10 @@
 package measure
 
-import "time"
+import (
+	"time"
+
+	"lnk.dev/linkharness/measure/report"
+)
 
 // TrustConfig is the measurement of the two figures Link Harness is judged
 // by, made robust enough to reproduce within 20% from run to run on one
@@ -13,7 +17,7 @@ func TrustConfig(program string) Config {
 	return Config{
 		Program:  program,
 		Agents:   []int{1, 10, 100},
-		Layouts:  []Layout{Shared},
+		Layouts:  []report.Layout{report.Shared},
 		Messages: 20,
 		Warmup:   2,
 		Idle:     3 * time.Second,

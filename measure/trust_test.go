@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"lnk.dev/linkharness/measure/drive"
 )
 
 // TestTrustFigures runs the same measurement three times and checks the
@@ -23,13 +21,7 @@ func TestTrustFigures(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
-	program := os.Getenv("LNK_MEASURE_HARNESS")
-	if program == "" {
-		var err error
-		if program, err = drive.BuildHarness(ctx, t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	program := harnessProgram(ctx, t)
 	var mem, cpu []float64
 	for i := range 3 {
 		res, err := Run(ctx, TrustConfig(program))
@@ -39,8 +31,9 @@ func TestTrustFigures(t *testing.T) {
 		m := res.Marginal[0]
 		var b strings.Builder
 		res.WriteTable(&b)
-		t.Logf("run %d: one more idle agent %s RSS (%s PSS), one more message %s CPU, over %d messages\n%s",
-			i+1, bytesStr(m.IdleMemoryPerAgent.RSS), bytesStr(m.IdleMemoryPerAgent.PSS), secs(m.CPUPerMessage), m.Messages, tail([]byte(b.String()), 1500))
+		table := strings.TrimSpace(b.String())
+		t.Logf("run %d: one more idle agent %.1f kB RSS (%.1f kB PSS), one more message %.0f µs CPU, over %d messages\n%s",
+			i+1, m.IdleMemoryPerAgent.RSS/1e3, m.IdleMemoryPerAgent.PSS/1e3, m.CPUPerMessage*1e6, m.Messages, table[max(0, len(table)-1500):])
 		mem = append(mem, m.IdleMemoryPerAgent.RSS)
 		cpu = append(cpu, m.CPUPerMessage)
 	}

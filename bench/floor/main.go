@@ -7,7 +7,7 @@
 // fdatasync, and answers. Its files stay open between messages.
 //
 // It speaks enough of lnk-link-harness's command line and HTTP API for
-// measure/drive.Link to drive it:
+// loadgen/drive.Link to drive it:
 //
 //	floor serve --home DIR --listen ADDR --key-file FILE
 //

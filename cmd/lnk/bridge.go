@@ -18,10 +18,8 @@ import (
 // It serves until SIGINT or SIGTERM, then lets the calls under way finish.
 func cmdStoreBridge(args []string) error {
 	fs := flag.NewFlagSet("store-bridge", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk store-bridge --home DIR --driver NAME --key-file F [--listen ADDR]\n\nAnswers POST /store/v1/{method} with the driver lnk-NAME run for the agent's home.\nThe harness finds it through LNK_STORE_BRIDGE (this address, as http://host:port)\nand LNK_STORE_BRIDGE_KEY_FILE (the same key).\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk store-bridge --home DIR --driver NAME --key-file F [--listen ADDR]",
+		"Answers POST /store/v1/{method} with the driver lnk-NAME run for the agent's home.\nThe harness finds it through LNK_STORE_BRIDGE (this address, as http://host:port)\nand LNK_STORE_BRIDGE_KEY_FILE (the same key).")
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	home := fs.String("home", "", "the agent's home, handed to the driver")
 	name := fs.String("driver", "", "the driver: the program lnk-NAME")

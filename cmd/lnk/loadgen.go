@@ -14,17 +14,14 @@ import (
 
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen"
-	"lnk.dev/linkharness/loadgen/scripted"
 )
 
 // cmdLoadgen is `lnk loadgen`: many agents in one harness process, many
 // conversations each, under load, on loopback.
 func cmdLoadgen(args []string) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk loadgen [flags]\n\nServes many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk loadgen [flags]",
+		"Serves many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.")
 	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
 	agents := fs.Int("agents", 100, "agents in the one process")
 	convs := fs.Int("conversations", 10, "conversations per agent")
@@ -63,14 +60,9 @@ func cmdLoadgen(args []string) error {
 	if *quiet {
 		cfg.Progress = nil
 	}
-	if *script != "" {
-		b, err := os.ReadFile(*script)
-		if err != nil {
-			return fmt.Errorf("loadgen: --script: %w", err)
-		}
-		if cfg.Script, err = scripted.ParseScript(b); err != nil {
-			return fmt.Errorf("loadgen: --script %s: %w", *script, err)
-		}
+	var err error
+	if cfg.Script, err = readScript("loadgen", *script); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -122,14 +114,9 @@ func runFlood(cfg loadgen.FloodConfig, script string, quiet, jsonOut bool) error
 	if !quiet {
 		cfg.Progress = os.Stderr
 	}
-	if script != "" {
-		b, err := os.ReadFile(script)
-		if err != nil {
-			return fmt.Errorf("loadgen: --script: %w", err)
-		}
-		if cfg.Script, err = scripted.ParseScript(b); err != nil {
-			return fmt.Errorf("loadgen: --script %s: %w", script, err)
-		}
+	var err error
+	if cfg.Script, err = readScript("loadgen", script); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -15,10 +15,8 @@ import (
 // given.
 func cmdScriptedModel(args []string) error {
 	fs := flag.NewFlagSet("scripted-model", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk scripted-model [--listen ADDR] [--script FILE]\n\nServes the scripted model: Anthropic's and OpenAI's wire formats, answering as the script\nsays (default: \"ok: \" and a digest of each message, at once).\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk scripted-model [--listen ADDR] [--script FILE]",
+		"Serves the scripted model: Anthropic's and OpenAI's wire formats, answering as the script\nsays (default: \"ok: \" and a digest of each message, at once).")
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	scriptFile := fs.String("script", "", "the script, a TOML file")
 	if err := cli.Parse(fs, args); err != nil {
@@ -39,4 +37,21 @@ func cmdScriptedModel(args []string) error {
 	}
 
 	return serveUntilSignal("scripted-model", *listen, scripted.New(script), nil, 10*time.Second, nil)
+}
+
+// readScript reads and parses the scripted model's script at path for
+// the command cmd, or returns nil (the default script) when path is "".
+func readScript(cmd, path string) (*scripted.Script, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --script: %w", cmd, err)
+	}
+	s, err := scripted.ParseScript(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --script %s: %w", cmd, path, err)
+	}
+	return s, nil
 }

@@ -21,10 +21,8 @@ import (
 // at /sse, serving until SIGINT or SIGTERM.
 func cmdToolServer(args []string) error {
 	fs := flag.NewFlagSet("tool-server", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk tool-server memory|file [--listen ADDR] --home DIR\n\nServes a built-in tool server over the agent's home: streamable HTTP at /mcp,\nHTTP+SSE at /sse. Point LNK_MEMORY or LNK_FILE at it.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	usageOf(fs, "lnk tool-server memory|file [--listen ADDR] --home DIR",
+		"Serves a built-in tool server over the agent's home: streamable HTTP at /mcp,\nHTTP+SSE at /sse. Point LNK_MEMORY or LNK_FILE at it.")
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
 	homeDir := fs.String("home", "", "the agent's home folder")
 	if len(args) == 1 && isHelp(args[0]) {

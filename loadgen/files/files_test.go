@@ -1,14 +1,12 @@
 package files
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
+	"lnk.dev/linkharness/loadgen/internal/mcptest"
 )
 
 // start is the file server over a new agent's home, and a client of it.
@@ -19,38 +17,11 @@ func start(t *testing.T) (string, func(name string, args map[string]any) (string
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	c.Start(ctx)
-	t.Cleanup(func() { c.Close() })
-	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	res, err := c.Initialize(ctx, init)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, res := mcptest.Start(t, s)
 	if res.Instructions != Instructions {
 		t.Errorf("instructions %q", res.Instructions)
 	}
-	return dir, func(name string, args map[string]any) (string, bool) {
-		t.Helper()
-		var req mcp.CallToolRequest
-		req.Params.Name, req.Params.Arguments = name, args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		for _, p := range res.Content {
-			if tc, ok := p.(mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
-	}
+	return dir, c.Call
 }
 
 // Write makes the folders and writes the file whole; read gives it back;

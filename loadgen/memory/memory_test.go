@@ -1,50 +1,21 @@
 package memory
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
+	"lnk.dev/linkharness/loadgen/internal/mcptest"
 )
-
-func call(t *testing.T, c *client.Client, name string, args map[string]any) (string, bool) {
-	t.Helper()
-	var req mcp.CallToolRequest
-	req.Params.Name, req.Params.Arguments = name, args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, p := range res.Content {
-		if tc, ok := p.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
-}
 
 func TestMemory(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "files"), 0o700)
 	os.WriteFile(filepath.Join(dir, "files", "plan.md"), []byte("buy TEA on friday\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "secret.key"), []byte("tea"), 0o600)
-	c, err := client.NewInProcessClient(New(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	c.Start(ctx)
-	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	if _, isErr := call(t, c, "remember", map[string]any{"note": "Ada likes\ntea"}); isErr {
+	c, _ := mcptest.Start(t, New(dir))
+	if _, isErr := c.Call("remember", map[string]any{"note": "Ada likes\ntea"}); isErr {
 		t.Fatal("remember refused")
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "memory", "notes.md"))
@@ -52,7 +23,7 @@ func TestMemory(t *testing.T) {
 		t.Fatalf("notes.md: %q", b)
 	}
 	for {
-		text, isErr := call(t, c, "remember", map[string]any{"note": strings.Repeat("n", 200)})
+		text, isErr := c.Call("remember", map[string]any{"note": strings.Repeat("n", 200)})
 		if isErr {
 			if !strings.Contains(text, "change or forget a note first") {
 				t.Fatalf("refusal: %s", text)
@@ -63,23 +34,23 @@ func TestMemory(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "memory", "notes.md")); len(b) > MaxNotesBytes {
 		t.Fatalf("notes.md is %d bytes", len(b))
 	}
-	if _, isErr := call(t, c, "forget", map[string]any{"note": "nnnn"}); isErr {
+	if _, isErr := c.Call("forget", map[string]any{"note": "nnnn"}); isErr {
 		t.Fatal("forget")
 	}
-	text, _ := call(t, c, "search", map[string]any{"query": "tea"})
+	text, _ := c.Call("search", map[string]any{"query": "tea"})
 	if !strings.Contains(text, "memory/notes.md:3: - Ada likes tea") || !strings.Contains(text, "files/plan.md:1: buy TEA") || strings.Contains(text, "secret") {
 		t.Errorf("search: %s", text)
 	}
-	if text, isErr := call(t, c, "read", map[string]any{"path": "../secret.key"}); !isErr {
+	if text, isErr := c.Call("read", map[string]any{"path": "../secret.key"}); !isErr {
 		t.Errorf("read outside: %s", text)
 	}
-	if text, isErr := call(t, c, "read", map[string]any{"path": "secret.key"}); !isErr {
+	if text, isErr := c.Call("read", map[string]any{"path": "secret.key"}); !isErr {
 		t.Errorf("read a file not the agent's notes, files or copies: %s", text)
 	}
-	if text, _ := call(t, c, "read", map[string]any{"path": "files/plan.md"}); text != "buy TEA on friday\n" {
+	if text, _ := c.Call("read", map[string]any{"path": "files/plan.md"}); text != "buy TEA on friday\n" {
 		t.Errorf("read: %q", text)
 	}
-	if text, _ := call(t, c, "list", nil); !strings.Contains(text, "files/plan.md\t18 bytes") {
+	if text, _ := c.Call("list", nil); !strings.Contains(text, "files/plan.md\t18 bytes") {
 		t.Errorf("list: %s", text)
 	}
 }

@@ -65,4 +65,8 @@
 //
 // The server keeps the last 100 request bodies for tests: Requests, and GET
 // /_scripted/requests as JSON lines.
+//
+// Example starts one on loopback with a script of one rule and sends it a
+// request in Anthropic's format that the rule answers, and one it does
+// not.
 package scripted

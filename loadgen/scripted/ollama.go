@@ -19,31 +19,8 @@ const createdAt = `"created_at":"2026-01-01T00:00:00Z"`
 // line of its own, and a last line with done and the counts.
 func (st *stream) ollama(req *request) {
 	a := st.a
-	for _, p := range pieces(a.thinking, a.chunks) {
-		if p == "" {
-			break
-		}
-		if !st.piece() {
-			return
-		}
-		st.ollamaStart(req)
-		st.buf = append(st.buf, `"content":"","thinking":`...)
-		st.buf = event.AppendString(st.buf, p)
-		st.buf = append(st.buf, "},\"done\":false}\n"...)
-		st.flush()
-	}
-	for _, p := range pieces(a.text, a.chunks) {
-		if p == "" {
-			break
-		}
-		if !st.piece() {
-			return
-		}
-		st.ollamaStart(req)
-		st.buf = append(st.buf, `"content":`...)
-		st.buf = event.AppendString(st.buf, p)
-		st.buf = append(st.buf, "},\"done\":false}\n"...)
-		st.flush()
+	if !st.ollamaPieces(req, `"content":"","thinking":`, a.thinking) || !st.ollamaPieces(req, `"content":`, a.text) {
+		return
 	}
 	for _, c := range a.calls {
 		if !st.piece() {
@@ -63,6 +40,26 @@ func (st *stream) ollama(req *request) {
 	st.buf = appendOllamaCounts(st.buf, a.usage)
 	st.buf = append(st.buf, "}\n"...)
 	st.flush()
+}
+
+// ollamaPieces streams s a piece a line, each piece after key (the
+// message's field that carries it), and says whether the stream goes on:
+// false once a cut, a stall or the client ended it.
+func (st *stream) ollamaPieces(req *request, key, s string) bool {
+	for _, p := range pieces(s, st.a.chunks) {
+		if p == "" {
+			break
+		}
+		if !st.piece() {
+			return false
+		}
+		st.ollamaStart(req)
+		st.buf = append(st.buf, key...)
+		st.buf = event.AppendString(st.buf, p)
+		st.buf = append(st.buf, "},\"done\":false}\n"...)
+		st.flush()
+	}
+	return true
 }
 
 // ollamaStart begins a line, up to the message's fields.

@@ -115,38 +115,32 @@ func anthropicLast(msgs []*fastjson.Value) (string, bool) {
 			results = true
 		}
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i]
-		if string(m.GetStringBytes("role")) != "user" {
-			continue
-		}
-		if t := m.GetStringBytes("content"); len(t) > 0 {
-			return string(t), results
-		}
-		if t := joinText(m.GetArray("content")); t != "" {
-			return t, results
-		}
-	}
-	return "", results
+	return lastUserText(msgs), results
 }
 
 // openAILast finds the last user text and whether the last message is a
 // tool result: Chat Completions' format, and Ollama's, which is like it.
 func openAILast(msgs []*fastjson.Value) (string, bool) {
 	results := string(msgs[len(msgs)-1].GetStringBytes("role")) == "tool"
+	return lastUserText(msgs), results
+}
+
+// lastUserText is the text of the last user message that has one: its
+// content as a string, or its content array's text parts joined.
+func lastUserText(msgs []*fastjson.Value) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if string(m.GetStringBytes("role")) != "user" {
 			continue
 		}
 		if t := m.GetStringBytes("content"); len(t) > 0 {
-			return string(t), results
+			return string(t)
 		}
 		if t := joinText(m.GetArray("content")); t != "" {
-			return t, results
+			return t
 		}
 	}
-	return "", results
+	return ""
 }
 
 // joinText joins the text parts of a content array.

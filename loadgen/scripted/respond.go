@@ -148,23 +148,16 @@ func (st *stream) anthropic(req *request) {
 	st.buf = append(st.buf, a.id...)
 	st.buf = append(st.buf, `","type":"message","role":"assistant","model":`...)
 	st.buf = event.AppendString(st.buf, req.model)
-	st.buf = append(st.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	st.buf = strconv.AppendInt(st.buf, a.usage.Input, 10)
-	st.buf = append(st.buf, `,"cache_creation_input_tokens":`...)
-	st.buf = strconv.AppendInt(st.buf, a.usage.CacheWrite, 10)
-	st.buf = append(st.buf, `,"cache_read_input_tokens":`...)
-	st.buf = strconv.AppendInt(st.buf, a.usage.CacheRead, 10)
-	st.buf = append(st.buf, `,"output_tokens":1}}}`+"\n\n"...)
+	st.buf = append(st.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	st.buf = appendAnthropicUsage(st.buf, a.usage, 1)
+	st.buf = append(st.buf, "}}\n\n"...)
 	st.flush()
 
 	index := 0
 	if a.thinking != "" {
 		st.blockStart(index, `{"type":"thinking","thinking":"","signature":""}`)
-		for _, p := range pieces(a.thinking, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.delta(index, "thinking_delta", "thinking", p)
+		if !st.deltas(index, "thinking_delta", "thinking", a.thinking) {
+			return
 		}
 		st.delta(index, "signature_delta", "signature", "sig_"+a.id)
 		st.blockStop(index)
@@ -172,11 +165,8 @@ func (st *stream) anthropic(req *request) {
 	}
 	if a.text != "" {
 		st.blockStart(index, `{"type":"text","text":""}`)
-		for _, p := range pieces(a.text, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.delta(index, "text_delta", "text", p)
+		if !st.deltas(index, "text_delta", "text", a.text) {
+			return
 		}
 		st.blockStop(index)
 		index++
@@ -190,11 +180,8 @@ func (st *stream) anthropic(req *request) {
 		st.buf = append(st.buf, `","name":`...)
 		st.buf = event.AppendString(st.buf, c.name)
 		st.buf = append(st.buf, `,"input":{}}}`+"\n\n"...)
-		for _, p := range pieces(c.args, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.delta(index, "input_json_delta", "partial_json", p)
+		if !st.deltas(index, "input_json_delta", "partial_json", c.args) {
+			return
 		}
 		st.blockStop(index)
 		index++
@@ -240,6 +227,19 @@ func (st *stream) delta(index int, typ, key, s string) {
 	st.buf = event.AppendString(st.buf, s)
 	st.buf = append(st.buf, "}}\n\n"...)
 	st.flush()
+}
+
+// deltas streams s as the deltas of block index, a piece each, and says
+// whether the stream goes on: false once a cut, a stall or the client
+// ended it.
+func (st *stream) deltas(index int, typ, key, s string) bool {
+	for _, p := range pieces(s, st.a.chunks) {
+		if !st.piece() {
+			return false
+		}
+		st.delta(index, typ, key, p)
+	}
+	return true
 }
 
 func (st *stream) blockStop(index int) {
@@ -376,6 +376,7 @@ func appendOpenAIUsage(b []byte, u Usage) []byte {
 // writeWhole writes the answer in one response, not streamed. A cut or a
 // stall has no meaning here; the answer is whole.
 func writeWhole(w http.ResponseWriter, req *request, a *answer) {
+	var b []byte
 	switch req.format {
 	case ollama:
 		writeOllamaWhole(w, req, a)
@@ -383,202 +384,115 @@ func writeWhole(w http.ResponseWriter, req *request, a *answer) {
 	case responses:
 		writeResponsesWhole(w, req, a)
 		return
-	}
-	var b []byte
-	if req.format == anthropic {
-		b = append(b, `{"id":"msg_`...)
-		b = append(b, a.id...)
-		b = append(b, `","type":"message","role":"assistant","model":`...)
-		b = event.AppendString(b, req.model)
-		b = append(b, `,"content":[`...)
-		n := 0
-		if a.thinking != "" {
-			b = append(b, `{"type":"thinking","thinking":`...)
-			b = event.AppendString(b, a.thinking)
-			b = append(b, `,"signature":"sig_`...)
-			b = append(b, a.id...)
-			b = append(b, `"}`...)
-			n++
-		}
-		if a.text != "" {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"text","text":`...)
-			b = event.AppendString(b, a.text)
-			b = append(b, '}')
-			n++
-		}
-		for _, c := range a.calls {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"tool_use","id":"toolu_`...)
-			b = append(b, c.id...)
-			b = append(b, `","name":`...)
-			b = event.AppendString(b, c.name)
-			b = append(b, `,"input":`...)
-			b = append(b, c.args...)
-			b = append(b, '}')
-			n++
-		}
-		b = append(b, `],"stop_reason":"`...)
-		b = append(b, stopReason(a, "end_turn", "tool_use")...)
-		b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.Input, 10)
-		b = append(b, `,"cache_creation_input_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.CacheWrite, 10)
-		b = append(b, `,"cache_read_input_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.CacheRead, 10)
-		b = append(b, `,"output_tokens":`...)
-		b = strconv.AppendInt(b, a.usage.Output, 10)
-		b = append(b, "}}\n"...)
-	} else {
-		b = append(b, `{"id":"chatcmpl-`...)
-		b = append(b, a.id...)
-		b = append(b, `","object":"chat.completion","created":0,"model":`...)
-		b = event.AppendString(b, req.model)
-		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-		if a.text == "" && len(a.calls) > 0 {
-			b = append(b, "null"...)
-		} else {
-			b = event.AppendString(b, a.text)
-		}
-		if req.format == openRouter && a.thinking != "" {
-			b = append(b, `,"reasoning":`...)
-			b = event.AppendString(b, a.thinking)
-			b = append(b, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
-			b = event.AppendString(b, a.thinking)
-			b = append(b, `,"signature":"sig_`...)
-			b = append(b, a.id...)
-			b = append(b, `","format":"`+reasoningFormat+`","index":0}]`...)
-		}
-		if len(a.calls) > 0 {
-			b = append(b, `,"tool_calls":[`...)
-			for i, c := range a.calls {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"id":"call_`...)
-				b = append(b, c.id...)
-				b = append(b, `","type":"function","function":{"name":`...)
-				b = event.AppendString(b, c.name)
-				b = append(b, `,"arguments":`...)
-				b = event.AppendString(b, c.args)
-				b = append(b, "}}"...)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, `},"finish_reason":"`...)
-		b = append(b, stopReason(a, "stop", "tool_calls")...)
-		b = append(b, `"}],"usage":`...)
-		b = appendOpenAIUsage(b, a.usage)
-		b = append(b, "}\n"...)
+	case anthropic:
+		b = appendAnthropicWhole(b, req, a)
+	default:
+		b = appendChatWhole(b, req, a)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 }
 
-// writeTooLong refuses the prompt as too long, in each provider's words.
-func writeTooLong(w http.ResponseWriter, f format, tokens int) {
-	const window = 200000
-	tokens = max(tokens, window+1)
-	var msg string
-	switch f {
-	case anthropic:
-		msg = "prompt is too long: " + strconv.Itoa(tokens) + " tokens > " + strconv.Itoa(window) + " maximum"
-	case openAI:
-		msg = "This model's maximum context length is " + strconv.Itoa(window) + " tokens. However, your messages resulted in " +
-			strconv.Itoa(tokens) + " tokens. Please reduce the length of the messages."
-	case openRouter:
-		msg = "This endpoint's maximum context length is " + strconv.Itoa(window) + " tokens. However, you requested about " +
-			strconv.Itoa(tokens) + " tokens. Please reduce the length of either one."
-	case responses:
-		msg = "Your input exceeds the context window of this model. Please adjust your input and try again."
-	case ollama:
-		msg = "the prompt of " + strconv.Itoa(tokens) + " tokens does not fit the context window of " + strconv.Itoa(window) + " tokens"
+// appendAnthropicWhole appends the answer as one Messages API message.
+func appendAnthropicWhole(b []byte, req *request, a *answer) []byte {
+	b = append(b, `{"id":"msg_`...)
+	b = append(b, a.id...)
+	b = append(b, `","type":"message","role":"assistant","model":`...)
+	b = event.AppendString(b, req.model)
+	b = append(b, `,"content":[`...)
+	n := 0
+	if a.thinking != "" {
+		b = append(b, `{"type":"thinking","thinking":`...)
+		b = event.AppendString(b, a.thinking)
+		b = append(b, `,"signature":"sig_`...)
+		b = append(b, a.id...)
+		b = append(b, `"}`...)
+		n++
 	}
-	writeError(w, f, http.StatusBadRequest, msg, "context_length_exceeded", 0)
-}
-
-// writeError writes a provider's error body with status code; an empty msg
-// is the status's own words, errCode is OpenAI's code, if any. retryAfter,
-// in seconds, is sent when above 0.
-func writeError(w http.ResponseWriter, f format, code int, msg, errCode string, retryAfter int) {
-	if msg == "" {
-		msg = http.StatusText(code)
-		if code == 529 {
-			msg = "Overloaded"
+	if a.text != "" {
+		if n > 0 {
+			b = append(b, ',')
 		}
+		b = append(b, `{"type":"text","text":`...)
+		b = event.AppendString(b, a.text)
+		b = append(b, '}')
+		n++
 	}
-	var b []byte
-	switch f {
-	case anthropic:
-		b = append(b, `{"type":"error","error":{"type":"`...)
-		b = append(b, anthropicType(code)...)
-		b = append(b, `","message":`...)
-		b = event.AppendString(b, msg)
-		b = append(b, "}}\n"...)
-	case openAI, responses:
-		b = append(b, `{"error":{"message":`...)
-		b = event.AppendString(b, msg)
-		b = append(b, `,"type":"`...)
-		b = append(b, openAIType(code)...)
-		b = append(b, `","param":null,"code":`...)
-		if errCode != "" {
-			b = event.AppendString(b, errCode)
-		} else {
-			b = append(b, "null"...)
+	for _, c := range a.calls {
+		if n > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, "}}\n"...)
-	case openRouter:
-		b = append(b, `{"error":{"message":`...)
-		b = event.AppendString(b, msg)
-		b = append(b, `,"code":`...)
-		b = strconv.AppendInt(b, int64(code), 10)
-		b = append(b, "}}\n"...)
-	case ollama:
-		b = append(b, `{"error":`...)
-		b = event.AppendString(b, msg)
-		b = append(b, "}\n"...)
+		b = append(b, `{"type":"tool_use","id":"toolu_`...)
+		b = append(b, c.id...)
+		b = append(b, `","name":`...)
+		b = event.AppendString(b, c.name)
+		b = append(b, `,"input":`...)
+		b = append(b, c.args...)
+		b = append(b, '}')
+		n++
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfter))
-	}
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
+	b = append(b, `],"stop_reason":"`...)
+	b = append(b, stopReason(a, "end_turn", "tool_use")...)
+	b = append(b, `","stop_sequence":null,"usage":`...)
+	b = appendAnthropicUsage(b, a.usage, a.usage.Output)
+	return append(b, "}\n"...)
 }
 
-// anthropicType is the error type Anthropic sends with a status.
-func anthropicType(code int) string {
-	switch code {
-	case 400:
-		return "invalid_request_error"
-	case 401:
-		return "authentication_error"
-	case 403:
-		return "permission_error"
-	case 404:
-		return "not_found_error"
-	case 413:
-		return "request_too_large"
-	case 429:
-		return "rate_limit_error"
-	case 529:
-		return "overloaded_error"
-	}
-	return "api_error"
+// appendAnthropicUsage appends usage as the Messages API counts it, with
+// output as its output tokens (a stream's first event says 1).
+func appendAnthropicUsage(b []byte, u Usage, output int64) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, u.Input, 10)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheWrite, 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheRead, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, output, 10)
+	return append(b, '}')
 }
 
-// openAIType is the error type OpenAI sends with a status.
-func openAIType(code int) string {
-	switch {
-	case code == 429:
-		return "rate_limit_exceeded"
-	case code >= 500:
-		return "server_error"
+// appendChatWhole appends the answer as one Chat Completions response,
+// OpenAI's or OpenRouter's (with its reasoning).
+func appendChatWhole(b []byte, req *request, a *answer) []byte {
+	b = append(b, `{"id":"chatcmpl-`...)
+	b = append(b, a.id...)
+	b = append(b, `","object":"chat.completion","created":0,"model":`...)
+	b = event.AppendString(b, req.model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	if a.text == "" && len(a.calls) > 0 {
+		b = append(b, "null"...)
+	} else {
+		b = event.AppendString(b, a.text)
 	}
-	return "invalid_request_error"
+	if req.format == openRouter && a.thinking != "" {
+		b = append(b, `,"reasoning":`...)
+		b = event.AppendString(b, a.thinking)
+		b = append(b, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
+		b = event.AppendString(b, a.thinking)
+		b = append(b, `,"signature":"sig_`...)
+		b = append(b, a.id...)
+		b = append(b, `","format":"`+reasoningFormat+`","index":0}]`...)
+	}
+	if len(a.calls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range a.calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":"call_`...)
+			b = append(b, c.id...)
+			b = append(b, `","type":"function","function":{"name":`...)
+			b = event.AppendString(b, c.name)
+			b = append(b, `,"arguments":`...)
+			b = event.AppendString(b, c.args)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"finish_reason":"`...)
+	b = append(b, stopReason(a, "stop", "tool_calls")...)
+	b = append(b, `"}],"usage":`...)
+	b = appendOpenAIUsage(b, a.usage)
+	return append(b, "}\n"...)
 }

@@ -24,46 +24,20 @@ func (st *stream) responses(req *request) {
 	if a.thinking != "" {
 		id := "rs_" + a.id
 		st.itemAdded(index, `{"id":"`+id+`","type":"reasoning","summary":[]}`)
-		for _, p := range pieces(a.thinking, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.rEvent("response.reasoning_summary_text.delta")
-			st.buf = st.appendItemRef(st.buf, id, index)
-			st.buf = append(st.buf, `,"summary_index":0,"delta":`...)
-			st.buf = event.AppendString(st.buf, p)
-			st.buf = append(st.buf, "}\n\n"...)
-			st.flush()
+		if !st.itemDeltas("response.reasoning_summary_text.delta", id, index, `,"summary_index":0,"delta":`, a.thinking) {
+			return
 		}
-		item := append([]byte(nil), `{"id":"`+id+`","type":"reasoning","summary":[{"type":"summary_text","text":`...)
-		item = event.AppendString(item, a.thinking)
-		item = append(item, `}],"encrypted_content":"enc_`+a.id+`"}`...)
-		output = st.itemDone(output, index, item)
+		output = st.itemDone(output, index, appendReasoningItem(nil, a))
 		index++
 	}
 	if a.text != "" {
 		id := "msg_" + a.id
 		st.itemAdded(index, `{"id":"`+id+`","type":"message","status":"in_progress","role":"assistant","content":[]}`)
-		for _, p := range pieces(a.text, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.rEvent("response.output_text.delta")
-			st.buf = st.appendItemRef(st.buf, id, index)
-			st.buf = append(st.buf, `,"content_index":0,"delta":`...)
-			st.buf = event.AppendString(st.buf, p)
-			st.buf = append(st.buf, "}\n\n"...)
-			st.flush()
+		if !st.itemDeltas("response.output_text.delta", id, index, `,"content_index":0,"delta":`, a.text) {
+			return
 		}
-		st.rEvent("response.output_text.done")
-		st.buf = st.appendItemRef(st.buf, id, index)
-		st.buf = append(st.buf, `,"content_index":0,"text":`...)
-		st.buf = event.AppendString(st.buf, a.text)
-		st.buf = append(st.buf, "}\n\n"...)
-		item := append([]byte(nil), `{"id":"`+id+`","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":`...)
-		item = event.AppendString(item, a.text)
-		item = append(item, `,"annotations":[]}]}`...)
-		output = st.itemDone(output, index, item)
+		st.itemString("response.output_text.done", id, index, `,"content_index":0,"text":`, a.text)
+		output = st.itemDone(output, index, appendMessageItem(nil, a))
 		index++
 	}
 	for _, c := range a.calls {
@@ -72,23 +46,10 @@ func (st *stream) responses(req *request) {
 		start = event.AppendString(start, c.name)
 		start = append(start, `,"arguments":""}`...)
 		st.itemAdded(index, string(start))
-		for _, p := range pieces(c.args, a.chunks) {
-			if !st.piece() {
-				return
-			}
-			st.rEvent("response.function_call_arguments.delta")
-			st.buf = st.appendItemRef(st.buf, id, index)
-			st.buf = append(st.buf, `,"delta":`...)
-			st.buf = event.AppendString(st.buf, p)
-			st.buf = append(st.buf, "}\n\n"...)
-			st.flush()
+		if !st.itemDeltas("response.function_call_arguments.delta", id, index, `,"delta":`, c.args) {
+			return
 		}
-		item := append([]byte(nil), `{"id":"`+id+`","type":"function_call","status":"completed","call_id":"call_`+c.id+`","name":`...)
-		item = event.AppendString(item, c.name)
-		item = append(item, `,"arguments":`...)
-		item = event.AppendString(item, c.args)
-		item = append(item, '}')
-		output = st.itemDone(output, index, item)
+		output = st.itemDone(output, index, appendCallItem(nil, c))
 		index++
 	}
 	if !st.piece() {
@@ -119,30 +80,55 @@ func (st *stream) appendItemRef(b []byte, id string, index int) []byte {
 	return strconv.AppendInt(b, int64(index), 10)
 }
 
-func (st *stream) itemAdded(index int, item string) {
-	st.rEvent("response.output_item.added")
-	st.buf = append(st.buf, `,"output_index":`...)
-	st.buf = strconv.AppendInt(st.buf, int64(index), 10)
-	st.buf = append(st.buf, `,"item":`...)
-	st.buf = append(st.buf, item...)
+// itemString writes the event name of the output item id at index, s
+// its string after key (`,"delta":`). The caller flushes.
+func (st *stream) itemString(name, id string, index int, key, s string) {
+	st.rEvent(name)
+	st.buf = st.appendItemRef(st.buf, id, index)
+	st.buf = append(st.buf, key...)
+	st.buf = event.AppendString(st.buf, s)
 	st.buf = append(st.buf, "}\n\n"...)
-	st.flush()
+}
+
+// itemDeltas streams s as the events name of the output item id at index,
+// a piece each after key, and says whether the stream goes on: false once
+// a cut, a stall or the client ended it.
+func (st *stream) itemDeltas(name, id string, index int, key, s string) bool {
+	for _, p := range pieces(s, st.a.chunks) {
+		if !st.piece() {
+			return false
+		}
+		st.itemString(name, id, index, key, p)
+		st.flush()
+	}
+	return true
+}
+
+// itemAdded sends response.output_item.added.
+func (st *stream) itemAdded(index int, item string) {
+	st.itemEvent("response.output_item.added", index, []byte(item))
 }
 
 // itemDone sends response.output_item.done and returns output with the
 // item added.
 func (st *stream) itemDone(output []byte, index int, item []byte) []byte {
-	st.rEvent("response.output_item.done")
+	st.itemEvent("response.output_item.done", index, item)
+	if len(output) > 0 {
+		output = append(output, ',')
+	}
+	return append(output, item...)
+}
+
+// itemEvent sends the event name of the output item at index, the item
+// whole.
+func (st *stream) itemEvent(name string, index int, item []byte) {
+	st.rEvent(name)
 	st.buf = append(st.buf, `,"output_index":`...)
 	st.buf = strconv.AppendInt(st.buf, int64(index), 10)
 	st.buf = append(st.buf, `,"item":`...)
 	st.buf = append(st.buf, item...)
 	st.buf = append(st.buf, "}\n\n"...)
 	st.flush()
-	if len(output) > 0 {
-		output = append(output, ',')
-	}
-	return append(output, item...)
 }
 
 // appendResponse appends a Response object: its output and usage only
@@ -183,23 +169,40 @@ func writeResponsesWhole(w http.ResponseWriter, req *request, a *answer) {
 		output = append(output, item...)
 	}
 	if a.thinking != "" {
-		item := append([]byte(nil), `{"id":"rs_`+a.id+`","type":"reasoning","summary":[{"type":"summary_text","text":`...)
-		item = event.AppendString(item, a.thinking)
-		add(append(item, `}],"encrypted_content":"enc_`+a.id+`"}`...))
+		add(appendReasoningItem(nil, a))
 	}
 	if a.text != "" {
-		item := append([]byte(nil), `{"id":"msg_`+a.id+`","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":`...)
-		item = event.AppendString(item, a.text)
-		add(append(item, `,"annotations":[]}]}`...))
+		add(appendMessageItem(nil, a))
 	}
 	for _, c := range a.calls {
-		item := append([]byte(nil), `{"id":"fc_`+c.id+`","type":"function_call","status":"completed","call_id":"call_`+c.id+`","name":`...)
-		item = event.AppendString(item, c.name)
-		item = append(item, `,"arguments":`...)
-		item = event.AppendString(item, c.args)
-		add(append(item, '}'))
+		add(appendCallItem(nil, c))
 	}
 	b := appendResponse(nil, req, a, "completed", output)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// appendReasoningItem appends the answer's thinking as a completed
+// reasoning output item.
+func appendReasoningItem(b []byte, a *answer) []byte {
+	b = append(b, `{"id":"rs_`+a.id+`","type":"reasoning","summary":[{"type":"summary_text","text":`...)
+	b = event.AppendString(b, a.thinking)
+	return append(b, `}],"encrypted_content":"enc_`+a.id+`"}`...)
+}
+
+// appendMessageItem appends the answer's text as a completed message
+// output item.
+func appendMessageItem(b []byte, a *answer) []byte {
+	b = append(b, `{"id":"msg_`+a.id+`","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":`...)
+	b = event.AppendString(b, a.text)
+	return append(b, `,"annotations":[]}]}`...)
+}
+
+// appendCallItem appends c as a completed function_call output item.
+func appendCallItem(b []byte, c call) []byte {
+	b = append(b, `{"id":"fc_`+c.id+`","type":"function_call","status":"completed","call_id":"call_`+c.id+`","name":`...)
+	b = event.AppendString(b, c.name)
+	b = append(b, `,"arguments":`...)
+	b = event.AppendString(b, c.args)
+	return append(b, '}')
 }

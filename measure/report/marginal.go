@@ -1,4 +1,4 @@
-package measure
+package report
 
 // Marginal is what one more agent and one more message cost in one layout,
 // read from its cases with the shortest conversation: the figure to
@@ -42,8 +42,9 @@ type Marginal struct {
 	Messages      int     `json:"messages"`
 }
 
-// total sums the agents' shares of their processes.
-func total(costs []AgentCost) Total {
+// TotalOf sums the agents' shares of their processes: what the case's
+// processes cost together.
+func TotalOf(costs []AgentCost) Total {
 	var t Total
 	var cpu float64
 	var msgs int
@@ -67,10 +68,10 @@ func total(costs []AgentCost) Total {
 	return t
 }
 
-// marginals returns each layout's Marginal from the cases, in the order of
+// Marginals returns each layout's Marginal from the cases, in the order of
 // layouts; a one-agent case counts in every layout that has none of its
 // own.
-func marginals(cases []Case, layouts []Layout) []Marginal {
+func Marginals(cases []Case, layouts []Layout) []Marginal {
 	minLen := -1
 	for _, c := range cases {
 		if minLen < 0 || c.Length < minLen {

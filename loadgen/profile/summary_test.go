@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/loadgen/proc"
 )
 
 // burn hashes until the process has spent cpu more CPU time, or 5 s pass.
@@ -76,7 +76,7 @@ func TestSummarize(t *testing.T) {
 	if !strings.Contains(s.Largest, "sha256") {
 		t.Errorf("largest %q, want the hash", s.Largest)
 	}
-	if s.Via != "lnk.dev/linkharness/measure/profile.burn" {
+	if s.Via != "lnk.dev/linkharness/loadgen/profile.burn" {
 		t.Errorf("via %q, want the burning function", s.Via)
 	}
 	found := false
@@ -84,7 +84,7 @@ func TestSummarize(t *testing.T) {
 		if rootFrames[f.Name] {
 			t.Errorf("root frame %s ranked", f.Name)
 		}
-		if f.Name == "lnk.dev/linkharness/measure/profile.burn" {
+		if f.Name == "lnk.dev/linkharness/loadgen/profile.burn" {
 			found = true
 			if f.Share < 0.25 {
 				t.Errorf("burn's share %.2f, want a large one", f.Share)

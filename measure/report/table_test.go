@@ -1,4 +1,4 @@
-package measure
+package report
 
 import (
 	"strings"
@@ -27,5 +27,24 @@ func TestTableFloorRatio(t *testing.T) {
 	}
 	if !strings.Contains(row, "1.20 ms  3.00×") {
 		t.Errorf("the row of Link Harness alone does not say 3.00× the floor: %q in\n%s", row, b.String())
+	}
+}
+
+// A peer not run is a row saying so, and a line saying why, never a
+// figure of nothing.
+func TestTableNotRun(t *testing.T) {
+	r := &Result{Harness: "link", Peers: []PeerResult{{Harness: "claude", NotRun: "no claude in /x; " + strings.Repeat("install it so ", 20)}}}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "claude: not run: no claude in /x;") || strings.Contains(out, "0 B") {
+		t.Errorf("table:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if len([]rune(l)) > Width {
+			t.Errorf("a line of %d columns: %q", len([]rune(l)), l)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package measure
+package peer
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
+	"lnk.dev/linkharness/loadgen/drive"
 )
 
 // floorPackage is the floor server's package (bench/floor): the least a

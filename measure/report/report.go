@@ -1,4 +1,4 @@
-package measure
+package report
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"lnk.dev/linkharness/measure/plot"
 )
 
 // WriteReport writes into dir (made if missing) report.md, the result
@@ -44,7 +46,7 @@ func (r *Result) WriteReport(dir string) error {
 	}
 	plots := r.plots()
 	for _, p := range plots {
-		if err := write(p.file, func(f *os.File) error { return p.plot.WriteSVG(f) }); err != nil {
+		if err := write(p.file, func(f *os.File) error { return p.fig.WriteSVG(f) }); err != nil {
 			return err
 		}
 	}
@@ -67,7 +69,7 @@ func (r *Result) writeMarkdown(w io.Writer, plots []namedPlot) error {
 		fmt.Fprint(ew, "The processes ran with the CPU profiler on: its memory and CPU count in the idle figures.\n\n")
 	}
 	for _, p := range plots {
-		fmt.Fprintf(ew, "![%s](%s)\n\n", p.plot.Title, p.file)
+		fmt.Fprintf(ew, "![%s](%s)\n\n", p.fig.Title, p.file)
 	}
 	fmt.Fprint(ew, "## Figures\n\n```text\n")
 	if err := r.WriteTable(ew); err != nil {
@@ -79,20 +81,20 @@ func (r *Result) writeMarkdown(w io.Writer, plots []namedPlot) error {
 
 type namedPlot struct {
 	file string
-	plot Plot
+	fig  plot.Plot
 }
 
 // plots makes the report's plots from the cases.
 func (r *Result) plots() []namedPlot {
 	byLength, byAgents := r.series()
-	perMsg := Plot{
+	perMsg := plot.Plot{
 		Title:  "Cost per message against the window",
 		XLabel: "events in the conversation before the message",
 		YLabel: "milliseconds per message",
 	}
-	cpu := PlotSeries{Name: "CPU"}
-	p50 := PlotSeries{Name: "added, p50"}
-	p99 := PlotSeries{Name: "added, p99"}
+	cpu := plot.Series{Name: "CPU"}
+	p50 := plot.Series{Name: "added, p50"}
+	p99 := plot.Series{Name: "added, p99"}
 	for _, c := range byLength {
 		perMsg.X = append(perMsg.X, strconv.Itoa(c.Length))
 		m := &c.Median.PerMessage
@@ -100,21 +102,21 @@ func (r *Result) plots() []namedPlot {
 		p50.Y = append(p50.Y, m.Added.P50*1e3)
 		p99.Y = append(p99.Y, m.Added.P99*1e3)
 	}
-	perMsg.Series = []PlotSeries{cpu, p50, p99}
+	perMsg.Series = []plot.Series{cpu, p50, p99}
 
 	layout := "a process each"
 	if len(byAgents) > 0 && byAgents[len(byAgents)-1].Layout == Shared {
 		layout = "one process"
 	}
-	mem := Plot{
+	mem := plot.Plot{
 		Title:  "Resident memory against the count of agents",
 		XLabel: "agents, " + layout,
 		YLabel: "MB, every process summed",
 	}
-	fresh := PlotSeries{Name: "awake, fresh"}
-	worked := PlotSeries{Name: "awake, after work"}
-	asleepFresh := PlotSeries{Name: "asleep, fresh"}
-	asleepWorked := PlotSeries{Name: "asleep, after work"}
+	fresh := plot.Series{Name: "awake, fresh"}
+	worked := plot.Series{Name: "awake, after work"}
+	asleepFresh := plot.Series{Name: "asleep, fresh"}
+	asleepWorked := plot.Series{Name: "asleep, after work"}
 	asleep := false
 	for _, c := range byAgents {
 		mem.X = append(mem.X, strconv.Itoa(c.Agents))
@@ -129,7 +131,7 @@ func (r *Result) plots() []namedPlot {
 			asleepWorked.Y = append(asleepWorked.Y, math.NaN())
 		}
 	}
-	mem.Series = []PlotSeries{fresh, worked}
+	mem.Series = []plot.Series{fresh, worked}
 	if asleep {
 		mem.Series = append(mem.Series, asleepFresh, asleepWorked)
 	}

@@ -1,4 +1,4 @@
-package measure
+package peer
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // (BENCHMARKS.md, "Peers", says how to install them), each driven against
 // a local model server: its settings in its own HOME pointing at the
 // scripted model, one command per message, and the interactive program for
-// idle memory. Peer fills in
+// idle memory. Find fills in
 // where their programs are.
 var peers = map[string]Command{
 	"claude": {
@@ -158,13 +158,19 @@ var getPeer = map[string]struct {
 	"crush":    {module: "github.com/charmbracelet/crush@latest"},
 }
 
-// ErrPeerMissing comes from Peer when a peer's program is not here and
+// ErrMissing comes from Find when a peer's program is not here and
 // cannot be had; the error says what is missing and how to get it. The
 // run goes on without that peer, told as not run.
-var ErrPeerMissing = errors.New("measure: peer missing")
+var ErrMissing = errors.New("measure: peer missing")
 
-// PeerNames are the peers Peer knows, sorted.
-func PeerNames() []string {
+// ErrConfig comes from Find for a peer it does not know, from
+// Command.Start for a Command without a message's command, and from
+// BuildFloor when the floor cannot be built here: what `lnk measure` was
+// asked for cannot be done. The error says what.
+var ErrConfig = errors.New("measure: bad config")
+
+// Names are the peers Find knows, sorted.
+func Names() []string {
 	var out []string
 	for n := range peers {
 		out = append(out, n)
@@ -173,16 +179,16 @@ func PeerNames() []string {
 	return out
 }
 
-// Peer returns the peer harness name (one of PeerNames) with its programs
+// Find returns the peer harness name (one of Names) with its programs
 // found in bin (an npm install's node_modules/.bin), or on PATH when bin
 // is empty, and its version as it prints it. A peer built from a Go module
 // (crush) and found nowhere is built into dir, when the go command can.
 // Whatever is missing is found before anything runs: an error wrapping
-// ErrPeerMissing says what and how to get it.
-func Peer(ctx context.Context, name, bin, dir string) (*Command, error) {
+// ErrMissing says what and how to get it.
+func Find(ctx context.Context, name, bin, dir string) (*Command, error) {
 	p, ok := peers[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: no peer %q (know %s)", ErrConfig, name, strings.Join(PeerNames(), ", "))
+		return nil, fmt.Errorf("%w: no peer %q (know %s)", ErrConfig, name, strings.Join(Names(), ", "))
 	}
 	get := getPeer[name]
 	how := func() string {
@@ -196,11 +202,11 @@ func Peer(ctx context.Context, name, bin, dir string) (*Command, error) {
 		return "install it: `" + s + "`, then give --peer-bin /work/peers/node_modules/.bin"
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return nil, fmt.Errorf("%w: %s: no git on PATH, which makes each agent's workspace; install git", ErrPeerMissing, name)
+		return nil, fmt.Errorf("%w: %s: no git on PATH, which makes each agent's workspace; install git", ErrMissing, name)
 	}
 	if get.npm != "" {
 		if _, err := exec.LookPath("node"); err != nil {
-			return nil, fmt.Errorf("%w: %s: no node on PATH (Node.js 20 or later runs it); install Node.js, then %s", ErrPeerMissing, name, how())
+			return nil, fmt.Errorf("%w: %s: no node on PATH (Node.js 20 or later runs it); install Node.js, then %s", ErrMissing, name, how())
 		}
 	}
 	prog := p.First[0]
@@ -213,7 +219,7 @@ func Peer(ctx context.Context, name, bin, dir string) (*Command, error) {
 		if bin != "" {
 			where = "in " + bin
 		}
-		return nil, fmt.Errorf("%w: %s: no %s %s (%v); %s", ErrPeerMissing, name, prog, where, err, how())
+		return nil, fmt.Errorf("%w: %s: no %s %s (%v); %s", ErrMissing, name, prog, where, err, how())
 	}
 	c := p
 	for _, argv := range []*[]string{&c.First, &c.Next, &c.Idle} {
@@ -223,7 +229,7 @@ func Peer(ctx context.Context, name, bin, dir string) (*Command, error) {
 	defer cancel()
 	out, err := exec.CommandContext(vctx, path, "--version").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: `%s --version` fails (%v: %s); %s", ErrPeerMissing, name, path, err, tail(out, 200), how())
+		return nil, fmt.Errorf("%w: %s: `%s --version` fails (%v: %s); %s", ErrMissing, name, path, err, tail(out, 200), how())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	c.Version = strings.TrimSpace(lines[len(lines)-1])

@@ -1,4 +1,4 @@
-package measure
+package plot
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestPlotGolden(t *testing.T) {
 		XLabel: "events in the conversation before",
 		YLabel: "ms per message",
 		X:      []string{"0", "1000", "100000"},
-		Series: []PlotSeries{
+		Series: []Series{
 			{Name: "CPU", Y: []float64{0.41, 0.52, 3.7}},
 			{Name: "added p50", Y: []float64{0.3, math.NaN(), 2.25}},
 			{Name: "empty"},

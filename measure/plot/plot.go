@@ -1,4 +1,4 @@
-package measure
+package plot
 
 import (
 	"bufio"
@@ -18,11 +18,11 @@ type Plot struct {
 	XLabel string
 	YLabel string
 	X      []string // the categories, left to right
-	Series []PlotSeries
+	Series []Series
 }
 
-// PlotSeries is one line: a value for each category, NaN where none.
-type PlotSeries struct {
+// Series is one line: a value for each category, NaN where none.
+type Series struct {
 	Name string
 	Y    []float64
 }

@@ -1,4 +1,4 @@
-package measure
+package peer
 
 import (
 	"context"
@@ -20,9 +20,9 @@ func TestPeerMissing(t *testing.T) {
 		{"codex", "@openai/codex@0.171.0"},
 		{"crush", "go install github.com/charmbracelet/crush@latest"},
 	} {
-		_, err := Peer(context.Background(), c.name, bin, "")
-		if !errors.Is(err, ErrPeerMissing) {
-			t.Errorf("%s: err %v, want ErrPeerMissing", c.name, err)
+		_, err := Find(context.Background(), c.name, bin, "")
+		if !errors.Is(err, ErrMissing) {
+			t.Errorf("%s: err %v, want ErrMissing", c.name, err)
 			continue
 		}
 		want := []string{c.how, bin}
@@ -35,26 +35,7 @@ func TestPeerMissing(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Peer(context.Background(), "nobody", bin, ""); !errors.Is(err, ErrConfig) {
+	if _, err := Find(context.Background(), "nobody", bin, ""); !errors.Is(err, ErrConfig) {
 		t.Errorf("an unknown peer: err %v, want ErrConfig", err)
-	}
-}
-
-// A peer not run is a row saying so, and a line saying why, never a
-// figure of nothing.
-func TestTableNotRun(t *testing.T) {
-	r := &Result{Harness: "link", Peers: []PeerResult{{Harness: "claude", NotRun: "no claude in /x; " + strings.Repeat("install it so ", 20)}}}
-	var b strings.Builder
-	if err := r.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	if !strings.Contains(out, "claude: not run: no claude in /x;") || strings.Contains(out, "0 B") {
-		t.Errorf("table:\n%s", out)
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if len([]rune(l)) > Width {
-			t.Errorf("a line of %d columns: %q", len([]rune(l)), l)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package measure
+package report
 
 import (
 	"encoding/json"
@@ -6,7 +6,8 @@ import (
 	"sort"
 	"time"
 
-	"lnk.dev/linkharness/measure/profile"
+	"lnk.dev/linkharness/loadgen/profile"
+	"lnk.dev/linkharness/loadgen/stats"
 )
 
 // ResultVersion is the version of Result's JSON shape. It changes only when
@@ -77,6 +78,19 @@ type Settings struct {
 	Thread           string   `json:"thread"`
 	Profiled         bool     `json:"profiled"` // the processes ran with --cpuprofile
 }
+
+// Layout is how a case's agents are put in processes.
+type Layout string
+
+// The layouts.
+const (
+	// Each is a process for every agent (or for every AgentsPerProcess
+	// agents), as one agent alone is served.
+	Each Layout = "each"
+	// Shared is one process serving every agent of the case, as a
+	// shared_harness machine runs them (serve --agents FILE).
+	Shared Layout = "shared"
+)
 
 // Case is one conversation length and one count of agents.
 type Case struct {
@@ -210,6 +224,18 @@ type PerMessage struct {
 	TurnErrorsCounted float64 `json:"turn_errors"`
 }
 
+// Spread is a mean and two quantiles of some values.
+type Spread struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+}
+
+// SpreadOf is the mean, median and p99 of xs.
+func SpreadOf(xs []float64) Spread {
+	return Spread{Mean: stats.Mean(xs), P50: stats.Quantile(xs, 0.5), P99: stats.Quantile(xs, 0.99)}
+}
+
 // WriteJSON writes r as indented JSON.
 func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -217,8 +243,8 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// median returns each figure's median over costs, with no name or pid.
-func median(costs []AgentCost) AgentCost {
+// MedianOf returns each figure's median over costs, with no name or pid.
+func MedianOf(costs []AgentCost) AgentCost {
 	var m AgentCost
 	if len(costs) == 0 {
 		return m

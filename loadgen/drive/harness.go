@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/loadgen/proc"
 )
 
 // ErrUnsupported comes from a Harness asked for something it cannot do,
@@ -15,9 +15,9 @@ import (
 var ErrUnsupported = errors.New("drive: unsupported")
 
 // Harness starts the agents of one harness program for a measurement. Link
-// Harness over HTTP (Link) is one; measure.Command, a harness driven by one
-// command per message (`claude -p TEXT`),
-// is another, measured by the same measure.Run.
+// Harness over HTTP (Link) is one; peer.Command (measure/peer), a harness
+// driven by one command per message (`claude -p TEXT`), is another,
+// measured by the same measure.Run.
 type Harness interface {
 	// Name is the harness's name as `lnk agent use --harness` takes it.
 	Name() string

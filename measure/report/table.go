@@ -1,4 +1,4 @@
-package measure
+package report
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"lnk.dev/linkharness/measure/profile"
+	"lnk.dev/linkharness/loadgen/profile"
 )
 
 // WriteTable writes r for people, at most 100 columns wide: a table per
@@ -46,8 +46,8 @@ const Width = 100
 // the process asleep.
 func (r *Result) writeCase(ew io.Writer, c *Case) {
 	writeWrapped(ew, fmt.Sprintf("%s (%s): %s in %s, %s each after %s, in a conversation of %s",
-		r.Harness, filepath.Base(r.Program), plural(c.Agents, "agent"), processes(*c),
-		plural(c.MessagesPerAgent, "message"), plural(c.Warmup, "warm-up message"), plural(c.Length, "event")), "")
+		r.Harness, filepath.Base(r.Program), Plural(c.Agents, "agent"), processes(*c),
+		Plural(c.MessagesPerAgent, "message"), Plural(c.Warmup, "warm-up message"), Plural(c.Length, "event")), "")
 	tw := newTable(ew)
 	fmt.Fprintln(tw, "agent\tfresh RSS\tidle RSS\tidle PSS\tidle CPU\tCPU/msg\tadded p50\tadded p99\tturn\tallocs")
 	row := func(name string, a *AgentCost) {
@@ -67,16 +67,14 @@ func (r *Result) writeCase(ew io.Writer, c *Case) {
 	if c.Processes < c.Agents {
 		share = " (an agent's share)"
 	}
-	for _, l := range []string{
-		"fresh RSS: resident memory once listening, before any message" + share,
-		"idle RSS, PSS: resident, proportional memory after the warm-up, once collected" + share,
-		"idle CPU: CPU time per second over the quiet window after it" + share,
+	writeLegend(ew,
+		"fresh RSS: resident memory once listening, before any message"+share,
+		"idle RSS, PSS: resident, proportional memory after the warm-up, once collected"+share,
+		"idle CPU: CPU time per second over the quiet window after it"+share,
 		"CPU/msg: the process's CPU clock over the measured messages, divided by them",
 		"added p50, p99: the caller's wait less the model's share (lnk_model_call_seconds)",
 		"turn: the harness's own time for a turn (lnk_turn_seconds); allocs: heap objects a message",
-	} {
-		fmt.Fprintln(ew, "  "+l)
-	}
+	)
 	m := &c.Median.PerMessage
 	writeWrapped(ew, fmt.Sprintf("per message: latency p50 %s, p99 %s; store read %s, written %s; read calls %s, write calls %s; "+
 		"disk written %s; heap %s; model %.2f requests of %s (largest %s); %.0f goroutines idle",
@@ -99,7 +97,7 @@ func (r *Result) writeCase(ew io.Writer, c *Case) {
 // writeMarginal writes what one more agent costs, per layout and state,
 // and what one more message costs.
 func (r *Result) writeMarginal(ew io.Writer) {
-	fmt.Fprintf(ew, "\nwhat one more agent costs (conversations of %s):\n", plural(r.Cases[0].Length, "event"))
+	fmt.Fprintf(ew, "\nwhat one more agent costs (conversations of %s):\n", Plural(r.Cases[0].Length, "event"))
 	tw := newTable(ew)
 	fmt.Fprintln(tw, "layout\tagents\tstate\tRSS/agent\tPSS/agent\tanon/agent\tprocess RSS")
 	for _, m := range r.Marginal {
@@ -121,25 +119,23 @@ func (r *Result) writeMarginal(ew io.Writer) {
 			return bytesStr(b.RSS)
 		}
 		row("awake, fresh", m.FreshMemoryPerAgent, base(m.FreshMemoryBase))
-		row("awake, after "+plural(m.Warmup, "message"), m.IdleMemoryPerAgent, base(m.IdleMemoryBase))
+		row("awake, after "+Plural(m.Warmup, "message"), m.IdleMemoryPerAgent, base(m.IdleMemoryBase))
 		if m.AsleepFreshPerAgent != nil {
 			row("asleep, fresh", *m.AsleepFreshPerAgent, "")
-			row("asleep, after "+plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
+			row("asleep, after "+Plural(m.Warmup, "message"), *m.AsleepWorkedPerAgent, "")
 		}
 	}
 	tw.Flush()
-	for _, l := range []string{
+	writeLegend(ew,
 		"RSS, PSS, anon/agent: the slope of the processes' memory against the count of agents",
 		"process RSS: that line at no agent, the process itself (none from one count of agents)",
 		"awake, fresh: every agent listening, before any message (no collection can be asked then)",
 		"awake, after: each agent answered the warm-up, and the process collected (--idle-free)",
 		"asleep: every agent asleep ([serve] sleep_after), once the process said it gave memory back",
-	} {
-		fmt.Fprintln(ew, "  "+l)
-	}
+	)
 	for _, m := range r.Marginal {
 		s := fmt.Sprintf("%s: one more message %s CPU (over %s); idle CPU awake %s", m.Layout, secs(m.CPUPerMessage),
-			plural(m.Messages, "message"), cpuAt(m.Agents, m.IdleCPU))
+			Plural(m.Messages, "message"), cpuAt(m.Agents, m.IdleCPU))
 		if len(m.AsleepCPU) > 0 {
 			s += ", asleep " + cpuAt(m.Agents, m.AsleepCPU)
 		}
@@ -198,6 +194,14 @@ func writeProfile(ew io.Writer, p *profile.Summary) {
 	fmt.Fprintln(ew, "cumulative:")
 	for _, f := range p.Cum {
 		fmt.Fprintf(ew, "  %6s  %s\n", percent(f.Share), clip(f.Name, Width-10))
+	}
+}
+
+// writeLegend writes the lines that tell a table's columns, indented
+// beneath it.
+func writeLegend(w io.Writer, lines ...string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
 	}
 }
 
@@ -276,7 +280,7 @@ func processes(c Case) string {
 	if c.Layout == Shared {
 		return "one process (serve --agents)"
 	}
-	return plural(c.Processes, "process")
+	return Plural(c.Processes, "process")
 }
 
 // fewSamples is how many profile samples make a bottleneck worth naming
@@ -335,8 +339,8 @@ func percent(f float64) string {
 	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
 }
 
-// plural says n things: "1 agent", "3 agents", "2 processes".
-func plural(n int, thing string) string {
+// Plural says n things: "1 agent", "3 agents", "2 processes".
+func Plural(n int, thing string) string {
 	s := strconv.Itoa(n) + " " + thing
 	switch {
 	case n == 1:
@@ -362,7 +366,7 @@ func (r *Result) writePeers(w io.Writer) {
 	fmt.Fprintln(w)
 	if ran != nil {
 		writeWrapped(w, fmt.Sprintf("side by side, against the same scripted model (peers: %s each after one warm-up, idle %s after their program starts):",
-			plural(ran.Messages, "message"), secs(ran.IdleSeconds)), "")
+			Plural(ran.Messages, "message"), secs(ran.IdleSeconds)), "")
 	} else {
 		fmt.Fprintln(w, "side by side, against the same scripted model:")
 	}
@@ -404,14 +408,12 @@ func (r *Result) writePeers(w io.Writer) {
 			orNone(a.PerMessage.PeakRSS, bytesStr), secs(a.PerMessage.Latency.P50), bytesStr(p.Case.Model.RequestBytes))
 	}
 	tw.Flush()
-	for _, l := range []string{
+	writeLegend(w,
 		"+1 shared: one more agent in one process (the slopes above); alone: one agent, its process",
 		"idle RSS, PSS: a peer's interactive program's process tree, settled",
 		"CPU/msg: a peer's command's, its descendants' included; floor: as a multiple of the floor's",
 		"peak RSS: the largest command's; p50: the caller's wait; request: the model request's mean body",
-	} {
-		fmt.Fprintln(w, "  "+l)
-	}
+	)
 	for _, p := range r.Peers {
 		switch {
 		case p.NotRun != "":

@@ -1,4 +1,4 @@
-package measure
+package peer
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"lnk.dev/linkharness/measure/drive"
-	"lnk.dev/linkharness/measure/proc"
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/proc"
 )
 
 // Command is a harness driven by one command per message, as Peer drives
@@ -47,10 +47,10 @@ type Command struct {
 	Files map[string]string
 }
 
-// Name implements Harness.
+// Name implements drive.Harness.
 func (c *Command) Name() string { return c.Label }
 
-// Start implements Harness: it makes the agent's HOME and workspace. No
+// Start implements drive.Harness: it makes the agent's HOME and workspace. No
 // process runs until a message.
 func (c *Command) Start(ctx context.Context, agents []drive.Agent) (drive.Unit, error) {
 	if len(agents) != 1 {
@@ -113,6 +113,10 @@ type commandUnit struct {
 
 // maxOutput bounds what a command's answer may print.
 const maxOutput = 16 << 20
+
+// killTimeout bounds how long Kill waits for the interactive program,
+// killed, to be reaped.
+const killTimeout = 15 * time.Second
 
 // PID implements Unit: the interactive program once started, else 0.
 func (u *commandUnit) PID() int {
@@ -250,7 +254,7 @@ func (u *commandUnit) Kill() {
 	cmd.Process.Kill()
 	select {
 	case <-done:
-	case <-time.After(stopTimeout):
+	case <-time.After(killTimeout):
 	}
 	pty.Close()
 }
