@@ -106,9 +106,19 @@ func BenchmarkMessageCPU(b *testing.B) {
 		servers = append(servers, struct{ name, program string }{"before", before})
 	}
 	for _, s := range servers {
-		b.Run("server="+s.name, func(b *testing.B) { messageCPU(b, s.program) })
+		for _, c := range conns {
+			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageCPU(b, s.program, c.each) })
+		}
 	}
 }
+
+// conns are the two ways a caller connects that BenchmarkMessageCPU and
+// BenchmarkMessageSyscalls measure: one connection kept alive for every
+// message, and a connection of its own for each, as Link's bridge opens.
+var conns = []struct {
+	name string
+	each bool
+}{{"kept", false}, {"each", true}}
 
 // BenchmarkMessageCPUWindow is BenchmarkMessageCPU's figure for Link
 // Harness in a new conversation (window=0, its window small throughout)
@@ -136,7 +146,7 @@ func BenchmarkMessageCPUWindow(b *testing.B) {
 // messageCPUWindow measures program over b.N messages in a conversation
 // whose window holds window messages first.
 func messageCPUWindow(b *testing.B, program string, window int) {
-	sendMeasured(b, serveWindow(b, program, window))
+	sendMeasured(b, serveWindow(b, program, window, false))
 }
 
 // writeWindow writes n events of the conversation thread of the agent at
@@ -186,14 +196,12 @@ type served struct {
 	warmed int // the messages of the warm-up
 }
 
-// serve starts program serving one agent against a scripted model of its
-// own and sends it the warm-up's messages. The process is stopped when b
+// serveWindow starts program serving one agent against a scripted model
+// of its own, the conversation's window holding window messages before it
+// starts, and sends it the warm-up's messages: each on a connection of its
+// own with each, else on one kept alive. The process is stopped when b
 // ends.
-func serve(b *testing.B, program string) *served { return serveWindow(b, program, 0) }
-
-// serveWindow is serve with the conversation's window holding window
-// messages before the server starts.
-func serveWindow(b *testing.B, program string, window int) *served {
+func serveWindow(b *testing.B, program string, window int, each bool) *served {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -253,6 +261,9 @@ func serveWindow(b *testing.B, program string, window int) *served {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if each {
+			unit.(interface{ CloseIdle() }).CloseIdle() // the next message dials again
+		}
 		if r.Text == "" {
 			b.Fatalf("message %s: an empty answer", m.ID)
 		}
@@ -264,9 +275,10 @@ func serveWindow(b *testing.B, program string, window int) *served {
 	return &served{unit: unit, send: send, model: counted, warmed: n}
 }
 
-// messageCPU measures program over b.N messages.
-func messageCPU(b *testing.B, program string) {
-	s := serve(b, program)
+// messageCPU measures program over b.N messages, each on a connection of
+// its own with each.
+func messageCPU(b *testing.B, program string, each bool) {
+	s := serveWindow(b, program, 0, each)
 	b.ReportAllocs()
 	sendMeasured(b, s)
 	b.ReportMetric(float64(s.model.accepted.Load()), "model-dials")
@@ -310,13 +322,16 @@ func BenchmarkMessageSyscalls(b *testing.B) {
 		servers = append(servers, struct{ name, program string }{"before", before})
 	}
 	for _, s := range servers {
-		b.Run("server="+s.name, func(b *testing.B) { messageSyscalls(b, tracer, s.program) })
+		for _, c := range conns {
+			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageSyscalls(b, tracer, s.program, c.each) })
+		}
 	}
 }
 
-// messageSyscalls traces program over b.N messages.
-func messageSyscalls(b *testing.B, tracer, program string) {
-	s := serve(b, program)
+// messageSyscalls traces program over b.N messages, each on a connection
+// of its own with each.
+func messageSyscalls(b *testing.B, tracer, program string, each bool) {
+	s := serveWindow(b, program, 0, each)
 	pid := s.unit.PID()
 	out := filepath.Join(b.TempDir(), "strace.txt")
 	cmd := exec.Command(tracer, "-f", "-c", "-U", "name,calls,errors", "-o", out, "-p", strconv.Itoa(pid))

@@ -10,8 +10,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	"lnk.dev/linkharness/harness/budget"
 )
 
 // TestAsleepCost measures what an agent asleep costs the process: its
@@ -106,4 +109,131 @@ func asleepRSS(t *testing.T, n int, modelAddr string) (fresh, worked int) {
 	}
 	allAsleep()
 	return fresh, rss()
+}
+
+// TestDenseCost measures what an agent costs the process at a density of
+// LNK_DENSE_AGENTS agents (10,000 in BENCHMARKS.md), each on its own
+// port: the process's descriptors and resident memory, against a process
+// of one agent measured the same way, each agent awake after it answered a
+// message (once the process let go of what its turns held), and asleep
+// after it. Every agent answers (0 errors); the process holds at most its
+// listeners and budget.Reserve descriptors, awake and asleep; an extra
+// agent costs at most 6 KiB awake and 3 KiB asleep. Run with
+// LNK_DENSE_AGENTS=10000 go test -run TestDenseCost -v -timeout 30m.
+func TestDenseCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LNK_DENSE_AGENTS"))
+	if n < 2 {
+		t.Skip("LNK_DENSE_AGENTS is not set to a count of agents over 1")
+	}
+	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	type cost struct{ kib, fds int }
+	measure := func(count int, asleep bool) cost {
+		c := cost(denseCost(t, count, asleep, modelAddr))
+		t.Logf("%d agents %s: %d KiB resident, %d descriptors", count, map[bool]string{true: "asleep", false: "awake"}[asleep], c.kib, c.fds)
+		return c
+	}
+	for _, asleep := range []bool{false, true} {
+		one, many := measure(1, asleep), measure(n, asleep)
+		per := float64(many.kib-one.kib) / float64(n-1)
+		most, state := 6.0, "awake after its message"
+		if asleep {
+			most, state = 3.0, "asleep"
+		}
+		t.Logf("per extra agent %s: %.2f KiB; descriptors %d, at most %d", state, per, many.fds, n+budget.Reserve)
+		if per > most {
+			t.Errorf("an agent %s costs %.2f KiB, over %.0f KiB", state, per, most)
+		}
+		if many.fds > n+budget.Reserve {
+			t.Errorf("%d agents %s hold %d descriptors, over %d", n, state, many.fds, n+budget.Reserve)
+		}
+	}
+}
+
+// denseCost serves count agents, sends each one message, and returns the
+// process's resident KiB and descriptors once it let go of what its turns
+// held (awake), or once every agent slept again (asleep).
+func denseCost(t *testing.T, count int, asleep bool, modelAddr string) struct{ kib, fds int } {
+	dir := t.TempDir()
+	var text strings.Builder
+	if asleep {
+		text.WriteString("[serve]\nsleep_after = \"1s\"\n\n")
+	} else {
+		text.WriteString("[serve]\nsleep_after = \"never\"\n\n")
+	}
+	for i := range count {
+		name := fmt.Sprintf("a%d", i)
+		os.Mkdir(filepath.Join(dir, name), 0o700)
+		key := filepath.Join(dir, name+".key")
+		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
+		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), key)
+	}
+	path := filepath.Join(dir, "agents.toml")
+	os.WriteFile(path, []byte(text.String()), 0o600)
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", path, "--idle-free", "1s", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir)
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	out, log := readLines(stdout), readLines(stderr)
+	type agent struct{ name, base string }
+	agents := make(chan agent, count)
+	for range count {
+		var addr, name string
+		fmt.Sscanf(out.wait(t, "a listening line", "listening on "), "listening on %s for %s", &addr, &name)
+		if count == 1 {
+			name = "a0"
+		}
+		agents <- agent{name, "http://" + addr}
+	}
+	close(agents)
+	// Each agent one message, 50 at once, each on a connection of its own.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	errs := make(chan error, count)
+	var wg sync.WaitGroup
+	for range min(50, count) {
+		wg.Go(func() {
+			for a := range agents {
+				req, _ := http.NewRequest("POST", a.base+"/v1/agents/"+a.name+"/chats/t/messages", strings.NewReader(`{"text":"hello"}`))
+				req.Header.Set("Authorization", "Bearer key-of-"+a.name+"-0123456789abcdef")
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", a.name, err)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Errorf("%s: %s", a.name, resp.Status)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("%d agents: a message not answered: %v", count, err)
+	}
+	if asleep {
+		log.wait(t, "every agent asleep", `"every agent asleep: memory given back"`)
+	} else {
+		log.wait(t, "the turns' hold let go of", `"idle: what the turns held let go of"`)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		t.Skipf("no /proc to read the resident memory: %v", err)
+	}
+	m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
+	kib, _ := strconv.Atoi(string(m[1]))
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return struct{ kib, fds int }{kib, len(fds)}
 }

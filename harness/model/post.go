@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -16,6 +17,25 @@ func httpClient(hc *http.Client) *http.Client {
 	}
 	return hc
 }
+
+// roundTrip sends req through hc's transport itself where hc adds nothing
+// a model call uses (a timeout, cookies, a redirect policy; a call to the
+// model proxy is never redirected): http.Client's own layer allocates and
+// deepens the stack of a turn waiting for its model. Else through hc.
+func roundTrip(hc *http.Client, req *http.Request) (*http.Response, error) {
+	if hc.Transport != nil && hc.Timeout == 0 && hc.Jar == nil && hc.CheckRedirect == nil {
+		resp, err := hc.Transport.RoundTrip(req)
+		if err != nil {
+			return nil, &url.Error{Op: urlOp, URL: req.URL.Redacted(), Err: err}
+		}
+		return resp, nil
+	}
+	return hc.Do(req)
+}
+
+// urlOp is how http.Client names a POST in its errors, kept so an error
+// reads the same whichever way the request went.
+const urlOp = "Post"
 
 // jsonHeader is the header of a request whose body is JSON and which asks
 // for accept, made with room for the two more a provider's call adds at
@@ -95,7 +115,7 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	req.ContentLength = int64(len(p.body))
 	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header = p.header
-	resp, err := p.hc.Do(req)
+	resp, err := roundTrip(p.hc, req)
 	if err != nil {
 		switch context.Cause(ctx) {
 		case ErrStalled:

@@ -220,15 +220,20 @@ func (s *Server) release() {
 	}
 	s.warm.Release()
 	s.crew.rest()
+	closed := map[*http.Client]bool{} // the agents of a process share theirs
 	for _, a := range s.all() {
-		a.Runner.Rest() // a runner given a Warm of its own
-		if a.Runner.HTTP != nil {
-			a.Runner.HTTP.CloseIdleConnections()
+		if a.Runner.Warm != s.warm {
+			a.Runner.Rest() // a runner given a Warm of its own
+		}
+		if hc := a.Runner.HTTP; hc != nil && !closed[hc] {
+			hc.CloseIdleConnections()
+			closed[hc] = true
 		}
 	}
 	if s.freeMemory != nil {
 		s.freeMemory()
 	}
+	s.log.Debug("idle: what the turns held let go of")
 }
 
 // Rest ends the goroutines kept waiting for turns (see crew): a process

@@ -288,7 +288,8 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	start := r.now()
 	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
 	ends.add(t.close)
-	a, after, err := t.run(ctx, m, onText)
+	a, err := t.answer(ctx, m, onText)
+	after := t.after
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
 	}
@@ -469,13 +470,6 @@ func (r *Runner) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// run is a turn's steps, in order, to the answer; it returns the summary
-// to ask for after the answer is given, if one is due.
-func (t *turn) run(ctx context.Context, m Message, onText func(string)) (Answer, *compaction, error) {
-	a, err := t.answer(ctx, m, onText)
-	return a, t.after, err
 }
 
 // answer is a turn's steps to its answer.
