@@ -39,7 +39,7 @@ import (
 // reading what it wrote and syncing it again loses it.
 //
 // Folders are not made by OpenFile: a test makes the store's folder with
-// MkdirAll, as the harness makes a conversation's with home.MakeDir (which
+// MkdirAll, as the harness makes a conversation's with durable.MakeDir (which
 // syncs the name of each folder it makes before the store is opened), and
 // such a folder is durable at once. "/" and "." always exist.
 //

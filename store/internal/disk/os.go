@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/internal/flock"
 )
 
@@ -43,17 +44,7 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 func (*osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
-func (*osFS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
+func (*osFS) SyncDir(dir string) error { return durable.SyncDir(dir) }
 
 func (o *osFS) Committer() *Committer { return &o.committer }
 
