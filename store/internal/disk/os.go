@@ -139,35 +139,31 @@ func (f *osFile) Truncate(size int64) error {
 	if f.closed {
 		return f.errClosed("truncate")
 	}
-	for {
-		err := unix.Ftruncate(f.fd, size)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
-		}
-		return nil
+	if err := ignoringEINTR(func() error { return unix.Ftruncate(f.fd, size) }); err != nil {
+		return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
 	}
+	return nil
 }
 
 func (f *osFile) Sync() error {
 	if f.closed {
 		return f.errClosed("sync")
 	}
-	for {
-		if err := unix.Fdatasync(f.fd); err != unix.EINTR {
-			return err
-		}
-	}
+	return ignoringEINTR(func() error { return unix.Fdatasync(f.fd) })
 }
 
 func (f *osFile) SyncFS() error {
 	if f.closed {
 		return f.errClosed("syncfs")
 	}
+	return ignoringEINTR(func() error { return unix.Syncfs(f.fd) })
+}
+
+// ignoringEINTR calls f again while a signal interrupts it (EINTR), as
+// package os does, and returns what it returns then.
+func ignoringEINTR(f func() error) error {
 	for {
-		if err := unix.Syncfs(f.fd); err != unix.EINTR {
+		if err := f(); err != unix.EINTR {
 			return err
 		}
 	}
