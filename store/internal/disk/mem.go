@@ -199,6 +199,20 @@ func (m *Mem) Stat(name string) (fs.FileInfo, error) {
 	return memInfo{name: filepath.Base(name), size: int64(len(n.data)), mode: n.mode}, nil
 }
 
+// ReadFile returns the bytes the file name holds now, as os.ReadFile
+// does, for a test to look at. Like Stat, it is not counted and never
+// fails by a Plan.
+func (m *Mem) ReadFile(name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name = filepath.Clean(name)
+	n := m.files[name]
+	if n == nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
+	}
+	return append([]byte{}, n.data...), nil
+}
+
 // SyncDir makes durable the names of the files in dir.
 func (m *Mem) SyncDir(dir string) error {
 	m.mu.Lock()
