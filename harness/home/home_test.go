@@ -241,3 +241,37 @@ func TestJoin(t *testing.T) {
 		}
 	}
 }
+
+// A name or a size home refuses is store's error too (store.ErrBadName,
+// store.ErrTooLarge), as a store's refusal is: a caller maps it to one
+// answer, whoever refused.
+func TestErrorsAreStores(t *testing.T) {
+	a := Agent{Name: "ada", Dir: filepath.Join(t.TempDir(), "home")}
+	if err := os.MkdirAll(a.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config, _ := a.Path(Config, "")
+	if err := os.WriteFile(config, []byte(`{"x":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []error
+	}{
+		{"a file over its most", func() error { _, err := a.ReadFile(config, 3); return err }(), []error{store.ErrTooLarge, ErrTooLarge}},
+		{"a thread name with a slash", func() error { _, err := a.Path(Chat, "a/b"); return err }(), []error{store.ErrBadName, ErrBadName}},
+		{"an empty thread name", func() error { _, err := a.Path(ChatEvents, ""); return err }(), []error{store.ErrBadName, ErrBadName}},
+		{"a model name", func() error { _, err := a.Path(ModelInstruction, "nomaker"); return err }(), []error{store.ErrBadName, ErrBadName}},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		for _, want := range tc.want {
+			if !errors.Is(tc.err, want) {
+				t.Errorf("%s: %v is not %v", tc.name, tc.err, want)
+			}
+		}
+	}
+}
