@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/compact"
 	"lnk.dev/linkharness/store/event"
@@ -17,9 +16,9 @@ import (
 	"lnk.dev/linkharness/store/sqlite"
 )
 
-// An error of a name, a limit or a conflict, from whichever store or from
-// home, is the store's sentinel to errors.Is: a caller maps it to one
-// answer, whoever refused.
+// An error of a name, a limit or a conflict, from whichever store, is the
+// store's sentinel to errors.Is: a caller maps it to one answer, whoever
+// refused. harness/home's are too (its TestErrorsAreStores).
 func TestSentinelsAcrossPackages(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -64,15 +63,6 @@ func TestSentinelsAcrossPackages(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a := home.Agent{Name: "ada", Dir: filepath.Join(dir, "home")}
-	if err := os.MkdirAll(a.Dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	config, _ := a.Path(home.Config, "")
-	if err := os.WriteFile(config, []byte(`{"x":1}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
 	type call struct {
 		name string
 		err  error
@@ -88,14 +78,10 @@ func TestSentinelsAcrossPackages(t *testing.T) {
 		{run("sqlite: side datum over the limit", func() error {
 			return meta.MetaPut(ctx, "x", make([]byte, store.MaxMetaBytes+1))
 		}), []error{store.ErrTooLarge}},
-		{run("home: a file over its most", func() error { _, err := a.ReadFile(config, 3); return err }), []error{store.ErrTooLarge, home.ErrTooLarge}},
 
 		{run("sqlite: an empty thread key", func() error { _, err := drv.Open(""); return err }), []error{store.ErrBadName}},
 		{run("sqlite: a thread key with a control byte", func() error { _, err := drv.Open("a\x01b"); return err }), []error{store.ErrBadName}},
 		{run("sqlite: a side datum's name", func() error { return meta.MetaPut(ctx, "a/b", nil) }), []error{store.ErrBadName}},
-		{run("home: a thread name with a slash", func() error { _, err := a.Path(home.Chat, "a/b"); return err }), []error{store.ErrBadName, home.ErrBadName}},
-		{run("home: an empty thread name", func() error { _, err := a.Path(home.ChatEvents, ""); return err }), []error{store.ErrBadName, home.ErrBadName}},
-		{run("home: a model name", func() error { _, err := a.Path(home.ModelInstruction, "nomaker"); return err }), []error{store.ErrBadName, home.ErrBadName}},
 
 		{run("log: a seq taken", func() error { return logConv.Append(ctx, 1, ev(1, "other")) }), []error{store.ErrSeqTaken}},
 		{run("compact: a seq taken", func() error { return compactConv.Append(ctx, 1, ev(1, "other")) }), []error{store.ErrSeqTaken}},

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/url"
 	"path/filepath"
 	"sync"
@@ -43,11 +41,10 @@ func pluginOn(t testing.TB, srv *fakestorage.Server, dir string) *driver.Driver 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sha256.Sum256([]byte(dir))
 	t.Setenv("STORAGE_EMULATOR_HOST", u.Host)
 	t.Setenv(gcs.BucketEnv, bucket)
 	t.Setenv(gcs.PrefixEnv, "lnk/")
-	return storetest.Plugin(t, filepath.Join(dir, "test-"+hex.EncodeToString(h[:8])))
+	return storetest.Plugin(t, filepath.Join(dir, storetest.Agent(dir)))
 }
 
 // BenchmarkPlugin appends and reads the tail through the program, against a

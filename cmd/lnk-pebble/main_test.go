@@ -3,7 +3,6 @@ package main
 import (
 	"testing"
 
-	"lnk.dev/linkharness/store/driver"
 	"lnk.dev/linkharness/store/storetest"
 )
 
@@ -11,10 +10,8 @@ import (
 // the tests reach the store through the plugin program as the harness does.
 func TestMain(m *testing.M) { storetest.PluginMain(m, main) }
 
-func plugin(t testing.TB, home string) *driver.Driver { return storetest.Plugin(t, home) }
-
 // TestConformance runs the suite through the plugin program, and through
 // the store bridge in front of it.
-func TestConformance(t *testing.T) { storetest.RunPlugin(t, plugin) }
+func TestConformance(t *testing.T) { storetest.RunPlugin(t, storetest.Plugin) }
 
-func BenchmarkPlugin(b *testing.B) { storetest.BenchmarkPlugin(b, plugin) }
+func BenchmarkPlugin(b *testing.B) { storetest.BenchmarkPlugin(b, storetest.Plugin) }

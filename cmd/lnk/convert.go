@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/convert"
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/store/convert"
 )
 
 // cmdChatConvert writes every conversation of a stopped agent the way
-// --to says (see store/convert).
+// --to says (see harness/convert).
 //
 // The agent must be stopped: lnk-link-harness serve holds a shared flock
 // on the agent's home folder while it serves, and convert takes it

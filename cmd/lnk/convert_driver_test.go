@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/convert"
 	"lnk.dev/linkharness/store"
-	"lnk.dev/linkharness/store/convert"
 	"lnk.dev/linkharness/store/driver"
 	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/storetest"

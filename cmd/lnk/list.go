@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/convert"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
-	"lnk.dev/linkharness/store/convert"
 	"lnk.dev/linkharness/store/event"
 )
 

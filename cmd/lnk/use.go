@@ -9,6 +9,7 @@ import (
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/store/durable"
 )
 
 func cmdUse(args []string, getenv func(string) string) error {
@@ -42,7 +43,7 @@ func cmdUse(args []string, getenv func(string) string) error {
 	if err := os.MkdirAll(a.Dir, 0o700); err != nil {
 		return err
 	}
-	if err := home.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := durable.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
 		return err
 	}
 	fmt.Printf("%s uses %s: plugin %s, program %s\n", a.Name, h.Name, h.Plugin, h.Program)

@@ -241,3 +241,31 @@ func TestJoin(t *testing.T) {
 		}
 	}
 }
+
+// A name or a size home refuses is store's error too (store.ErrBadName,
+// store.ErrTooLarge), as a store's refusal is: a caller maps it to one
+// answer, whoever refused.
+func TestErrorsAreStores(t *testing.T) {
+	a := Agent{Name: "ada", Dir: filepath.Join(t.TempDir(), "home")}
+	if err := os.MkdirAll(a.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config, _ := a.Path(Config, "")
+	if err := os.WriteFile(config, []byte(`{"x":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		err         error
+		store, home error
+	}{
+		{"a file over its most", func() error { _, err := a.ReadFile(config, 3); return err }(), store.ErrTooLarge, ErrTooLarge},
+		{"a thread name with a slash", func() error { _, err := a.Path(Chat, "a/b"); return err }(), store.ErrBadName, ErrBadName},
+		{"an empty thread name", func() error { _, err := a.Path(ChatEvents, ""); return err }(), store.ErrBadName, ErrBadName},
+		{"a model name", func() error { _, err := a.Path(ModelInstruction, "nomaker"); return err }(), store.ErrBadName, ErrBadName},
+	} {
+		if !errors.Is(tc.err, tc.store) || !errors.Is(tc.err, tc.home) {
+			t.Errorf("%s: %v is not %v and %v", tc.name, tc.err, tc.store, tc.home)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -524,7 +525,7 @@ func (s *Server) importState(w http.ResponseWriter, r *http.Request, a *served) 
 			s.fail(w, ag.Name, "", err)
 			return
 		}
-		if err := home.WriteFileAtomic(p, st.files[n], 0o600); err != nil {
+		if err := durable.WriteFileAtomic(p, st.files[n], 0o600); err != nil {
 			s.fail(w, ag.Name, "", err)
 			return
 		}

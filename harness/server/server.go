@@ -23,6 +23,7 @@ import (
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/durable"
 )
 
 // MaxBodyBytes is the largest request body taken.
@@ -628,7 +629,7 @@ func writePending(a home.Agent, thread string, ans turn.Answer, crashed bool) er
 	if err != nil {
 		return err
 	}
-	return home.WriteFileAtomic(fmt.Sprintf("%s/%d.json", dir, ans.Seq), append(b, '\n'), 0o600)
+	return durable.WriteFileAtomic(fmt.Sprintf("%s/%d.json", dir, ans.Seq), append(b, '\n'), 0o600)
 }
 
 // chat serves a conversation: its copy for people, or its events with

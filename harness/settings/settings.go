@@ -13,8 +13,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
+	"lnk.dev/linkharness/store/durable"
 )
 
 // ErrBadSpec comes when a spec or a config.json cannot be taken.
@@ -170,7 +170,7 @@ func Write(path string, s Settings) error {
 	if err != nil {
 		return err
 	}
-	return home.WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return durable.WriteFileAtomic(path, append(b, '\n'), 0o600)
 }
 
 const maxSpecBytes = 1 << 20

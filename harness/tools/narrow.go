@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store/durable"
 )
 
 // Only is a conversation's narrowing: the tools it may be offered, each
@@ -137,7 +138,7 @@ func NarrowFile(a home.Agent, thread string, later []string) (*Only, error) {
 		return nil, err
 	}
 	b, _ := json.Marshal(onlyFile{Tools: o.Entries})
-	if err := home.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := durable.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("tools: writing %s: %w", path, err)
 	}
 	return o, nil

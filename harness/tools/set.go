@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store/durable"
 )
 
 // ErrUnavailable comes when a tool did not start, initialize and list its
@@ -196,7 +197,7 @@ func (s *Set) writeLists() {
 	}
 	path, err := s.agent.Path(home.ToolLists, "")
 	if err == nil {
-		err = home.ReplaceFile(path, b, 0o600) // derived: listed again when lost
+		err = durable.ReplaceFile(path, b, 0o600) // derived: listed again when lost
 	}
 	s.mu.Lock()
 	if err != nil {

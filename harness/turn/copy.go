@@ -15,6 +15,7 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -228,7 +229,7 @@ func endsWithMark(fd int, size, prev int64) (bool, error) {
 // conversation's copy is never held in memory whole.
 func (t *turn) remakeCopy(ctx context.Context, path string) error {
 	t.touched = true
-	return home.WriteAtomic(path, 0o600, func(w io.Writer) error {
+	return durable.WriteAtomic(path, 0o600, func(w io.Writer) error {
 		n, err := WriteCopy(ctx, w, t.r.Agent.Name, t.conv)
 		t.written += n
 		return err

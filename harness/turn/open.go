@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -37,7 +38,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 			return err
 		}
 	}
-	made, err := home.MakeDir(t.dir) // its name durable before any event is in it
+	made, err := durable.MakeDir(t.dir) // its name durable before any event is in it
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 			// A folder with no event yet may be one whose maker died
 			// before it synced the folder's name: synced again before
 			// the first event goes in, as the log does a file's.
-			return home.SyncDir(filepath.Dir(t.dir))
+			return durable.SyncDir(filepath.Dir(t.dir))
 		}
 		return nil
 	}

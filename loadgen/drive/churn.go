@@ -3,9 +3,10 @@ package drive
 import (
 	"context"
 	"fmt"
-	"os"
 	"syscall"
 	"time"
+
+	"lnk.dev/linkharness/store/durable"
 )
 
 // Churner is a unit whose agents can change while it runs, as `serve
@@ -24,11 +25,7 @@ const maxLater = 1024
 // writeAgentsFile writes serve --agents' file whole: written beside it and
 // renamed over it, so a SIGHUP never reads half a file.
 func writeAgentsFile(path string, agents []Agent, sleepAfter time.Duration, maxTurns int) error {
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, agentsFile(agents, sleepAfter, maxTurns), 0o600); err != nil {
-		return fmt.Errorf("drive: agents file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := durable.ReplaceFile(path, agentsFile(agents, sleepAfter, maxTurns), 0o600); err != nil {
 		return fmt.Errorf("drive: agents file: %w", err)
 	}
 	return nil

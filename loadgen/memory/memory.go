@@ -27,6 +27,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/store/durable"
 )
 
 // MaxNotesBytes is the most notes.md holds; a note past it is refused.
@@ -111,7 +112,7 @@ func (m *Server) writeNotes(notes []string) (bool, error) {
 	if b.Len() > MaxNotesBytes {
 		return false, nil
 	}
-	return true, home.WriteFileAtomic(m.notesPath(), b.Bytes(), 0o600)
+	return true, durable.WriteFileAtomic(m.notesPath(), b.Bytes(), 0o600)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

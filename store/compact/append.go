@@ -42,51 +42,78 @@ func (c *Conversation) AppendDeferred(ctx context.Context, seq int64, event []by
 // Commit makes the lines appended deferred durable; with none, it does
 // nothing. If the fdatasync fails, it cuts them off.
 func (c *Conversation) Commit(ctx context.Context) error {
-	if c.from < 0 {
+	if c.syncs.from < 0 {
 		return nil
 	}
+	var s snap
+	if err := c.begin(ctx, &s); err != nil {
+		return err
+	}
+	defer c.unlock()
+	if c.syncs.from < 0 {
+		return nil
+	}
+	return c.syncDeferred()
+}
+
+// lock opens the tail for writing and takes the writers' lock. Once it
+// returns nil, the caller calls unlock when it is done.
+func (c *Conversation) lock(ctx context.Context) error {
 	if _, err := c.openTail(true); err != nil {
 		return err
 	}
-	defer c.trim()
 	if err := c.tf.Lock(ctx, true); err != nil {
+		c.buf.trim()
 		return c.lockError(err)
 	}
-	defer c.unlock()
-	var s snap
-	if _, err := c.snapshot(ctx, &s, true); err != nil {
+	return nil
+}
+
+// unlock lets go of the writers' lock, and of the files after a failed
+// fdatasync, and trims the buffers.
+func (c *Conversation) unlock() {
+	c.tf.Unlock()
+	if c.syncs.stale {
+		c.drop()
+		c.syncs.stale = false
+	}
+	c.buf.trim()
+}
+
+// begin takes the writers' lock and the snapshot under it into s, and
+// forgets the deferred lines it shows durable or gone. Once it returns
+// nil, the caller calls unlock when it is done.
+func (c *Conversation) begin(ctx context.Context, s *snap) error {
+	if err := c.lock(ctx); err != nil {
 		return err
 	}
-	c.pending(&s)
-	if c.from < 0 {
-		return nil
-	}
-	if err := c.syncOrCut(c.tf, c.from); err != nil {
+	if _, err := c.snapshot(ctx, s, true); err != nil {
+		c.unlock()
 		return err
 	}
-	c.from = -1
+	c.pending(s)
 	return nil
 }
 
 // pending forgets the deferred lines s shows durable or gone: framed (a
 // fold syncs what it frames), or no longer in the tail.
 func (c *Conversation) pending(s *snap) {
-	if c.from >= 0 && (s.framed >= c.fromSeq || s.tlast < c.fromSeq || c.from > s.tend) {
-		c.from = -1
+	if c.syncs.from >= 0 && (s.framed >= c.syncs.first || s.tlast < c.syncs.first || c.syncs.from > s.tend) {
+		c.syncs.from = -1
 	}
-	if c.from < 0 {
-		c.mark = c.fs.Committer().Mark()
+	if c.syncs.from < 0 {
+		c.syncs.mark = c.fs.Committer().Mark()
 	}
 }
 
-// unlock lets go of the writers' lock, and of the files after a failed
-// fdatasync.
-func (c *Conversation) unlock() {
-	c.tf.Unlock()
-	if c.stale {
-		c.drop()
-		c.stale = false
+// syncDeferred makes the tail durable with the deferred lines in it, or
+// cuts them off, never acknowledged, if its fdatasync fails.
+func (c *Conversation) syncDeferred() error {
+	if err := c.syncOrCut(c.tf, c.syncs.from); err != nil {
+		return err
 	}
+	c.syncs.from = -1
+	return nil
 }
 
 func (c *Conversation) append(ctx context.Context, seq int64, event []byte, deferred bool) error {
@@ -96,55 +123,68 @@ func (c *Conversation) append(ctx context.Context, seq int64, event []byte, defe
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := c.openTail(true); err != nil {
+	var s snap
+	if err := c.begin(ctx, &s); err != nil {
 		return err
-	}
-	defer c.trim()
-	if err := c.tf.Lock(ctx, true); err != nil {
-		return c.lockError(err)
 	}
 	defer c.unlock()
-
-	var s snap
-	if _, err := c.snapshot(ctx, &s, true); err != nil {
-		return err
-	}
-	c.pending(&s)
 	last := s.last()
 	switch {
 	case seq > last+1:
 		return fmt.Errorf("compact: append seq %d to %s: %w: the last is %d", seq, c.dir, store.ErrGap, last)
 	case seq <= last:
-		old, err := c.find(&s, seq)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(old, event) {
-			return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, store.ErrSeqTaken)
-		}
-		// The same bytes: a retry whose answer was lost, or of an Append
-		// whose fdatasync and cut failed. The writer that wrote them may
-		// have died before its fdatasync, or they may be readable and not
-		// on the disk: write the tail's lines again (see rewrite).
-		if err := c.rewrite(c.tf, s.tail[:s.tend], 0, s.tend); err != nil {
-			return err
-		}
-		if err := c.sync(c.zf); err != nil {
-			return err
-		}
-		if c.from >= 0 {
-			// If it fails, the deferred lines, never acknowledged, go.
-			if err := c.syncOrCut(c.tf, c.from); err != nil {
-				return err
-			}
-			c.from = -1
-			return nil
-		}
-		return c.sync(c.tf)
+		return c.again(&s, seq, event)
 	}
+	if err := c.settle(&s); err != nil {
+		return err
+	}
+	if err := c.thread(&s, seq, event); err != nil {
+		return err
+	}
+	if err := c.writeLine(&s, seq, event, deferred); err != nil {
+		return err
+	}
+	if c.due(&s) {
+		err := c.fold(&s)
+		if err != nil && c.opts.Folded != nil {
+			c.opts.Folded(FoldStats{Err: err})
+		}
+	}
+	return nil
+}
 
+// again answers an append of a seq the conversation holds: the same bytes
+// are success, made durable, and other bytes store.ErrSeqTaken.
+func (c *Conversation) again(s *snap, seq int64, event []byte) error {
+	old, err := c.find(s, seq)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(old, event) {
+		return fmt.Errorf("compact: append seq %d to %s: %w", seq, c.dir, store.ErrSeqTaken)
+	}
+	// The same bytes: a retry whose answer was lost, or of an Append whose
+	// fdatasync and cut failed. The writer that wrote them may have died
+	// before its fdatasync, or they may be readable and not on the disk:
+	// write the tail's lines again (see rewrite).
+	if err := c.rewrite(c.tf, s.tail[:s.tend], 0, s.tend); err != nil {
+		return err
+	}
+	if err := c.sync(c.zf); err != nil {
+		return err
+	}
+	if c.syncs.from >= 0 {
+		return c.syncDeferred()
+	}
+	return c.sync(c.tf)
+}
+
+// settle finishes what a writer before left undone, before an event is
+// appended: it cuts off an incomplete final line, empties a tail a fold
+// stopped before emptying, and folds a tail whose fold is due.
+func (c *Conversation) settle(s *snap) error {
 	if s.tend < s.tsize {
-		if err := c.cutTail(&s); err != nil {
+		if err := c.cutTail(s); err != nil {
 			return err
 		}
 	}
@@ -152,23 +192,28 @@ func (c *Conversation) append(ctx context.Context, seq int64, event []byte, defe
 		// A fold stopped after writing its unit, maybe before its
 		// fdatasync (its writer died): make the unit durable, then empty
 		// the tail.
-		if err := c.syncUnit(&s); err != nil {
+		if err := c.syncUnit(s); err != nil {
 			return err
 		}
-		if err := c.emptyTail(&s); err != nil {
-			return err
-		}
-	}
-	if c.due(&s) {
-		if err := c.fold(&s); err != nil {
+		if err := c.emptyTail(s); err != nil {
 			return err
 		}
 	}
+	if c.due(s) {
+		return c.fold(s)
+	}
+	return nil
+}
+
+// thread makes sure events.zst starts with its thread frame, durably,
+// before seq is appended: seq 1 writes it, or writes again one another
+// writer wrote; any other seq finds it there.
+func (c *Conversation) thread(s *snap, seq int64, event []byte) error {
 	if s.threadEnd == 0 {
 		if seq != 1 {
-			return &CorruptError{Path: c.frames, Offset: 0, Problem: fmt.Sprintf("no thread frame, and the tail holds seq %d", last)}
+			return &CorruptError{Path: c.frames, Offset: 0, Problem: fmt.Sprintf("no thread frame, and the tail holds seq %d", s.last())}
 		}
-		if err := c.writeThread(&s, event); err != nil {
+		if err := c.writeThread(s, event); err != nil {
 			return err
 		}
 	} else if seq == 1 {
@@ -186,18 +231,7 @@ func (c *Conversation) append(ctx context.Context, seq int64, event []byte, defe
 		// The files are new: their names are durable once the folder is
 		// synced. An Append that failed after writing the thread frame
 		// may not have synced it, so every Append of seq 1 does.
-		if err := c.syncDir(); err != nil {
-			return err
-		}
-	}
-	if err := c.writeLine(&s, seq, event, deferred); err != nil {
-		return err
-	}
-	if c.due(&s) {
-		err := c.fold(&s)
-		if err != nil && c.opts.Folded != nil {
-			c.opts.Folded(FoldStats{Err: err})
-		}
+		return c.syncDir()
 	}
 	return nil
 }
@@ -228,14 +262,13 @@ func (c *Conversation) writeLine(s *snap, seq int64, event []byte, deferred bool
 		return fmt.Errorf("compact: append to %s at offset %d: %w", c.tail, s.tend, err)
 	}
 	switch {
-	case deferred && c.from < 0:
-		c.from, c.fromSeq = s.tend, seq
+	case deferred && c.syncs.from < 0:
+		c.syncs.from, c.syncs.first = s.tend, seq
 	case deferred:
-	case c.from >= 0:
-		if err := c.syncOrCut(c.tf, c.from); err != nil {
+	case c.syncs.from >= 0:
+		if err := c.syncDeferred(); err != nil {
 			return err
 		}
-		c.from = -1
 	default:
 		if err := c.syncOrCut(c.tf, s.tend); err != nil {
 			return err
@@ -302,11 +335,11 @@ func (c *Conversation) fold(s *snap) (err error) {
 	if err != nil {
 		return fmt.Errorf("compact: fold: %w", err)
 	}
-	u := enc.EncodeAll(lines, grow(&c.cbuf, len(lines)/2+SealSize)[:0])
+	u := enc.EncodeAll(lines, grow(&c.buf.frame, len(lines)/2+SealSize)[:0])
 	encoders.put()
 	n := len(u)
 	u = appendSeal(u, n, int(s.count), s.tlast)
-	c.cbuf = u[:0]
+	c.buf.frame = u[:0]
 	if _, err := c.zf.WriteAt(u, s.end); err != nil {
 		c.zf.Truncate(s.end)
 		return fmt.Errorf("compact: fold into %s at offset %d: %w", c.frames, s.end, err)
@@ -349,18 +382,14 @@ func (c *Conversation) emptyTail(s *snap) error {
 		return err
 	}
 	s.tail, s.tsize, s.tend, s.skip, s.count, s.tlast = s.tail[:0], 0, 0, 0, 0, 0
-	c.from = -1 // what it held is framed, and durable
+	c.syncs.from = -1 // what it held is framed, and durable
 	return nil
 }
 
 // cutTail cuts an incomplete final line off the tail, once it is kept in
 // events.jsonl.torn.
 func (c *Conversation) cutTail(s *snap) error {
-	torn := make([]byte, s.tsize-s.tend)
-	if err := readAt(c.tf, torn, s.tend); err != nil {
-		return err
-	}
-	if err := c.keepTorn(TornTailName, TailName, s.tend, torn); err != nil {
+	if err := c.keep(Cut{From: TailName, Offset: s.tend, Bytes: s.tsize - s.tend, To: TornTailName}, c.tf); err != nil {
 		return err
 	}
 	if err := c.tf.Truncate(s.tend); err != nil {
@@ -377,11 +406,7 @@ func (c *Conversation) cutFrames(s *snap, end int64) error {
 	if n > 2*MaxFrameContent {
 		return &CorruptError{Path: c.frames, Offset: end, Problem: fmt.Sprintf("%d bytes after the last whole frame, more than one fold writes", n)}
 	}
-	cut := make([]byte, n)
-	if err := readAt(c.zf, cut, end); err != nil {
-		return err
-	}
-	if err := c.keepTorn(TornFramesName, FramesName, end, cut); err != nil {
+	if err := c.keep(Cut{From: FramesName, Offset: end, Bytes: n, To: TornFramesName}, c.zf); err != nil {
 		return err
 	}
 	if err := c.zf.Truncate(end); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // words make text that compresses as prose does, unlike random letters.
@@ -137,7 +138,7 @@ func BenchmarkReadLast32(b *testing.B) {
 // peakRSS runs this test binary again to read dir's last 32 events a
 // thousand times, and returns its peak resident memory.
 func peakRSS(b *testing.B, dir string) float64 {
-	cmd := child(nil, "TestReadChild", childEnv+"=read", "LNK_DIR="+dir)
+	cmd := storetest.Child("TestReadChild", childEnv+"=read", "LNK_DIR="+dir)
 	out, err := cmd.Output()
 	if err != nil {
 		b.Fatalf("the reader: %v", err)

@@ -71,16 +71,9 @@ type Conversation struct {
 	// it was opened for writing.
 	tf, zf disk.File
 	tw, zw bool
-	dirty  bool // Unsynced: written since the last Sync
 
-	// from is where the tail's lines this Conversation appended deferred,
-	// and not yet synced, start, and fromSeq the seq of the first; from
-	// is -1 when there are none. mark is the Committer's, taken before
-	// the first of them was written.
-	from         int64
-	fromSeq      int64
-	mark         uint64
-	stale        bool // an fdatasync failed: drop the files after the lock
+	syncs syncState // what the next sync owes, and what the last did
+
 	foldEvents   int  // FoldEvents, but for tests
 	sawDuplicate bool // the last snapshot found framed events in the tail, for tests
 	decoded      int  // frames decompressed, for tests
@@ -89,11 +82,40 @@ type Conversation struct {
 	fsrc fileSource
 	bsrc bytesSource
 
-	// Buffers reused by every call; what a call hands out points into them.
-	tbuf []byte // the tail
-	zbuf []byte // bytes of events.zst read by headers
-	cbuf []byte // one data frame
-	dbuf []byte // one data frame, decompressed
+	buf buffers
+}
+
+// syncState is what the syncs of a Conversation owe and left: the appends
+// and Commit set it, sync and syncOrCut (disk.go) pay it.
+type syncState struct {
+	// from is where the tail's lines this Conversation appended deferred,
+	// and not yet synced, start, and first the seq of the first; from is
+	// -1 when there are none. mark is the Committer's, taken before the
+	// first of them was written.
+	from  int64
+	first int64
+	mark  uint64
+
+	stale bool // an fdatasync failed: drop the files after the lock
+	dirty bool // Unsynced: written since the last Sync
+}
+
+// buffers are reused by every call; what a call hands out points into
+// them. Between calls none is over keepBuf (trim), and Close drops them.
+type buffers struct {
+	tail  []byte // the tail
+	zst   []byte // bytes of events.zst read by headers
+	frame []byte // one data frame
+	plain []byte // one data frame, decompressed
+}
+
+// trim drops buffers grown for long events or large frames.
+func (b *buffers) trim() {
+	for _, p := range [...]*[]byte{&b.tail, &b.zst, &b.frame, &b.plain} {
+		if cap(*p) > keepBuf {
+			*p = nil
+		}
+	}
 }
 
 // Open returns the conversation kept in dir, which the caller has created.
@@ -117,7 +139,7 @@ func OpenOptions(dir string, opts Options) (*Conversation, error) {
 		opts:       opts,
 		fs:         fsys,
 		foldEvents: FoldEvents,
-		from:       -1,
+		syncs:      syncState{from: -1},
 	}, nil
 }
 
@@ -129,10 +151,10 @@ func (c *Conversation) KeepsNoCopy() bool { return true }
 // is synced first.
 func (c *Conversation) Close() error {
 	var err error
-	if c.dirty {
+	if c.syncs.dirty {
 		err = c.Sync()
 	}
-	c.tbuf, c.zbuf, c.cbuf, c.dbuf = nil, nil, nil, nil
+	c.buf = buffers{}
 	for _, f := range [...]disk.File{c.tf, c.zf} {
 		if f != nil {
 			if cerr := f.Close(); err == nil && cerr != nil {
@@ -147,7 +169,7 @@ func (c *Conversation) Close() error {
 // Sync makes everything appended durable: for an Unsynced conversation,
 // whose appends are not.
 func (c *Conversation) Sync() error {
-	if !c.dirty {
+	if !c.syncs.dirty {
 		return nil
 	}
 	for _, f := range [...]disk.File{c.tf, c.zf} {
@@ -160,7 +182,7 @@ func (c *Conversation) Sync() error {
 	if err := c.syncDir(); err != nil {
 		return err
 	}
-	c.dirty = false
+	c.syncs.dirty = false
 	return nil
 }
 
@@ -168,33 +190,28 @@ func (c *Conversation) Sync() error {
 // is set, creating it then. It reports false when there is no tail: no
 // file (err nil), or an error.
 func (c *Conversation) openTail(write bool) (bool, error) {
-	if c.tf != nil && (c.tw || !write) {
-		return true, nil
-	}
-	f, err := c.openFile(c.tail, write)
-	if f == nil {
-		return false, err
-	}
-	if c.tf != nil {
-		c.tf.Close()
-	}
-	c.tf, c.tw = f, write
-	return true, nil
+	return c.reopen(&c.tf, &c.tw, c.tail, write)
 }
 
 // openFrames opens events.zst like openTail opens the tail.
 func (c *Conversation) openFrames(write bool) (bool, error) {
-	if c.zf != nil && (c.zw || !write) {
+	return c.reopen(&c.zf, &c.zw, c.frames, write)
+}
+
+// reopen opens the file at path into *f, and says in *writable whether it
+// is for writing, unless *f is open already as write needs.
+func (c *Conversation) reopen(f *disk.File, writable *bool, path string, write bool) (bool, error) {
+	if *f != nil && (*writable || !write) {
 		return true, nil
 	}
-	f, err := c.openFile(c.frames, write)
-	if f == nil {
+	nf, err := c.openFile(path, write)
+	if nf == nil {
 		return false, err
 	}
-	if c.zf != nil {
-		c.zf.Close()
+	if *f != nil {
+		(*f).Close()
 	}
-	c.zf, c.zw = f, write
+	*f, *writable = nf, write
 	return true, nil
 }
 
@@ -222,15 +239,6 @@ func (c *Conversation) drop() {
 		}
 	}
 	c.tf, c.zf, c.tw, c.zw = nil, nil, false, false
-}
-
-// trim drops buffers grown for long events or large frames.
-func (c *Conversation) trim() {
-	for _, b := range []*[]byte{&c.tbuf, &c.zbuf, &c.cbuf, &c.dbuf} {
-		if cap(*b) > keepBuf {
-			*b = nil
-		}
-	}
 }
 
 func grow(b *[]byte, n int) []byte {

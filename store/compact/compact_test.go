@@ -13,39 +13,17 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
-	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 const testThread = "telegram:42"
 
 // makeEvent returns the event of seq with a text of n bytes, the same bytes for
 // the same arguments; seq 1 names the thread.
-func makeEvent(seq int64, n int) []byte {
-	e := event.Event{
-		Seq:  seq,
-		Time: time.Unix(1767225600+seq, seq).UTC(),
-		Type: event.TypeMessage,
-		Text: text(seq, n),
-	}
-	if seq == 1 {
-		e.Thread = testThread
-	}
-	return event.Append(nil, &e)
-}
+func makeEvent(seq int64, n int) []byte { return storetest.Message(seq, n, testThread) }
 
 // text is n bytes of printable text that differ by seq.
-func text(seq int64, n int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 "
-	b := make([]byte, n)
-	x := uint64(seq)*0x9e3779b97f4a7c15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = alphabet[x%uint64(len(alphabet))]
-	}
-	return string(b)
-}
+func text(seq int64, n int) string { return storetest.Text(seq, n) }
 
 // sizeOf gives events of varied sizes: mostly small, a few large.
 func sizeOf(seq int64) int {
@@ -99,20 +77,6 @@ func collect(t testing.TB, c *Conversation, from int64, reverse bool, limit int)
 	return got
 }
 
-func span(from, to int64) []int64 {
-	var s []int64
-	if from <= to {
-		for i := from; i <= to; i++ {
-			s = append(s, i)
-		}
-	} else {
-		for i := from; i >= to; i-- {
-			s = append(s, i)
-		}
-	}
-	return s
-}
-
 func equal(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false
@@ -158,14 +122,14 @@ func TestAppendFoldsAndReads(t *testing.T) {
 		limit   int
 		want    []int64
 	}{
-		{1, false, 0, span(1, n)},
-		{0, true, 0, span(n, 1)},
-		{0, true, 32, span(n, n-31)},
-		{n + 5, true, 3, span(n, n-2)},
-		{100, false, 10, span(100, 109)},
+		{1, false, 0, storetest.Span(1, n)},
+		{0, true, 0, storetest.Span(n, 1)},
+		{0, true, 32, storetest.Span(n, n-31)},
+		{n + 5, true, 3, storetest.Span(n, n-2)},
+		{100, false, 10, storetest.Span(100, 109)},
 		{33, false, 1, []int64{33}},
-		{32, true, 0, span(32, 1)},
-		{150, true, 40, span(150, 111)},
+		{32, true, 0, storetest.Span(32, 1)},
+		{150, true, 40, storetest.Span(150, 111)},
 		{n, false, 0, []int64{n}},
 		{n + 1, false, 0, nil},
 	} {
@@ -203,7 +167,7 @@ func TestAppendRefuses(t *testing.T) {
 			t.Errorf("append %q: %v", bad, err)
 		}
 	}
-	if got := collect(t, c, 1, false, 0); !equal(got, span(1, 70)) {
+	if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 70)) {
 		t.Fatalf("read %v", got)
 	}
 }
@@ -215,10 +179,10 @@ func TestReopen(t *testing.T) {
 	c.Close()
 	d := open(t, dir)
 	fill(t, d, 46, 80)
-	if got := collect(t, c, 1, false, 0); !equal(got, span(1, 80)) {
+	if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 80)) {
 		t.Fatalf("the first, closed and used again, read %v", got)
 	}
-	if got := collect(t, d, 0, true, 0); !equal(got, span(80, 1)) {
+	if got := collect(t, d, 0, true, 0); !equal(got, storetest.Span(80, 1)) {
 		t.Fatalf("read %v", got)
 	}
 }
@@ -271,10 +235,10 @@ func TestDuplicateReadOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, TailName), tail, FileMode); err != nil {
 		t.Fatal(err)
 	}
-	if got := collect(t, c, 1, false, 0); !equal(got, span(1, 32)) || !c.sawDuplicate {
+	if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 32)) || !c.sawDuplicate {
 		t.Fatalf("read %v (saw the copy: %v)", got, c.sawDuplicate)
 	}
-	if got := collect(t, c, 0, true, 0); !equal(got, span(32, 1)) {
+	if got := collect(t, c, 0, true, 0); !equal(got, storetest.Span(32, 1)) {
 		t.Fatalf("read back %v", got)
 	}
 	fill(t, c, 33, 33)
@@ -302,15 +266,15 @@ func TestCutUnitCutOff(t *testing.T) {
 		if err := os.WriteFile(zst, append(append([]byte(nil), before...), u[:cut]...), FileMode); err != nil {
 			t.Fatal(err)
 		}
-		if got := collect(t, c, 0, true, 0); !equal(got, span(40, 1)) {
+		if got := collect(t, c, 0, true, 0); !equal(got, storetest.Span(40, 1)) {
 			t.Fatalf("cut at %d: read %v", cut, got)
 		}
-		if got := collect(t, c, 1, false, 0); !equal(got, span(1, 40)) {
+		if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 40)) {
 			t.Fatalf("cut at %d: read %v", cut, got)
 		}
 	}
 	fill(t, c, 41, 64) // the fold
-	if got := collect(t, c, 1, false, 0); !equal(got, span(1, 64)) {
+	if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 64)) {
 		t.Fatalf("read %v", got)
 	}
 	torn := readFile(t, filepath.Join(dir, TornFramesName))
@@ -335,7 +299,7 @@ func TestTornTailLine(t *testing.T) {
 		t.Fatalf("Last = %d, %v", last, err)
 	}
 	fill(t, c, 11, 12)
-	if got := collect(t, c, 1, false, 0); !equal(got, span(1, 12)) {
+	if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 12)) {
 		t.Fatalf("read %v", got)
 	}
 	if torn := readFile(t, filepath.Join(dir, TornTailName)); !bytes.Contains(torn, makeEvent(11, 50)[:20]) {

@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,17 +21,6 @@ import (
 
 // childEnv names what a re-executed test binary is to do.
 const childEnv = "LNK_STORE_COMPACT_CHILD"
-
-// child starts this test binary again running only the test run, with env.
-func child(t *testing.T, run string, env ...string) *exec.Cmd {
-	if t != nil {
-		t.Helper()
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	return cmd
-}
 
 // crashEvent is the event the crash test's writer appends at seq: its
 // bytes follow from seq alone; about one in eight is large (8 to 32 KiB).
@@ -197,41 +183,13 @@ func TestCrash(t *testing.T) {
 // the highest seq it acknowledged.
 func killWriter(t *testing.T, dir string, at killPoint, where string) (acked int64) {
 	t.Helper()
-	cmd := child(t, "TestCrashChild", childEnv+"=crash", "LNK_DIR="+dir, killAtEnv+"="+at.String())
-	// The writer waits to be killed reading its standard input, which ends
-	// if this process does: then it exits rather than outlive the test.
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := ""
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		l := sc.Text()
+	cmd := storetest.Child("TestCrashChild", childEnv+"=crash", "LNK_DIR="+dir, killAtEnv+"="+at.String())
+	storetest.KillAtStop(t, cmd, where, func(l string) {
 		if s, ok := strings.CutPrefix(l, "ack "); ok {
 			n, _ := strconv.ParseInt(s, 10, 64)
 			acked = max(acked, n)
 		}
-		if s, ok := strings.CutPrefix(l, "stopped "); ok && stopped == "" {
-			stopped = s
-			cmd.Process.Signal(syscall.SIGKILL)
-		}
-	}
-	cmd.Wait()
-	if stopped == "" {
-		t.Fatalf("%s: the writer ended (%v) without stopping there", where, cmd.ProcessState)
-	}
-	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || st.Signal() != syscall.SIGKILL {
-		t.Fatalf("%s: the writer ended with %v, not killed", where, cmd.ProcessState)
-	}
+	})
 	return acked
 }
 

@@ -52,22 +52,6 @@ func build(t *testing.T, dir string, n int64) [][]byte {
 	return want
 }
 
-// readAll reads forward from seq 1, checking every event handed out is
-// the one written at its seq (want, by seq - 1), and returns how many were
-// and the read's error.
-func readAll(t *testing.T, c *Conversation, want [][]byte) (int64, error) {
-	t.Helper()
-	n := int64(0)
-	err := c.Read(context.Background(), 1, store.Forward, func(seq int64, ev []byte) bool {
-		if seq != n+1 || seq > int64(len(want)) || !bytes.Equal(ev, want[seq-1]) {
-			t.Fatalf("read seq %d after %d: %q, not an event written", seq, n, ev)
-		}
-		n = seq
-		return true
-	})
-	return n, err
-}
-
 // TestDamage damages a compact conversation as a person or a failing disk
 // might. Each damage is reported as a *CorruptError naming the file and
 // the offset, the events before it are read, and Repair keeps those,
@@ -127,7 +111,7 @@ func TestDamage(t *testing.T) {
 			c := open(t, dir)
 			ctx := context.Background()
 
-			n, err := readAll(t, c, want)
+			n, err := storetest.ReadAll(t, c, want)
 			var ce *CorruptError
 			if !errors.As(err, &ce) || !errors.Is(err, store.ErrCorrupt) || ce.Path != path || ce.Offset != off {
 				t.Fatalf("read: %v; want the corruption of %s at offset %d", err, path, off)
@@ -160,7 +144,7 @@ func TestDamage(t *testing.T) {
 			if err := c.Append(ctx, next, smallEvent(next)); err != nil {
 				t.Fatalf("append after repair: %v", err)
 			}
-			if n, err := readAll(t, c, append(want[:tc.kept:tc.kept], smallEvent(next))); err != nil || n != next {
+			if n, err := storetest.ReadAll(t, c, append(want[:tc.kept:tc.kept], smallEvent(next))); err != nil || n != next {
 				t.Fatalf("after repair read %d, %v", n, err)
 			}
 			if r, err := c.Repair(ctx); err != nil || r.Kept != next || r.Cuts != nil {

@@ -15,16 +15,16 @@ import (
 // the next call.
 func (c *Conversation) sync(f disk.File) error {
 	if c.opts.Unsynced {
-		c.dirty = true
+		c.syncs.dirty = true
 		return nil
 	}
 	start := time.Now()
-	err := c.fs.Committer().Commit(f, c.mark)
+	err := c.fs.Committer().Commit(f, c.syncs.mark)
 	if c.opts.Synced != nil {
 		c.opts.Synced(time.Since(start))
 	}
 	if err != nil {
-		c.stale = true
+		c.syncs.stale = true
 		return fmt.Errorf("compact: fdatasync %s: %w", f.Name(), err)
 	}
 	return nil
@@ -75,26 +75,11 @@ func (c *Conversation) syncDir() error {
 	return nil
 }
 
-// keepTorn appends bytes cut off a file to the torn file name beside it,
-// durably, as one record: a line saying where they were, then the bytes
-// and a '\n'.
-func (c *Conversation) keepTorn(name, from string, off int64, b []byte) error {
-	head := fmt.Appendf(nil, "# %s offset %d, %d bytes, cut %s\n", from, off, len(b), time.Now().UTC().Format(time.RFC3339Nano))
-	rec := append(append(head, b...), '\n')
-	path := c.dir + string(os.PathSeparator) + name
-	f, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
-	if err != nil {
-		return fmt.Errorf("compact: keep what is cut off %s: %w", from, err)
+// keep moves f's bytes cut describes to the file cut.To beside it,
+// durably (disk.KeepCut).
+func (c *Conversation) keep(cut Cut, f disk.File) error {
+	if err := disk.KeepCut(c.fs, c.dir, disk.Cut(cut), f, FileMode); err != nil {
+		return fmt.Errorf("compact: keep what is cut off %s in %s: %w", cut.From, c.dir+string(os.PathSeparator)+cut.To, err)
 	}
-	_, err = f.Write(rec)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("compact: keep what is cut off %s in %s: %w", from, path, err)
-	}
-	return c.syncDir()
+	return nil
 }

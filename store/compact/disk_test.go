@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -415,20 +414,8 @@ func TestFailedSyncEvery(t *testing.T) {
 // memRead returns the bytes of name on m, nil if it is missing.
 func memRead(t *testing.T, m *disk.Mem, name string) []byte {
 	t.Helper()
-	f, err := m.OpenFile(name, os.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, st.Size)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+	b, err := m.ReadFile(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
 	return b

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/store/internal/disk"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 var errInjected = errors.New("injected: the disk failed")
@@ -132,14 +133,14 @@ func TestDiskFails(t *testing.T) {
 			if failed+foldFailed == 0 {
 				t.Fatalf("%s #%d: a fault landed and nothing failed", name, nth)
 			}
-			if got := collect(t, c, 1, false, 0); !equal(got, span(1, 30)) {
+			if got := collect(t, c, 1, false, 0); !equal(got, storetest.Span(1, 30)) {
 				t.Fatalf("%s #%d: read %v", name, nth, got)
 			}
-			if got := collect(t, c, 0, true, 0); !equal(got, span(30, 1)) {
+			if got := collect(t, c, 0, true, 0); !equal(got, storetest.Span(30, 1)) {
 				t.Fatalf("%s #%d: read back %v", name, nth, got)
 			}
 			fresh := open(t, dir)
-			if got := collect(t, fresh, 1, false, 0); !equal(got, span(1, 30)) {
+			if got := collect(t, fresh, 1, false, 0); !equal(got, storetest.Span(1, 30)) {
 				t.Fatalf("%s #%d: another reader read %v", name, nth, got)
 			}
 			t.Logf("%s #%d: landed; %d appends and %d folds failed", name, nth, failed, foldFailed)

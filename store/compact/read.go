@@ -14,7 +14,7 @@ func (c *Conversation) Last(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	defer c.trim()
+	defer c.buf.trim()
 	var s snap
 	if ok, err := c.snapshot(ctx, &s, false); !ok {
 		return 0, err
@@ -33,7 +33,7 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer c.trim()
+	defer c.buf.trim()
 	var s snap
 	ok, err := c.snapshot(ctx, &s, false)
 	if err != nil {
@@ -74,20 +74,8 @@ func (c *Conversation) Read(ctx context.Context, from int64, reverse bool, fn fu
 func (c *Conversation) readBackward(ctx context.Context, s *snap, src *fileSource, from int64, fn func(int64, []byte) bool) error {
 	seq := from
 	if seq > s.framed {
-		lines := s.tail[s.skip:]
-		for k := s.tlast; len(lines) > 0; k-- {
-			i := bytes.LastIndexByte(lines[:len(lines)-1], '\n')
-			line := lines[i+1 : len(lines)-1]
-			lines = lines[:i+1]
-			if k > seq {
-				continue
-			}
-			if !fn(k, line) {
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if over, err := linesBack(ctx, s.tail[s.skip:], s.tlast, seq, fn); over {
+			return err
 		}
 		seq = s.framed
 	}
@@ -104,19 +92,8 @@ func (c *Conversation) readBackward(ctx context.Context, s *snap, src *fileSourc
 			return err
 		}
 		// Skip the unit's events after seq, then hand out the rest.
-		for k := u.last; len(data) > 0; k-- {
-			i := bytes.LastIndexByte(data[:len(data)-1], '\n')
-			line := data[i+1 : len(data)-1]
-			data = data[:i+1]
-			if k > seq {
-				continue
-			}
-			if !fn(k, line) {
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if over, err := linesBack(ctx, data, u.last, seq, fn); over {
+			return err
 		}
 		seq = u.first() - 1
 	}
@@ -135,19 +112,8 @@ func (c *Conversation) readForward(ctx context.Context, s *snap, src *fileSource
 			if err != nil {
 				return err
 			}
-			for k := u.first(); len(data) > 0; k++ {
-				i := bytes.IndexByte(data, '\n')
-				line := data[:i]
-				data = data[i+1:]
-				if k < seq {
-					continue
-				}
-				if !fn(k, line) {
-					return nil
-				}
-				if err := ctx.Err(); err != nil {
-					return err
-				}
+			if over, err := linesOn(ctx, data, u.first(), seq, fn); over {
+				return err
 			}
 			seq = u.last + 1
 			if u.end() >= s.end {
@@ -158,22 +124,50 @@ func (c *Conversation) readForward(ctx context.Context, s *snap, src *fileSource
 			}
 		}
 	}
-	lines := s.tail[s.skip:]
-	for k := s.framed + 1; len(lines) > 0; k++ {
-		i := bytes.IndexByte(lines, '\n')
-		line := lines[:i]
-		lines = lines[i+1:]
+	_, err := linesOn(ctx, s.tail[s.skip:], s.framed+1, seq, fn)
+	return err
+}
+
+// linesBack hands fn the lines in b, each ending in '\n', the last of them
+// seq last, from the last back, leaving out those after seq. It reports
+// whether the read is over: fn stopped it, or ctx is done (err).
+func linesBack(ctx context.Context, b []byte, last, seq int64, fn func(int64, []byte) bool) (bool, error) {
+	for k := last; len(b) > 0; k-- {
+		i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+		line := b[i+1 : len(b)-1]
+		b = b[:i+1]
+		if k > seq {
+			continue
+		}
+		if !fn(k, line) {
+			return true, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// linesOn hands fn the lines in b, each ending in '\n', the first of them
+// seq first, in order, leaving out those before seq. It reports whether
+// the read is over, as linesBack.
+func linesOn(ctx context.Context, b []byte, first, seq int64, fn func(int64, []byte) bool) (bool, error) {
+	for k := first; len(b) > 0; k++ {
+		i := bytes.IndexByte(b, '\n')
+		line := b[:i]
+		b = b[i+1:]
 		if k < seq {
 			continue
 		}
 		if !fn(k, line) {
-			return nil
+			return true, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return true, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // unitHolding finds the unit holding seq, which is framed: walking back
@@ -252,7 +246,7 @@ func (c *Conversation) decode(src *fileSource, u unit) ([]byte, error) {
 	if u.n > MaxFrameContent+MaxFrameContent/8+1<<10 {
 		return nil, &CorruptError{Path: c.frames, Offset: u.off, Problem: "a frame longer than any fold makes"}
 	}
-	cb := grow(&c.cbuf, int(u.n))
+	cb := grow(&c.buf.frame, int(u.n))
 	if err := readAt(c.zf, cb, u.off); err != nil {
 		return nil, err
 	}
@@ -270,12 +264,12 @@ func (c *Conversation) decode(src *fileSource, u unit) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compact: %w", err)
 	}
-	out, err := dec.DecodeAll(cb, grow(&c.dbuf, int(content)+64)[:0])
+	out, err := dec.DecodeAll(cb, grow(&c.buf.plain, int(content)+64)[:0])
 	decoders.put()
 	if err != nil {
 		return nil, &CorruptError{Path: c.frames, Offset: u.off, Problem: "the frame does not decompress: " + err.Error()}
 	}
-	c.dbuf = out[:0]
+	c.buf.plain = out[:0]
 	if int64(len(out)) != content || len(out) == 0 || out[len(out)-1] != '\n' {
 		return nil, &CorruptError{Path: c.frames, Offset: u.off, Problem: "the frame does not hold whole lines"}
 	}

@@ -6,15 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"time"
 
 	"github.com/valyala/fastjson"
 
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/internal/disk"
 )
 
 // Repaired is what Repair did.
@@ -56,21 +52,11 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 	if errors.Is(terr, fs.ErrNotExist) && errors.Is(ferr, fs.ErrNotExist) {
 		return Repaired{}, nil // nothing to repair, and nothing to create
 	}
-	if _, err := c.openTail(true); err != nil {
+	if err := c.lock(ctx); err != nil {
 		return Repaired{}, err
 	}
-	defer c.trim()
-	if err := c.tf.Lock(ctx, true); err != nil {
-		return Repaired{}, c.lockError(err)
-	}
-	c.mark = c.fs.Committer().Mark()
-	defer func() {
-		c.tf.Unlock()
-		if c.stale {
-			c.drop()
-			c.stale = false
-		}
-	}()
+	c.syncs.mark = c.fs.Committer().Mark()
+	defer c.unlock()
 
 	var s snap
 	frames := Cut{From: FramesName, To: DamagedFramesName}
@@ -105,7 +91,7 @@ func (c *Conversation) Repair(ctx context.Context) (r Repaired, err error) {
 		if cut.From == TailName {
 			f, path = c.tf, c.tail
 		}
-		if err := c.keepRange(cut, f); err != nil {
+		if err := c.keep(cut, f); err != nil {
 			return r, err
 		}
 		if err := f.Truncate(cut.Offset); err != nil {
@@ -195,7 +181,7 @@ func (c *Conversation) wholeTail(s *snap) (Cut, error) {
 		return Cut{}, err
 	}
 	k := min(n, maxTail)
-	buf := grow(&c.tbuf, int(k))
+	buf := grow(&c.buf.tail, int(k))
 	if err := readAt(c.tf, buf, 0); err != nil {
 		return Cut{}, err
 	}
@@ -240,37 +226,4 @@ func (c *Conversation) wholeTail(s *snap) (Cut, error) {
 		cut.Why = fmt.Sprintf("%d bytes after the last line end, more than one write makes", cut.Bytes)
 	}
 	return cut, nil
-}
-
-// keepRange appends f's bytes cut.Offset to cut.Offset+cut.Bytes to the
-// file cut.To beside it, durably, as one record: the line keepTorn writes,
-// saying why, the bytes, and a '\n'.
-func (c *Conversation) keepRange(cut Cut, f disk.File) error {
-	head := fmt.Appendf(nil, "# %s offset %d, %d bytes, cut %s: %s\n", cut.From, cut.Offset, cut.Bytes, time.Now().UTC().Format(time.RFC3339Nano), cut.Why)
-	path := c.dir + string(os.PathSeparator) + cut.To
-	out, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
-	if err != nil {
-		return fmt.Errorf("compact: keep what is cut off %s: %w", cut.From, err)
-	}
-	_, err = out.Write(head)
-	if err == nil {
-		var k int64
-		k, err = io.Copy(out, io.NewSectionReader(f, cut.Offset, cut.Bytes))
-		if err == nil && k != cut.Bytes {
-			err = fmt.Errorf("%s was cut short while read", f.Name())
-		}
-	}
-	if err == nil {
-		_, err = out.Write([]byte{'\n'})
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("compact: keep what is cut off %s in %s: %w", cut.From, path, err)
-	}
-	return c.syncDir()
 }

@@ -31,10 +31,10 @@ func (s *fileSource) at(off int64, n int) ([]byte, error) {
 	}
 	if off >= s.off && off+int64(n) <= s.off+int64(s.n) {
 		i := off - s.off
-		return s.c.zbuf[i : i+int64(n)], nil
+		return s.c.buf.zst[i : i+int64(n)], nil
 	}
 	k := int(min(int64(max(n, probeSize)), s.size-off))
-	buf := grow(&s.c.zbuf, k)
+	buf := grow(&s.c.buf.zst, k)
 	s.n = 0
 	if err := readAt(s.c.zf, buf, off); err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (c *Conversation) readTail(s *snap) error {
 		s.whole = true
 		return c.corruptTail(0, "a tail of %d bytes, more than folds ever leave", n)
 	}
-	buf := grow(&c.tbuf, int(n))
+	buf := grow(&c.buf.tail, int(n))
 	if err := readAt(c.tf, buf, 0); err != nil {
 		return err
 	}

@@ -143,6 +143,11 @@ func call(ctx context.Context, d store.Driver, method string, raw []byte) ([]byt
 		return nil, err
 	}
 	defer c.Close()
+	return callConversation(ctx, c, method, &p)
+}
+
+// callConversation runs method, one of a conversation's, against c.
+func callConversation(ctx context.Context, c store.Conversation, method string, p *params) ([]byte, error) {
 	switch method {
 	case "append":
 		if p.Lease == 0 {
@@ -154,7 +159,7 @@ func call(ctx context.Context, d store.Driver, method string, raw []byte) ([]byt
 		}
 		return []byte("{}"), l.AppendLeased(ctx, p.Seq, p.Event, p.Lease)
 	case "read":
-		return read(ctx, c, &p)
+		return read(ctx, c, p)
 	case "last":
 		n, err := c.Last(ctx)
 		if err != nil {
@@ -162,43 +167,9 @@ func call(ctx context.Context, d store.Driver, method string, raw []byte) ([]byt
 		}
 		return json.Marshal(lastResult{n})
 	case "lease", "release":
-		l, ok := c.(store.Leaser)
-		if !ok {
-			return nil, fmt.Errorf("%s: %w", method, store.ErrUnsupported)
-		}
-		if method == "release" {
-			return []byte("{}"), l.Release(ctx, p.Token)
-		}
-		ttl := time.Duration(p.TTLMS) * time.Millisecond
-		var (
-			r   leaseResult
-			err error
-		)
-		if t, ok := l.(store.LeaseTaker); ok {
-			r.Token, r.TookOver, err = t.LeaseFrom(ctx, p.Holder, ttl)
-		} else {
-			r.Token, err = l.Lease(ctx, p.Holder, ttl)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(r)
+		return callLease(ctx, c, method, p)
 	case "meta_get", "meta_put", "meta_delete":
-		m, ok := c.(store.Meta)
-		if !ok {
-			return nil, fmt.Errorf("%s: %w", method, store.ErrUnsupported)
-		}
-		switch method {
-		case "meta_put":
-			return []byte("{}"), m.MetaPut(ctx, p.Name, p.Data)
-		case "meta_delete":
-			return []byte("{}"), m.MetaDelete(ctx, p.Name)
-		}
-		data, err := m.MetaGet(ctx, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(metaResult{data})
+		return callMeta(ctx, c, method, p)
 	case "forget":
 		f, ok := c.(store.Forgetter)
 		if !ok {
@@ -217,6 +188,50 @@ func call(ctx context.Context, d store.Driver, method string, raw []byte) ([]byt
 		return json.Marshal(toolsResult{tools})
 	}
 	return nil, fmt.Errorf("no method %q: %w", method, store.ErrUnsupported)
+}
+
+// callLease runs lease or release against c, a store.Leaser.
+func callLease(ctx context.Context, c store.Conversation, method string, p *params) ([]byte, error) {
+	l, ok := c.(store.Leaser)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", method, store.ErrUnsupported)
+	}
+	if method == "release" {
+		return []byte("{}"), l.Release(ctx, p.Token)
+	}
+	ttl := time.Duration(p.TTLMS) * time.Millisecond
+	var (
+		r   leaseResult
+		err error
+	)
+	if t, ok := l.(store.LeaseTaker); ok {
+		r.Token, r.TookOver, err = t.LeaseFrom(ctx, p.Holder, ttl)
+	} else {
+		r.Token, err = l.Lease(ctx, p.Holder, ttl)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// callMeta runs meta_get, meta_put or meta_delete against c, a store.Meta.
+func callMeta(ctx context.Context, c store.Conversation, method string, p *params) ([]byte, error) {
+	m, ok := c.(store.Meta)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", method, store.ErrUnsupported)
+	}
+	switch method {
+	case "meta_put":
+		return []byte("{}"), m.MetaPut(ctx, p.Name, p.Data)
+	case "meta_delete":
+		return []byte("{}"), m.MetaDelete(ctx, p.Name)
+	}
+	data, err := m.MetaGet(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(metaResult{data})
 }
 
 // read answers a page of events: at most limit (1 to 4096, 32 when not

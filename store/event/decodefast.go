@@ -45,17 +45,7 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 	case "id":
 		e.ID, i, ok = d.fastString(b, i)
 	case "from":
-		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
-			switch string(key) {
-			case "id":
-				e.From.ID, next, ok = d.fastString(b, i)
-				return next, 1, ok
-			case "name":
-				e.From.Name, next, ok = d.fastString(b, i)
-				return next, 2, ok
-			}
-			return 0, 0, false
-		})
+		i, ok = d.fastSender(b, i, &e.From)
 	case "owner":
 		e.Owner, i, ok = fastBool(b, i)
 	case "connection":
@@ -71,53 +61,14 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 	case "response_id":
 		e.ResponseID, i, ok = d.fastString(b, i)
 	case "usage":
-		u := &e.Usage
-		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
-			switch string(key) {
-			case "input":
-				u.Input, next, ok = fastInt(b, i)
-				return next, 1, ok
-			case "output":
-				u.Output, next, ok = fastInt(b, i)
-				return next, 2, ok
-			case "cache_read":
-				u.CacheRead, next, ok = fastInt(b, i)
-				return next, 4, ok
-			case "cache_write":
-				u.CacheWrite, next, ok = fastInt(b, i)
-				return next, 8, ok
-			}
-			return 0, 0, false
-		})
+		i, ok = fastUsage(b, i, &e.Usage)
 	case "latency_ms":
 		e.LatencyMS, i, ok = fastInt(b, i)
 	case "cost":
-		var n []byte
-		if n, i, ok = numberToken(b, i); ok {
-			var err error
-			// fastjson's own parse, on the bytes where they are: a string
-			// made of them would be the one allocation of a plain answer.
-			// Nothing keeps it: an error is dropped.
-			e.Cost, err = fastfloat.Parse(unsafe.String(unsafe.SliceData(n), len(n)))
-			ok = err == nil
-		}
+		e.Cost, i, ok = fastCost(b, i)
 	case "window":
-		w := new(Window)
-		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
-			switch string(key) {
-			case "start":
-				w.Start, next, ok = fastInt(b, i)
-				return next, 1, ok
-			case "tokens_before":
-				w.TokensBefore, next, ok = fastInt(b, i)
-				return next, 2, ok
-			case "start_time":
-				w.StartTime, next, ok = fastTime(b, i)
-				return next, 4, ok
-			}
-			return 0, 0, false
-		})
-		e.Window = w
+		e.Window = new(Window)
+		i, ok = fastWindow(b, i, e.Window)
 	case "call_id":
 		e.CallID, i, ok = d.fastString(b, i)
 	case "name":
@@ -130,6 +81,75 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 		e.Through, i, ok = fastInt(b, i)
 	}
 	return i, ok
+}
+
+// fastSender reads a sender object at b[i] into f.
+func (d *Decoder) fastSender(b []byte, i int, f *Sender) (int, bool) {
+	return fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
+		switch string(key) {
+		case "id":
+			f.ID, next, ok = d.fastString(b, i)
+			return next, 1, ok
+		case "name":
+			f.Name, next, ok = d.fastString(b, i)
+			return next, 2, ok
+		}
+		return 0, 0, false
+	})
+}
+
+// fastUsage reads a usage object at b[i] into u.
+func fastUsage(b []byte, i int, u *Usage) (int, bool) {
+	return fastObject(b, i, func(key []byte, b []byte, i int) (int, uint8, bool) {
+		switch string(key) {
+		case "input":
+			return fastIntField(b, i, &u.Input, 1)
+		case "output":
+			return fastIntField(b, i, &u.Output, 2)
+		case "cache_read":
+			return fastIntField(b, i, &u.CacheRead, 4)
+		case "cache_write":
+			return fastIntField(b, i, &u.CacheWrite, 8)
+		}
+		return 0, 0, false
+	})
+}
+
+// fastWindow reads a window object at b[i] into w.
+func fastWindow(b []byte, i int, w *Window) (int, bool) {
+	return fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
+		switch string(key) {
+		case "start":
+			return fastIntField(b, i, &w.Start, 1)
+		case "tokens_before":
+			return fastIntField(b, i, &w.TokensBefore, 2)
+		case "start_time":
+			w.StartTime, next, ok = fastTime(b, i)
+			return next, 4, ok
+		}
+		return 0, 0, false
+	})
+}
+
+// fastIntField reads an integer at b[i] into *v, as a field of an object
+// whose bit is bit (see fastObject).
+func fastIntField(b []byte, i int, v *int64, bit uint8) (int, uint8, bool) {
+	n, next, ok := fastInt(b, i)
+	*v = n
+	return next, bit, ok
+}
+
+// fastCost reads the cost, a number, at b[i].
+func fastCost(b []byte, i int) (float64, int, bool) {
+	n, next, ok := numberToken(b, i)
+	if !ok {
+		return 0, 0, false
+	}
+	// fastjson's own parse, on the bytes where they are: a string made of
+	// them would be the one allocation of a plain answer. Nothing keeps
+	// it: an error is dropped.
+	cost, err := fastfloat.Parse(unsafe.String(unsafe.SliceData(n), len(n)))
+	return cost, next, err == nil
 }
 
 // fastObject reads an object at b[i], handing each key to fn, which reads

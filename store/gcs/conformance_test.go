@@ -3,8 +3,6 @@ package gcs_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"sync"
@@ -33,15 +31,8 @@ var fake = sync.OnceValue(func() *fakestorage.Server {
 	return srv
 })
 
-// agentOf names the agent whose objects a test's store holds: one per
-// folder the suite makes.
-func agentOf(dir string) string {
-	h := sha256.Sum256([]byte(dir))
-	return "test-" + hex.EncodeToString(h[:8])
-}
-
 func open(tb testing.TB, dir string) *gcs.Driver {
-	d, err := gcs.Open(fake().Client(), bucket, "lnk/", agentOf(dir), false)
+	d, err := gcs.Open(fake().Client(), bucket, "lnk/", storetest.Agent(dir), false)
 	if err != nil {
 		tb.Fatal(err)
 	}

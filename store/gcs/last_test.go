@@ -75,16 +75,8 @@ func TestLastAsksForTheNext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := gcs.Open(client, bucket, "lnk/", agentOf(dir), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		c, err := d.Open("race")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, n
+		d, err := gcs.Open(client, bucket, "lnk/", storetest.Agent(dir), true)
+		return storetest.OpenThread(t, d, err, "race"), n
 	}
 	last := func(c store.Conversation, n *counting, want int64, lists, others int) {
 		t.Helper()

@@ -144,10 +144,7 @@ func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error)
 
 // MetaPut sets the side datum name.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
-	if err := rules.Name(name); err != nil {
-		return c.errorf("%w", err)
-	}
-	if err := rules.Data(data); err != nil {
+	if err := rules.Datum(name, data); err != nil {
 		return c.errorf("%w", err)
 	}
 	if _, err := c.put(ctx, c.meta+name, nil, data, nil); err != nil {

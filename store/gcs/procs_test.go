@@ -45,16 +45,8 @@ func sharedConv(t *testing.T, dir string) store.Conversation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := gcs.Open(client, bucket, "lnk/", agentOf(dir), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	c, err := d.Open("race")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	d, err := gcs.Open(client, bucket, "lnk/", storetest.Agent(dir), true)
+	return storetest.OpenThread(t, d, err, "race")
 }
 
 // TestRaceTurns has two processes race turns on one conversation in one

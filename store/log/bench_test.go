@@ -5,30 +5,13 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"lnk.dev/linkharness/store"
-	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // typicalEvent is an answer of about 600 bytes, as a turn writes one.
-func typicalEvent(seq int64) []byte {
-	t := time.Unix(1767225600+seq, 123456789).UTC()
-	e := event.Event{
-		Seq:        seq,
-		Time:       t,
-		Type:       event.TypeAnswer,
-		Text:       text(seq, 300),
-		Model:      "claude-opus-5-5",
-		Provider:   "anthropic",
-		ResponseID: fmt.Sprintf("msg_01%022d", seq),
-		Usage:      event.Usage{Input: 12000 + seq, Output: 420, CacheRead: 11000, CacheWrite: 900},
-		LatencyMS:  1834,
-		Cost:       0.01834,
-		Window:     &event.Window{Start: max(1, seq-40), StartTime: t.Add(-time.Hour), TokensBefore: 81234},
-	}
-	return event.Append(nil, &e)
-}
+func typicalEvent(seq int64) []byte { return storetest.Answer(seq, text(seq, 300)) }
 
 // typicalLog writes n typical events to a new folder's log.
 func typicalLog(tb testing.TB, n int64) string {
@@ -37,7 +20,9 @@ func typicalLog(tb testing.TB, n int64) string {
 	return dir
 }
 
-// readLast32 reads the last 32 events of c.
+// readLast32 reads the last 32 events of c. It is storetest.ReadLast32 on
+// the concrete type, so the function it hands Read does not escape: the
+// allocation budgets count the read alone.
 func readLast32(c *Conversation) (int, error) {
 	n := 0
 	err := c.Read(context.Background(), store.FromLast, store.Backward, func(int64, []byte) bool {

@@ -15,6 +15,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // writerEvent is the event writer w appends at seq: writers race for each
@@ -152,22 +153,13 @@ func readUntil(ctx context.Context, dir string, done <-chan struct{}) error {
 // childEnv names what a re-executed test binary is to do.
 const childEnv = "LNK_STORE_LOG_CHILD"
 
-// child starts this test binary again running only the test run, with env.
-func child(t *testing.T, run string, env ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	return cmd
-}
-
 func TestConcurrentProcesses(t *testing.T) {
 	const procs, each = 2, 20
 	dir := t.TempDir()
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	for w := range procs {
-		cmd := child(t, "TestAppendChild", childEnv+"=append", "LNK_DIR="+dir, "LNK_WRITER="+strconv.Itoa(w), "LNK_N="+strconv.Itoa(each))
+		cmd := storetest.Child("TestAppendChild", childEnv+"=append", "LNK_DIR="+dir, "LNK_WRITER="+strconv.Itoa(w), "LNK_N="+strconv.Itoa(each))
 		out := new(bytes.Buffer)
 		cmd.Stdout = out
 		if err := cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,25 +171,8 @@ func TestCrash(t *testing.T) {
 // or 0.
 func killWriter(t *testing.T, dir string, at killPoint, where string) (acked, splitting int64) {
 	t.Helper()
-	cmd := child(t, "TestCrashChild", childEnv+"=crash", "LNK_DIR="+dir, killAtEnv+"="+at.String())
-	// The writer waits to be killed reading its standard input, which ends
-	// if this process does: then it exits rather than outlive the test.
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		l := sc.Text()
+	cmd := storetest.Child("TestCrashChild", childEnv+"=crash", "LNK_DIR="+dir, killAtEnv+"="+at.String())
+	storetest.KillAtStop(t, cmd, where, func(l string) {
 		if s, ok := strings.CutPrefix(l, "ack "); ok {
 			n, _ := strconv.ParseInt(s, 10, 64)
 			acked = max(acked, n)
@@ -200,18 +181,8 @@ func killWriter(t *testing.T, dir string, at killPoint, where string) (acked, sp
 			}
 		} else if s, ok := strings.CutPrefix(l, "split "); ok {
 			splitting, _ = strconv.ParseInt(s, 10, 64)
-		} else if strings.HasPrefix(l, "stopped") && !stopped {
-			stopped = true
-			cmd.Process.Signal(syscall.SIGKILL)
 		}
-	}
-	cmd.Wait()
-	if !stopped {
-		t.Fatalf("%s: the writer ended (%v) without stopping there", where, cmd.ProcessState)
-	}
-	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || st.Signal() != syscall.SIGKILL {
-		t.Fatalf("%s: the writer ended with %v, not killed", where, cmd.ProcessState)
-	}
+	})
 	return acked, splitting
 }
 

@@ -25,22 +25,6 @@ func lineStarts(log []byte) []int64 {
 	return at
 }
 
-// readAll reads forward from seq 1, checking every event handed out is the
-// one written at its seq (want, by seq - 1), and returns how many were and
-// the read's error.
-func readAll(t *testing.T, c *Conversation, want [][]byte) (int64, error) {
-	t.Helper()
-	n := int64(0)
-	err := c.Read(context.Background(), 1, false, func(seq int64, ev []byte) bool {
-		if seq != n+1 || seq > int64(len(want)) || !bytes.Equal(ev, want[seq-1]) {
-			t.Fatalf("read seq %d after %d: %q, not an event written", seq, n, ev)
-		}
-		n = seq
-		return true
-	})
-	return n, err
-}
-
 // TestDamage damages a log of 100 events as a person or a failing disk
 // might. Each damage is reported as a *CorruptError naming the file and
 // the offset of the damaged line, by Last or by a read, and the events
@@ -95,7 +79,7 @@ func TestDamage(t *testing.T) {
 			c := open(t, dir)
 			ctx := context.Background()
 
-			n, err := readAll(t, c, want)
+			n, err := storetest.ReadAll(t, c, want)
 			if tc.torn {
 				if err != nil || n != 100 {
 					t.Fatalf("a torn final line: read %d, %v", n, err)
@@ -146,7 +130,7 @@ func TestDamage(t *testing.T) {
 			if err := c.Append(ctx, next, makeEvent(next, 10)); err != nil {
 				t.Fatalf("append after repair: %v", err)
 			}
-			if n, err := readAll(t, c, append(want[:tc.kept:tc.kept], makeEvent(next, 10))); err != nil || n != next {
+			if n, err := storetest.ReadAll(t, c, append(want[:tc.kept:tc.kept], makeEvent(next, 10))); err != nil || n != next {
 				t.Fatalf("after repair read %d, %v", n, err)
 			}
 			// Whole, it is left alone.

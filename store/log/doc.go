@@ -142,9 +142,6 @@ const (
 	// FileMode is the permission the log and the torn file are created
 	// with: a conversation is its owner's alone.
 	FileMode = 0o600
-
-	// tornMark starts each record's first line in the torn file.
-	tornMark = "#"
 )
 
 // maxLine is the most bytes one write makes: the largest event and its '\n'.

@@ -14,33 +14,15 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // makeEvent returns the event of seq with a text of n bytes, the same bytes for
 // the same arguments.
-func makeEvent(seq int64, n int) []byte {
-	e := event.Event{
-		Seq:  seq,
-		Time: time.Unix(1767225600+seq, seq).UTC(),
-		Type: event.TypeMessage,
-		Text: text(seq, n),
-	}
-	return event.Append(nil, &e)
-}
+func makeEvent(seq int64, n int) []byte { return storetest.Message(seq, n, "") }
 
 // text is n bytes of printable text that differ by seq.
-func text(seq int64, n int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 "
-	b := make([]byte, n)
-	x := uint64(seq)*0x9e3779b97f4a7c15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = alphabet[x%uint64(len(alphabet))]
-	}
-	return string(b)
-}
+func text(seq int64, n int) string { return storetest.Text(seq, n) }
 
 // sizeOf gives events of varied sizes: mostly small, some past a read chunk.
 func sizeOf(seq int64) int {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"time"
+
+	"lnk.dev/linkharness/store/internal/disk"
 )
 
 // repair cuts the torn final line [end, size) off the log, once its bytes
@@ -20,7 +20,7 @@ func (c *Conversation) repair(end, size int64) error {
 		// One write makes at most maxLine bytes: this is no torn write.
 		return c.corrupt(end, "%d bytes after the last line end, more than one write makes", n)
 	}
-	if err := c.keep(TornFileName, end, n, ""); err != nil {
+	if err := c.keep(Cut{From: FileName, Offset: end, Bytes: n, To: TornFileName}); err != nil {
 		return err
 	}
 	if err := c.f.Truncate(end); err != nil {
@@ -29,41 +29,17 @@ func (c *Conversation) repair(end, size int64) error {
 	return nil
 }
 
-// keep appends the log's bytes [off, off+n) to the file name beside it,
-// durably, as one record: a line saying where they were (and why, if why
-// is set), the bytes, and a '\n'.
-func (c *Conversation) keep(name string, off, n int64, why string) error {
-	head := fmt.Appendf(nil, "%s %s offset %d, %d bytes, cut %s", tornMark, FileName, off, n, time.Now().UTC().Format(time.RFC3339Nano))
-	if why != "" {
-		head = fmt.Appendf(head, ": %s", why)
-	}
-	head = append(head, '\n')
-	path := filepath.Join(c.dir, name)
-	f, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
-	if err != nil {
-		return fmt.Errorf("log: keep what is cut off %s: %w", c.path, err)
-	}
-	_, err = f.Write(head)
-	if err == nil {
-		var k int64
-		k, err = io.Copy(f, io.NewSectionReader(c.f, off, n))
-		if err == nil && k != n {
-			err = c.corrupt(off, "the file was cut short while read")
-		}
-	}
-	if err == nil {
-		_, err = f.Write([]byte{'\n'})
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+// keep moves the log's bytes cut describes to the file cut.To beside it,
+// durably (disk.KeepCut).
+func (c *Conversation) keep(cut Cut) error {
+	err := disk.KeepCut(c.fs, c.dir, disk.Cut(cut), c.f, FileMode)
+	if errors.Is(err, disk.ErrCutShort) {
+		err = c.corrupt(cut.Offset, "the file was cut short while read")
 	}
 	if err != nil {
-		return fmt.Errorf("log: keep what is cut off %s in %s: %w", c.path, path, err)
+		return fmt.Errorf("log: keep what is cut off %s in %s: %w", c.path, filepath.Join(c.dir, cut.To), err)
 	}
-	return c.syncDir()
+	return nil
 }
 
 // Repaired is what Repair did.
@@ -163,7 +139,7 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 			cut.Why = fmt.Sprintf("%d bytes after the last line end, more than one write makes", cut.Bytes)
 		}
 	}
-	if err := c.keep(cut.To, cut.Offset, cut.Bytes, cut.Why); err != nil {
+	if err := c.keep(cut); err != nil {
 		return r, err
 	}
 	if err := c.f.Truncate(whole); err != nil {

@@ -1,12 +1,12 @@
 package pebble
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/storetest"
 )
 
@@ -40,10 +40,8 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func BenchmarkReadLast32(b *testing.B) {
-	for _, n := range []int64{1000, 100000} {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			c, _ := filled(b, n).Open("t")
-			storetest.BenchReadLast32(b, c)
-		})
-	}
+	storetest.BenchReadLast32Sizes(b, func(b *testing.B, n int64) store.Conversation {
+		c, _ := filled(b, n).Open("t")
+		return c
+	})
 }

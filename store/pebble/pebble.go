@@ -16,6 +16,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/lease"
+	"lnk.dev/linkharness/store/internal/rows"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -204,7 +205,8 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 }
 
 // AppendLeased writes event as seq under the conversation's lock, after
-// checking the lease, the last seq and, for a taken seq, its bytes.
+// checking the lease, the last seq and, for a taken seq, its bytes
+// (rows.Append).
 func (c *Conversation) AppendLeased(ctx context.Context, seq int64, event []byte, token int64) error {
 	if err := rules.Event(seq, event); err != nil {
 		return c.errorf("append seq %d: %w", seq, err)
@@ -213,33 +215,8 @@ func (c *Conversation) AppendLeased(ctx context.Context, seq int64, event []byte
 		return err
 	}
 	defer c.d.lock(c.thread)()
-	cur, err := c.lease()
-	if err != nil {
-		return err
-	}
-	if err := lease.Check(c.thread, cur, token); err != nil {
+	if err := rows.Append(ctx, kv{c}, c.thread, seq, event, token); err != nil {
 		return c.errorf("append seq %d: %w", seq, err)
-	}
-	last, err := c.Last(ctx)
-	if err != nil {
-		return err
-	}
-	switch {
-	case seq == last+1:
-		if err := c.d.db.Set(c.eventKey(nil, seq), event, pebble.Sync); err != nil {
-			return c.errorf("append seq %d: %w", seq, err)
-		}
-		return nil
-	case seq > last+1:
-		return c.errorf("append seq %d: %w: the last is %d", seq, store.ErrGap, last)
-	}
-	had, closer, err := c.d.db.Get(c.eventKey(nil, seq))
-	if err != nil {
-		return c.errorf("append seq %d: %w", seq, err)
-	}
-	defer closer.Close()
-	if !bytes.Equal(had, event) {
-		return c.errorf("append seq %d: %w by other bytes", seq, store.ErrSeqTaken)
 	}
 	return nil
 }
@@ -303,41 +280,9 @@ func (c *Conversation) leaseKey() []byte {
 	return append([]byte{leasePrefix}, c.thread...)
 }
 
-// lease reads the lease's record; none is the zero Record. The caller holds
-// the conversation's lock.
-func (c *Conversation) lease() (lease.Record, error) {
-	v, closer, err := c.d.db.Get(c.leaseKey())
-	if errors.Is(err, pebble.ErrNotFound) {
-		return lease.Record{}, nil
-	}
-	if err != nil {
-		return lease.Record{}, c.errorf("lease: %w", err)
-	}
-	defer closer.Close()
-	var r lease.Record
-	var n [3]uint64
-	b := v
-	for i := range n {
-		x, k := binary.Uvarint(b)
-		if k <= 0 {
-			return lease.Record{}, c.errorf("%w: lease record %q", store.ErrCorrupt, v)
-		}
-		n[i], b = x, b[k:]
-	}
-	r.Token, r.Gen, r.TTL = int64(n[0]), int64(n[1]), time.Duration(n[2])*time.Millisecond
-	r.Holder = string(b)
-	return r, nil
-}
-
-func (c *Conversation) putLease(r lease.Record) error {
-	v := binary.AppendUvarint(nil, uint64(r.Token))
-	v = binary.AppendUvarint(v, uint64(r.Gen))
-	v = binary.AppendUvarint(v, uint64(r.TTL.Milliseconds()))
-	v = append(v, r.Holder...)
-	if err := c.d.db.Set(c.leaseKey(), v, pebble.Sync); err != nil {
-		return c.errorf("lease: %w", err)
-	}
-	return nil
+func (c *Conversation) metaKey(name string) []byte {
+	k := append([]byte{metaPrefix}, c.thread...)
+	return append(append(k, 0), name...)
 }
 
 // Lease takes or renews the lease under the conversation's lock.
@@ -352,15 +297,11 @@ func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Du
 		return 0, "", err
 	}
 	defer c.d.lock(c.thread)()
-	cur, err := c.lease()
+	token, ranOut, err := rows.Take(ctx, kv{c}, &c.d.watch, c.thread, holder, ttl)
 	if err != nil {
-		return 0, "", err
+		return 0, "", c.errorf("lease: %w", err)
 	}
-	next, err := c.d.watch.Take(c.thread, cur, holder, ttl, time.Now())
-	if err != nil {
-		return 0, "", c.errorf("%w", err)
-	}
-	return next.Token, lease.RanOut(cur, holder), c.putLease(next)
+	return token, ranOut, nil
 }
 
 // Release lets the lease of token go.
@@ -369,57 +310,28 @@ func (c *Conversation) Release(ctx context.Context, token int64) error {
 		return err
 	}
 	defer c.d.lock(c.thread)()
-	cur, err := c.lease()
-	if err != nil {
-		return err
+	if err := rows.Release(ctx, kv{c}, c.thread, token); err != nil {
+		return c.errorf("release: %w", err)
 	}
-	next, err := lease.Release(c.thread, cur, token)
-	if err != nil {
-		return c.errorf("%w", err)
-	}
-	return c.putLease(next)
-}
-
-func (c *Conversation) metaKey(name string) []byte {
-	k := append([]byte{metaPrefix}, c.thread...)
-	return append(append(k, 0), name...)
+	return nil
 }
 
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
-	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%w", err)
-	}
-	data, err := c.get(c.metaKey(name))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, c.errorf("side datum %q: %w", name, store.ErrNotFound)
-	}
+	data, err := rows.Get(ctx, kv{c}, name)
 	if err != nil {
-		return nil, c.errorf("side datum %q: %w", name, err)
+		return nil, c.errorf("%w", err)
 	}
 	return data, nil
 }
 
-// get returns a copy of key's value.
-func (c *Conversation) get(key []byte) ([]byte, error) {
-	v, closer, err := c.d.db.Get(key)
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return append([]byte{}, v...), nil
-}
-
 // MetaPut sets the side datum name.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
-	if err := rules.Name(name); err != nil {
-		return c.errorf("%w", err)
-	}
-	if err := rules.Data(data); err != nil {
+	if err := rules.Datum(name, data); err != nil {
 		return c.errorf("%w", err)
 	}
 	defer c.d.lock(c.thread)()
-	if err := c.d.db.Set(c.metaKey(name), data, pebble.Sync); err != nil {
+	if err := (kv{c}).PutMeta(ctx, name, data, false); err != nil {
 		return c.errorf("side datum %q: %w", name, err)
 	}
 	return nil
@@ -440,18 +352,82 @@ func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 // NarrowTools narrows the tool list under the conversation's lock.
 func (c *Conversation) NarrowTools(ctx context.Context, tools []string) ([]string, error) {
 	defer c.d.lock(c.thread)()
-	had, err := c.get(c.metaKey(store.ToolsMeta))
-	if err != nil && !errors.Is(err, pebble.ErrNotFound) {
-		return nil, c.errorf("narrow tools: %w", err)
-	}
-	kept, b, err := rules.Narrow(had, tools)
+	kept, err := rows.Narrow(ctx, kv{c}, tools)
 	if err != nil {
 		return nil, c.errorf("narrow tools: %w", err)
 	}
-	if err := c.d.db.Set(c.metaKey(store.ToolsMeta), b, pebble.Sync); err != nil {
-		return nil, c.errorf("narrow tools: %w", err)
-	}
 	return kept, nil
+}
+
+// kv is a conversation's reads and writes of its keys (rows.Step). One
+// that writes holds the conversation's lock.
+type kv struct{ c *Conversation }
+
+// Lease reads the lease's record; none is the zero Record.
+func (s kv) Lease(context.Context) (lease.Record, error) {
+	v, closer, err := s.c.d.db.Get(s.c.leaseKey())
+	if errors.Is(err, pebble.ErrNotFound) {
+		return lease.Record{}, nil
+	}
+	if err != nil {
+		return lease.Record{}, err
+	}
+	defer closer.Close()
+	var r lease.Record
+	var n [3]uint64
+	b := v
+	for i := range n {
+		x, k := binary.Uvarint(b)
+		if k <= 0 {
+			return lease.Record{}, fmt.Errorf("%w: lease record %q", store.ErrCorrupt, v)
+		}
+		n[i], b = x, b[k:]
+	}
+	r.Token, r.Gen, r.TTL = int64(n[0]), int64(n[1]), time.Duration(n[2])*time.Millisecond
+	r.Holder = string(b)
+	return r, nil
+}
+
+func (s kv) PutLease(_ context.Context, _, next lease.Record) error {
+	v := binary.AppendUvarint(nil, uint64(next.Token))
+	v = binary.AppendUvarint(v, uint64(next.Gen))
+	v = binary.AppendUvarint(v, uint64(next.TTL.Milliseconds()))
+	v = append(v, next.Holder...)
+	return s.c.d.db.Set(s.c.leaseKey(), v, pebble.Sync)
+}
+
+func (s kv) Last(ctx context.Context) (int64, error) { return s.c.Last(ctx) }
+
+// Insert always writes: the step holds the conversation's lock.
+func (s kv) Insert(_ context.Context, seq int64, event []byte) (bool, error) {
+	err := s.c.d.db.Set(s.c.eventKey(nil, seq), event, pebble.Sync)
+	return err == nil, err
+}
+
+func (s kv) Holds(_ context.Context, seq int64, event []byte) (bool, error) {
+	had, closer, err := s.c.d.db.Get(s.c.eventKey(nil, seq))
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	return bytes.Equal(had, event), nil
+}
+
+// Meta returns a copy of the datum's value.
+func (s kv) Meta(_ context.Context, name string) ([]byte, bool, error) {
+	v, closer, err := s.c.d.db.Get(s.c.metaKey(name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return append([]byte{}, v...), true, nil
+}
+
+func (s kv) PutMeta(_ context.Context, name string, data []byte, _ bool) error {
+	return s.c.d.db.Set(s.c.metaKey(name), data, pebble.Sync)
 }
 
 // Forget deletes the conversation's events and side data in one synced

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/postgres/pgtest"
 	"lnk.dev/linkharness/store/storetest"
 )
 
@@ -19,12 +20,12 @@ func filled(b *testing.B, n int64) store.Conversation {
 	b.Cleanup(func() { d.Close() })
 	if n > 0 {
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, testURL(b))
+		conn, err := pgx.Connect(ctx, pgtest.URL(b))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		agent := agentOf(dir)
+		agent := storetest.Agent(dir)
 		_, err = conn.CopyFrom(ctx, pgx.Identifier{"lnk_events"}, []string{"agent", "thread", "seq", "event"},
 			pgx.CopyFromSlice(int(n), func(i int) ([]any, error) {
 				seq := int64(i + 1)
@@ -57,9 +58,5 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkReadLast32 reads a turn's tail, the last 32 events, of a
 // conversation holding events=N.
 func BenchmarkReadLast32(b *testing.B) {
-	for _, n := range []int64{1000, 100000} {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			storetest.BenchReadLast32(b, filled(b, n))
-		})
-	}
+	storetest.BenchReadLast32Sizes(b, filled)
 }

@@ -15,6 +15,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/lease"
+	"lnk.dev/linkharness/store/internal/rows"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -236,29 +237,14 @@ func (c *Conversation) errorf(format string, args ...any) error {
 	return fmt.Errorf("postgres: agent %q, thread %q: "+format, append([]any{c.d.agent, c.thread}, args...)...)
 }
 
-const lastSQL = `SELECT seq FROM lnk_events WHERE agent = $1 AND thread = $2 ORDER BY seq DESC LIMIT 1`
-
 // Last returns the highest seq written, or 0: one seek to the end of the
 // conversation's range of the primary key.
 func (c *Conversation) Last(ctx context.Context) (int64, error) {
-	last, err := c.last(ctx, c.d.pool)
+	last, err := step{c: c, q: c.d.pool}.Last(ctx)
 	if err != nil {
 		return 0, c.errorf("last: %w", err)
 	}
 	return last, nil
-}
-
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-func (c *Conversation) last(ctx context.Context, q querier) (int64, error) {
-	var last int64
-	err := q.QueryRow(ctx, lastSQL, c.d.agent, c.thread).Scan(&last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return last, err
 }
 
 // Append appends with no lease token.
@@ -268,80 +254,18 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 
 // AppendLeased writes event as seq in one transaction: the lease row read
 // FOR UPDATE and its token checked, the last seq read, then the insert; a
-// seq already there is compared byte for byte.
+// seq already there is compared byte for byte (rows.Append).
 func (c *Conversation) AppendLeased(ctx context.Context, seq int64, event []byte, token int64) error {
 	if err := rules.Event(seq, event); err != nil {
 		return c.errorf("append seq %d: %w", seq, err)
 	}
 	err := c.d.tx(ctx, func(tx pgx.Tx) error {
-		cur, err := c.lease(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := lease.Check(c.thread, cur, token); err != nil {
-			return err
-		}
-		last, err := c.last(ctx, tx)
-		if err != nil {
-			return err
-		}
-		switch {
-		case seq > last+1:
-			return fmt.Errorf("%w: seq %d, the last is %d", store.ErrGap, seq, last)
-		case seq == last+1:
-			tag, err := tx.Exec(ctx, `INSERT INTO lnk_events (agent, thread, seq, event) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-				c.d.agent, c.thread, seq, event)
-			if err != nil || tag.RowsAffected() == 1 {
-				return err
-			}
-			// Another wrote seq since the last was read: compare.
-		}
-		var same bool
-		err = tx.QueryRow(ctx, `SELECT event = $4 FROM lnk_events WHERE agent = $1 AND thread = $2 AND seq = $3`,
-			c.d.agent, c.thread, seq, event).Scan(&same)
-		if err != nil {
-			return err
-		}
-		if !same {
-			return fmt.Errorf("%w: seq %d holds other bytes", store.ErrSeqTaken, seq)
-		}
-		return nil
+		return rows.Append(ctx, c.in(tx), c.thread, seq, event, token)
 	})
 	if err != nil {
 		return c.errorf("append seq %d: %w", seq, err)
 	}
 	return nil
-}
-
-// lease reads the lease row in tx FOR UPDATE, so it is not changed before
-// tx ends; no row is the zero Record.
-func (c *Conversation) lease(ctx context.Context, tx pgx.Tx) (lease.Record, error) {
-	var r lease.Record
-	var ttl int64
-	err := tx.QueryRow(ctx, `SELECT holder, token, gen, ttl_ms FROM lnk_leases WHERE agent = $1 AND thread = $2 FOR UPDATE`,
-		c.d.agent, c.thread).Scan(&r.Holder, &r.Token, &r.Gen, &ttl)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return lease.Record{}, nil
-	}
-	r.TTL = time.Duration(ttl) * time.Millisecond
-	return r, err
-}
-
-// putLease writes next over cur, the row read in tx: an update of the
-// locked row, or, when there was none, an insert that is errRace if
-// another made the row meanwhile.
-func (c *Conversation) putLease(ctx context.Context, tx pgx.Tx, cur, next lease.Record) error {
-	if cur.Gen == 0 {
-		tag, err := tx.Exec(ctx, `INSERT INTO lnk_leases (agent, thread, holder, token, ttl_ms, gen) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-			c.d.agent, c.thread, next.Holder, next.Token, next.TTL.Milliseconds(), next.Gen)
-		if err == nil && tag.RowsAffected() == 0 {
-			return errRace
-		}
-		return err
-	}
-	_, err := tx.Exec(ctx, `UPDATE lnk_leases SET holder = $3, token = $4, ttl_ms = $5, gen = $6 WHERE agent = $1 AND thread = $2`,
-		c.d.agent, c.thread, next.Holder, next.Token, next.TTL.Milliseconds(), next.Gen)
-	return err
 }
 
 // Lease takes or renews the lease in one transaction.
@@ -356,17 +280,9 @@ func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Du
 		token  int64
 		ranOut string
 	)
-	err := c.d.tx(ctx, func(tx pgx.Tx) error {
-		cur, err := c.lease(ctx, tx)
-		if err != nil {
-			return err
-		}
-		next, err := c.d.watch.Take(c.thread, cur, holder, ttl, time.Now())
-		if err != nil {
-			return err
-		}
-		token, ranOut = next.Token, lease.RanOut(cur, holder)
-		return c.putLease(ctx, tx, cur, next)
+	err := c.d.tx(ctx, func(tx pgx.Tx) (err error) {
+		token, ranOut, err = rows.Take(ctx, c.in(tx), &c.d.watch, c.thread, holder, ttl)
+		return err
 	})
 	if err != nil {
 		return 0, "", c.errorf("lease: %w", err)
@@ -376,17 +292,7 @@ func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Du
 
 // Release lets the lease of token go, keeping its token in the row.
 func (c *Conversation) Release(ctx context.Context, token int64) error {
-	err := c.d.tx(ctx, func(tx pgx.Tx) error {
-		cur, err := c.lease(ctx, tx)
-		if err != nil {
-			return err
-		}
-		next, err := lease.Release(c.thread, cur, token)
-		if err != nil {
-			return err
-		}
-		return c.putLease(ctx, tx, cur, next)
-	})
+	err := c.d.tx(ctx, func(tx pgx.Tx) error { return rows.Release(ctx, c.in(tx), c.thread, token) })
 	if err != nil {
 		return c.errorf("release: %w", err)
 	}
@@ -398,30 +304,16 @@ func (c *Conversation) Close() error { return nil }
 
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
-	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%w", err)
-	}
-	data := []byte{}
-	err := c.d.pool.QueryRow(ctx, `SELECT data FROM lnk_meta WHERE agent = $1 AND thread = $2 AND name = $3`,
-		c.d.agent, c.thread, name).Scan(&data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, c.errorf("side datum %q: %w", name, store.ErrNotFound)
-	}
+	data, err := rows.Get(ctx, step{c: c, q: c.d.pool}, name)
 	if err != nil {
-		return nil, c.errorf("side datum %q: %w", name, err)
-	}
-	if data == nil {
-		data = []byte{}
+		return nil, c.errorf("%w", err)
 	}
 	return data, nil
 }
 
 // MetaPut sets the side datum name in one statement.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
-	if err := rules.Name(name); err != nil {
-		return c.errorf("%w", err)
-	}
-	if err := rules.Data(data); err != nil {
+	if err := rules.Datum(name, data); err != nil {
 		return c.errorf("%w", err)
 	}
 	if data == nil {
@@ -468,35 +360,123 @@ func (c *Conversation) Forget(ctx context.Context) error {
 // read FOR UPDATE.
 func (c *Conversation) NarrowTools(ctx context.Context, tools []string) ([]string, error) {
 	var kept []string
-	err := c.d.tx(ctx, func(tx pgx.Tx) error {
-		var had []byte
-		err := tx.QueryRow(ctx, `SELECT data FROM lnk_meta WHERE agent = $1 AND thread = $2 AND name = $3 FOR UPDATE`,
-			c.d.agent, c.thread, store.ToolsMeta).Scan(&had)
-		found := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if found && had == nil {
-			had = []byte{}
-		}
-		var b []byte
-		if kept, b, err = rules.Narrow(had, tools); err != nil {
-			return err
-		}
-		if found {
-			_, err = tx.Exec(ctx, `UPDATE lnk_meta SET data = $4 WHERE agent = $1 AND thread = $2 AND name = $3`,
-				c.d.agent, c.thread, store.ToolsMeta, b)
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO lnk_meta (agent, thread, name, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			c.d.agent, c.thread, store.ToolsMeta, b)
-		if err == nil && tag.RowsAffected() == 0 {
-			return errRace
-		}
+	err := c.d.tx(ctx, func(tx pgx.Tx) (err error) {
+		kept, err = rows.Narrow(ctx, c.in(tx), tools)
 		return err
 	})
 	if err != nil {
 		return nil, c.errorf("narrow tools: %w", err)
 	}
 	return kept, nil
+}
+
+// step is a conversation's reads and writes (rows.Step) through q: a
+// transaction (tx set), or the pool for a read alone.
+type step struct {
+	c *Conversation
+	q interface {
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	}
+	tx bool
+}
+
+// in is the conversation's step in transaction tx.
+func (c *Conversation) in(tx pgx.Tx) step { return step{c: c, q: tx, tx: true} }
+
+// Lease reads the lease row FOR UPDATE, so it is not changed before the
+// transaction ends; no row is the zero Record.
+func (s step) Lease(ctx context.Context) (lease.Record, error) {
+	var r lease.Record
+	var ttl int64
+	err := s.q.QueryRow(ctx, `SELECT holder, token, gen, ttl_ms FROM lnk_leases WHERE agent = $1 AND thread = $2 FOR UPDATE`,
+		s.c.d.agent, s.c.thread).Scan(&r.Holder, &r.Token, &r.Gen, &ttl)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lease.Record{}, nil
+	}
+	r.TTL = time.Duration(ttl) * time.Millisecond
+	return r, err
+}
+
+// PutLease writes next over cur: an update of the locked row, or, when
+// there was none, an insert that is errRace if another made the row
+// meanwhile.
+func (s step) PutLease(ctx context.Context, cur, next lease.Record) error {
+	if cur.Gen == 0 {
+		tag, err := s.q.Exec(ctx, `INSERT INTO lnk_leases (agent, thread, holder, token, ttl_ms, gen) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+			s.c.d.agent, s.c.thread, next.Holder, next.Token, next.TTL.Milliseconds(), next.Gen)
+		if err == nil && tag.RowsAffected() == 0 {
+			return errRace
+		}
+		return err
+	}
+	_, err := s.q.Exec(ctx, `UPDATE lnk_leases SET holder = $3, token = $4, ttl_ms = $5, gen = $6 WHERE agent = $1 AND thread = $2`,
+		s.c.d.agent, s.c.thread, next.Holder, next.Token, next.TTL.Milliseconds(), next.Gen)
+	return err
+}
+
+func (s step) Last(ctx context.Context) (int64, error) {
+	var last int64
+	err := s.q.QueryRow(ctx, `SELECT seq FROM lnk_events WHERE agent = $1 AND thread = $2 ORDER BY seq DESC LIMIT 1`, s.c.d.agent, s.c.thread).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return last, err
+}
+
+// Insert writes nothing when another wrote seq since the last was read.
+func (s step) Insert(ctx context.Context, seq int64, event []byte) (bool, error) {
+	tag, err := s.q.Exec(ctx, `INSERT INTO lnk_events (agent, thread, seq, event) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		s.c.d.agent, s.c.thread, seq, event)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// Holds compares in the database, so the event is not sent back.
+func (s step) Holds(ctx context.Context, seq int64, event []byte) (bool, error) {
+	var same bool
+	err := s.q.QueryRow(ctx, `SELECT event = $4 FROM lnk_events WHERE agent = $1 AND thread = $2 AND seq = $3`,
+		s.c.d.agent, s.c.thread, seq, event).Scan(&same)
+	return same, err
+}
+
+const (
+	metaSQL       = `SELECT data FROM lnk_meta WHERE agent = $1 AND thread = $2 AND name = $3`
+	metaLockedSQL = metaSQL + ` FOR UPDATE`
+)
+
+// Meta reads the datum's row, FOR UPDATE in a transaction; an empty one is
+// never nil.
+func (s step) Meta(ctx context.Context, name string) ([]byte, bool, error) {
+	query := metaSQL
+	if s.tx {
+		query = metaLockedSQL
+	}
+	var data []byte
+	err := s.q.QueryRow(ctx, query, s.c.d.agent, s.c.thread, name).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, true, nil
+}
+
+// PutMeta updates the row Meta found, or inserts one, which is errRace if
+// another made it meanwhile.
+func (s step) PutMeta(ctx context.Context, name string, data []byte, found bool) error {
+	if found {
+		_, err := s.q.Exec(ctx, `UPDATE lnk_meta SET data = $4 WHERE agent = $1 AND thread = $2 AND name = $3`,
+			s.c.d.agent, s.c.thread, name, data)
+		return err
+	}
+	tag, err := s.q.Exec(ctx, `INSERT INTO lnk_meta (agent, thread, name, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		s.c.d.agent, s.c.thread, name, data)
+	if err == nil && tag.RowsAffected() == 0 {
+		return errRace
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/postgres"
+	"lnk.dev/linkharness/store/postgres/pgtest"
 	"lnk.dev/linkharness/store/storetest"
 )
 
@@ -22,24 +23,17 @@ func appName(pid int) string { return fmt.Sprintf("lnk-storetest-%d", pid) }
 // racing on it does. Only the parent removes the agent's rows at its end:
 // a child ending must not take them from the other.
 func sharedConv(t *testing.T, dir string) store.Conversation {
-	u, err := url.Parse(testURL(t))
+	u, err := url.Parse(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := u.Query()
 	q.Set("application_name", appName(os.Getpid()))
 	u.RawQuery = q.Encode()
-	d, err := postgres.Open(context.Background(), u.String(), agentOf(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, err := postgres.Open(context.Background(), u.String(), storetest.Agent(dir))
+	c := storetest.OpenThread(t, d, err, "race")
 	if !storetest.IsChild() {
-		t.Cleanup(func() { forget(t, u.String(), agentOf(dir)) })
-	}
-	c, err := d.Open("race")
-	if err != nil {
-		t.Fatal(err)
+		t.Cleanup(func() { pgtest.Forget(t, u.String(), storetest.Agent(dir)) })
 	}
 	return c
 }
@@ -47,7 +41,7 @@ func sharedConv(t *testing.T, dir string) store.Conversation {
 // TestRaceTurns has two processes race turns on one conversation in one
 // database (storetest.RaceTurns).
 func TestRaceTurns(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	storetest.RaceTurns(t, sharedConv, storetest.RaceLength())
 }
 
@@ -56,7 +50,7 @@ func TestRaceTurns(t *testing.T) {
 // its row locks, and the successor's lease waits for them, so the holder
 // is stopped where none of its connections is inside one.
 func TestStoppedHolder(t *testing.T) {
-	u := testURL(t)
+	u := pgtest.URL(t)
 	storetest.StoppedHolder(t, sharedConv, func(t *testing.T, dir string, pid int) bool {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, u)

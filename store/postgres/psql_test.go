@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/postgres/pgtest"
 	"lnk.dev/linkharness/store/storetest"
 )
 
@@ -17,7 +18,7 @@ import (
 // doc gives: it prints each event as it was appended, one a line, and the
 // lease row with its holder and token.
 func TestPSQLShows(t *testing.T) {
-	u := testURL(t)
+	u := pgtest.URL(t)
 	cli, err := exec.LookPath("psql")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -28,22 +29,10 @@ func TestPSQLShows(t *testing.T) {
 	dir := t.TempDir()
 	d := open(t, dir)
 	defer d.Close()
-	agent := agentOf(dir)
+	agent := storetest.Agent(dir)
 	ctx := context.Background()
 	const n = 20 // seq 9 and 18 are long; every one holds bytes JSON escapes
-	var want []byte
-	for _, thread := range []string{"telegram-42", "x"} {
-		c, _ := d.Open(thread)
-		for seq := int64(1); seq <= n; seq++ {
-			ev := storetest.Event(thread, seq, 0)
-			if err := c.Append(ctx, seq, ev); err != nil {
-				t.Fatal(err)
-			}
-			if thread == "x" {
-				want = append(append(want, ev...), '\n')
-			}
-		}
-	}
+	want := storetest.AppendThreads(t, d, n, "telegram-42", "x")
 	c, _ := d.Open("x")
 	token, err := c.(store.Leaser).Lease(ctx, "ada-turn", time.Minute)
 	if err != nil {

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,20 +33,7 @@ func TestSQLite3Shows(t *testing.T) {
 	}
 	defer d.Close()
 	const n = 20 // seq 9 and 18 are long; every one holds bytes JSON escapes
-	var want []byte
-	ctx := context.Background()
-	for _, thread := range []string{"telegram-42", "x"} {
-		c, _ := d.Open(thread)
-		for seq := int64(1); seq <= n; seq++ {
-			ev := storetest.Event(thread, seq, 0)
-			if err := c.Append(ctx, seq, ev); err != nil {
-				t.Fatal(err)
-			}
-			if thread == "x" {
-				want = append(append(want, ev...), '\n')
-			}
-		}
-	}
+	want := storetest.AppendThreads(t, d, n, "telegram-42", "x")
 	show := func(when string) {
 		t.Helper()
 		out, err := exec.Command(cli, path, "select event from events where thread='x' order by seq").Output()

@@ -16,15 +16,7 @@ import (
 // processes racing on it does.
 func shared(t *testing.T, dir string) store.Conversation {
 	d, err := sqlite.Open(filepath.Join(dir, sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	c, err := d.Open("race")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return storetest.OpenThread(t, d, err, "race")
 }
 
 // TestRaceTurns has two processes race turns on one conversation in one

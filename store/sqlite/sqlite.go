@@ -16,6 +16,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/internal/lease"
+	"lnk.dev/linkharness/store/internal/rows"
 	"lnk.dev/linkharness/store/internal/rules"
 )
 
@@ -208,8 +209,7 @@ func (c *Conversation) errorf(format string, args ...any) error {
 
 // Last returns the highest seq written, or 0.
 func (c *Conversation) Last(ctx context.Context) (int64, error) {
-	var last int64
-	err := c.d.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?`, c.thread).Scan(&last)
+	last, err := step{c, c.d.db}.Last(ctx)
 	if err != nil {
 		return 0, c.errorf("last: %w", err)
 	}
@@ -223,48 +223,23 @@ func (c *Conversation) Append(ctx context.Context, seq int64, event []byte) erro
 
 // AppendLeased writes event as seq in one transaction that takes the file's
 // write lock, then checks the lease, the last seq and, for a taken seq, its
-// bytes.
+// bytes (rows.Append).
 func (c *Conversation) AppendLeased(ctx context.Context, seq int64, event []byte, token int64) error {
 	if err := rules.Event(seq, event); err != nil {
 		return c.errorf("append seq %d: %w", seq, err)
 	}
-	return c.tx(ctx, "append", func(tx *sql.Tx) error {
-		cur, err := c.lease(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := lease.Check(c.thread, cur, token); err != nil {
-			return err
-		}
-		var last int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?`, c.thread).Scan(&last); err != nil {
-			return err
-		}
-		switch {
-		case seq == last+1:
-			_, err := tx.ExecContext(ctx, `INSERT INTO events (thread, seq, event) VALUES (?, ?, ?)`, c.thread, seq, string(event))
-			return err
-		case seq > last+1:
-			return fmt.Errorf("%w: seq %d, the last is %d", store.ErrGap, seq, last)
-		}
-		var had []byte
-		if err := tx.QueryRowContext(ctx, `SELECT event FROM events WHERE thread = ? AND seq = ?`, c.thread, seq).Scan(&had); err != nil {
-			return err
-		}
-		if !bytes.Equal(had, event) {
-			return fmt.Errorf("%w: seq %d holds other bytes", store.ErrSeqTaken, seq)
-		}
-		return nil
+	return c.tx(ctx, "append", func(s step) error {
+		return rows.Append(ctx, s, c.thread, seq, event, token)
 	})
 }
 
 // tx runs fn in one transaction, begun IMMEDIATE, and commits it.
-func (c *Conversation) tx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+func (c *Conversation) tx(ctx context.Context, what string, fn func(step) error) error {
 	tx, err := c.d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return c.errorf("%s: begin: %w", what, err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(step{c, tx}); err != nil {
 		tx.Rollback()
 		return c.errorf("%s: %w", what, err)
 	}
@@ -319,24 +294,6 @@ func (c *Conversation) Close() error { return nil }
 // event, and the copy is made from the events when one is asked for.
 func (c *Conversation) KeepsNoCopy() bool { return true }
 
-// lease reads the lease's row in tx; no row is the zero Record.
-func (c *Conversation) lease(ctx context.Context, tx *sql.Tx) (lease.Record, error) {
-	var r lease.Record
-	var ttl int64
-	err := tx.QueryRowContext(ctx, `SELECT holder, token, gen, ttl_ms FROM leases WHERE thread = ?`, c.thread).Scan(&r.Holder, &r.Token, &r.Gen, &ttl)
-	if errors.Is(err, sql.ErrNoRows) {
-		return lease.Record{}, nil
-	}
-	r.TTL = time.Duration(ttl) * time.Millisecond
-	return r, err
-}
-
-func (c *Conversation) putLease(ctx context.Context, tx *sql.Tx, r lease.Record) error {
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO leases (thread, holder, token, gen, ttl_ms) VALUES (?, ?, ?, ?, ?)`,
-		c.thread, r.Holder, r.Token, r.Gen, r.TTL.Milliseconds())
-	return err
-}
-
 // Lease takes or renews the lease in one transaction.
 func (c *Conversation) Lease(ctx context.Context, holder string, ttl time.Duration) (int64, error) {
 	token, _, err := c.LeaseFrom(ctx, holder, ttl)
@@ -349,72 +306,33 @@ func (c *Conversation) LeaseFrom(ctx context.Context, holder string, ttl time.Du
 		token  int64
 		ranOut string
 	)
-	err := c.tx(ctx, "lease", func(tx *sql.Tx) error {
-		cur, err := c.lease(ctx, tx)
-		if err != nil {
-			return err
-		}
-		next, err := c.d.watch.Take(c.thread, cur, holder, ttl, time.Now())
-		if err != nil {
-			return err
-		}
-		token, ranOut = next.Token, lease.RanOut(cur, holder)
-		return c.putLease(ctx, tx, next)
+	err := c.tx(ctx, "lease", func(s step) (err error) {
+		token, ranOut, err = rows.Take(ctx, s, &c.d.watch, c.thread, holder, ttl)
+		return err
 	})
 	return token, ranOut, err
 }
 
 // Release lets the lease of token go.
 func (c *Conversation) Release(ctx context.Context, token int64) error {
-	return c.tx(ctx, "release", func(tx *sql.Tx) error {
-		cur, err := c.lease(ctx, tx)
-		if err != nil {
-			return err
-		}
-		next, err := lease.Release(c.thread, cur, token)
-		if err != nil {
-			return err
-		}
-		return c.putLease(ctx, tx, next)
-	})
+	return c.tx(ctx, "release", func(s step) error { return rows.Release(ctx, s, c.thread, token) })
 }
 
 // MetaGet returns the side datum name, or store.ErrNotFound.
 func (c *Conversation) MetaGet(ctx context.Context, name string) ([]byte, error) {
-	if err := rules.Name(name); err != nil {
-		return nil, c.errorf("%w", err)
-	}
-	var data []byte
-	err := c.d.db.QueryRowContext(ctx, `SELECT data FROM meta WHERE thread = ? AND name = ?`, c.thread, name).Scan(&data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, c.errorf("side datum %q: %w", name, store.ErrNotFound)
-	}
+	data, err := rows.Get(ctx, step{c, c.d.db}, name)
 	if err != nil {
-		return nil, c.errorf("side datum %q: %w", name, err)
-	}
-	if data == nil {
-		data = []byte{}
+		return nil, c.errorf("%w", err)
 	}
 	return data, nil
 }
 
 // MetaPut sets the side datum name.
 func (c *Conversation) MetaPut(ctx context.Context, name string, data []byte) error {
-	if err := rules.Name(name); err != nil {
+	if err := rules.Datum(name, data); err != nil {
 		return c.errorf("%w", err)
 	}
-	if err := rules.Data(data); err != nil {
-		return c.errorf("%w", err)
-	}
-	return c.tx(ctx, "meta put", func(tx *sql.Tx) error { return putMeta(ctx, tx, c.thread, name, data) })
-}
-
-func putMeta(ctx context.Context, tx *sql.Tx, thread, name string, data []byte) error {
-	if data == nil {
-		data = []byte{}
-	}
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (thread, name, data) VALUES (?, ?, ?)`, thread, name, data)
-	return err
+	return c.tx(ctx, "meta put", func(s step) error { return s.PutMeta(ctx, name, data, false) })
 }
 
 // MetaDelete removes the side datum name.
@@ -422,8 +340,8 @@ func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 	if err := rules.Name(name); err != nil {
 		return c.errorf("%w", err)
 	}
-	return c.tx(ctx, "meta delete", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE thread = ? AND name = ?`, c.thread, name)
+	return c.tx(ctx, "meta delete", func(s step) error {
+		_, err := s.q.ExecContext(ctx, `DELETE FROM meta WHERE thread = ? AND name = ?`, c.thread, name)
 		return err
 	})
 }
@@ -431,11 +349,11 @@ func (c *Conversation) MetaDelete(ctx context.Context, name string) error {
 // Forget deletes the conversation's events and side data in one
 // transaction; its lease row stays, so its tokens keep growing.
 func (c *Conversation) Forget(ctx context.Context) error {
-	return c.tx(ctx, "forget", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE thread = ?`, c.thread); err != nil {
+	return c.tx(ctx, "forget", func(s step) error {
+		if _, err := s.q.ExecContext(ctx, `DELETE FROM events WHERE thread = ?`, c.thread); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE thread = ?`, c.thread)
+		_, err := s.q.ExecContext(ctx, `DELETE FROM meta WHERE thread = ?`, c.thread)
 		return err
 	})
 }
@@ -443,17 +361,75 @@ func (c *Conversation) Forget(ctx context.Context) error {
 // NarrowTools narrows the tool list in one transaction.
 func (c *Conversation) NarrowTools(ctx context.Context, tools []string) ([]string, error) {
 	var kept []string
-	err := c.tx(ctx, "narrow tools", func(tx *sql.Tx) error {
-		var had []byte
-		err := tx.QueryRowContext(ctx, `SELECT data FROM meta WHERE thread = ? AND name = ?`, c.thread, store.ToolsMeta).Scan(&had)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		var b []byte
-		if kept, b, err = rules.Narrow(had, tools); err != nil {
-			return err
-		}
-		return putMeta(ctx, tx, c.thread, store.ToolsMeta, b)
+	err := c.tx(ctx, "narrow tools", func(s step) (err error) {
+		kept, err = rows.Narrow(ctx, s, tools)
+		return err
 	})
 	return kept, err
+}
+
+// step is a conversation's reads and writes (rows.Step) through q: a
+// transaction, or the database for a read alone.
+type step struct {
+	c *Conversation
+	q interface {
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	}
+}
+
+// Lease reads the lease's row; no row is the zero Record.
+func (s step) Lease(ctx context.Context) (lease.Record, error) {
+	var r lease.Record
+	var ttl int64
+	err := s.q.QueryRowContext(ctx, `SELECT holder, token, gen, ttl_ms FROM leases WHERE thread = ?`, s.c.thread).Scan(&r.Holder, &r.Token, &r.Gen, &ttl)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Record{}, nil
+	}
+	r.TTL = time.Duration(ttl) * time.Millisecond
+	return r, err
+}
+
+func (s step) PutLease(ctx context.Context, _, next lease.Record) error {
+	_, err := s.q.ExecContext(ctx, `INSERT OR REPLACE INTO leases (thread, holder, token, gen, ttl_ms) VALUES (?, ?, ?, ?, ?)`,
+		s.c.thread, next.Holder, next.Token, next.Gen, next.TTL.Milliseconds())
+	return err
+}
+
+func (s step) Last(ctx context.Context) (int64, error) {
+	var last int64
+	err := s.q.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?`, s.c.thread).Scan(&last)
+	return last, err
+}
+
+// Insert always writes: the transaction holds the file's write lock.
+func (s step) Insert(ctx context.Context, seq int64, event []byte) (bool, error) {
+	_, err := s.q.ExecContext(ctx, `INSERT INTO events (thread, seq, event) VALUES (?, ?, ?)`, s.c.thread, seq, string(event))
+	return err == nil, err
+}
+
+func (s step) Holds(ctx context.Context, seq int64, event []byte) (bool, error) {
+	var had []byte
+	if err := s.q.QueryRowContext(ctx, `SELECT event FROM events WHERE thread = ? AND seq = ?`, s.c.thread, seq).Scan(&had); err != nil {
+		return false, err
+	}
+	return bytes.Equal(had, event), nil
+}
+
+func (s step) Meta(ctx context.Context, name string) ([]byte, bool, error) {
+	var data []byte
+	err := s.q.QueryRowContext(ctx, `SELECT data FROM meta WHERE thread = ? AND name = ?`, s.c.thread, name).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// PutMeta writes the row whether there was one or not.
+func (s step) PutMeta(ctx context.Context, name string, data []byte, _ bool) error {
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := s.q.ExecContext(ctx, `INSERT OR REPLACE INTO meta (thread, name, data) VALUES (?, ?, ?)`, s.c.thread, name, data)
+	return err
 }

@@ -15,12 +15,17 @@ import (
 // TypicalEvent is an answer of about 600 bytes, as a turn writes one: what
 // every store's benchmarks append and read.
 func TypicalEvent(seq int64) []byte {
+	return Answer(seq, strings.Repeat(fmt.Sprintf("answer %d, ", seq), 300/12))
+}
+
+// Answer is TypicalEvent with text as its text.
+func Answer(seq int64, text string) []byte {
 	t := time.Unix(1767225600+seq, 123456789).UTC()
 	e := event.Event{
 		Seq:        seq,
 		Time:       t,
 		Type:       event.TypeAnswer,
-		Text:       strings.Repeat(fmt.Sprintf("answer %d, ", seq), 300/12),
+		Text:       text,
 		Model:      "claude-opus-5-5",
 		Provider:   "anthropic",
 		ResponseID: fmt.Sprintf("msg_01%022d", seq),
@@ -72,6 +77,17 @@ func BenchReadLast32(b *testing.B, c store.Conversation) {
 		if got, err := ReadLast32(c); err != nil || got != 32 {
 			b.Fatal(got, err)
 		}
+	}
+}
+
+// BenchReadLast32Sizes runs BenchReadLast32 as events=1000 and
+// events=100000, on a conversation of that many typical events filled
+// makes.
+func BenchReadLast32Sizes(b *testing.B, filled func(b *testing.B, n int64) store.Conversation) {
+	for _, n := range []int64{1000, 100000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			BenchReadLast32(b, filled(b, n))
+		})
 	}
 }
 

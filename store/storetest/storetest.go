@@ -200,20 +200,6 @@ func check(t *testing.T, thread string, got []seen, seqs ...int64) {
 	}
 }
 
-func span(from, to int64) []int64 {
-	var s []int64
-	if from <= to {
-		for i := from; i <= to; i++ {
-			s = append(s, i)
-		}
-	} else {
-		for i := from; i >= to; i-- {
-			s = append(s, i)
-		}
-	}
-	return s
-}
-
 func last(t *testing.T, c store.Conversation) int64 {
 	t.Helper()
 	n, err := c.Last(bg)
@@ -245,7 +231,7 @@ func testAppendOrder(t *testing.T, s *suite) {
 	if n := last(t, c); n != 20 {
 		t.Fatalf("last is %d, want 20", n)
 	}
-	check(t, "order", read(t, c, 1, false, 0), span(1, 20)...)
+	check(t, "order", read(t, c, 1, false, 0), Span(1, 20)...)
 }
 
 func testSameBytesAgain(t *testing.T, s *suite) {
@@ -307,8 +293,8 @@ func testBadName(t *testing.T, s *suite) {
 func testReadForward(t *testing.T, s *suite) {
 	c := s.conv("fwd")
 	fill(t, c, "fwd", 1, 300)
-	check(t, "fwd", read(t, c, 1, false, 0), span(1, 300)...)
-	check(t, "fwd", read(t, c, 250, false, 0), span(250, 300)...)
+	check(t, "fwd", read(t, c, 1, false, 0), Span(1, 300)...)
+	check(t, "fwd", read(t, c, 250, false, 0), Span(250, 300)...)
 	check(t, "fwd", read(t, c, 300, false, 0), 300)
 	check(t, "fwd", read(t, c, 301, false, 0))
 	check(t, "fwd", read(t, c, 0, false, 0), 300) // from 0 is the last event
@@ -317,17 +303,17 @@ func testReadForward(t *testing.T, s *suite) {
 func testReadBackward(t *testing.T, s *suite) {
 	c := s.conv("back")
 	fill(t, c, "back", 1, 300)
-	check(t, "back", read(t, c, 0, true, 0), span(300, 1)...)
-	check(t, "back", read(t, c, 40, true, 0), span(40, 1)...)
+	check(t, "back", read(t, c, 0, true, 0), Span(300, 1)...)
+	check(t, "back", read(t, c, 40, true, 0), Span(40, 1)...)
 	check(t, "back", read(t, c, 1, true, 0), 1)
-	check(t, "back", read(t, c, 1000, true, 0), span(300, 1)...) // past the end is the last
+	check(t, "back", read(t, c, 1000, true, 0), Span(300, 1)...) // past the end is the last
 }
 
 func testReadStopsEarly(t *testing.T, s *suite) {
 	c := s.conv("stop")
 	fill(t, c, "stop", 1, 100)
-	check(t, "stop", read(t, c, 0, true, 32), span(100, 69)...)
-	check(t, "stop", read(t, c, 10, false, 5), span(10, 14)...)
+	check(t, "stop", read(t, c, 0, true, 32), Span(100, 69)...)
+	check(t, "stop", read(t, c, 10, false, 5), Span(10, 14)...)
 	check(t, "stop", read(t, c, 50, true, 1), 50)
 }
 
@@ -340,7 +326,7 @@ func testReopen(t *testing.T, s *suite) {
 	if n := last(t, c); n != 10 {
 		t.Fatalf("last after reopening is %d, want 10", n)
 	}
-	check(t, "reopen", read(t, c, 1, false, 0), span(1, 10)...)
+	check(t, "reopen", read(t, c, 1, false, 0), Span(1, 10)...)
 	fill(t, c, "reopen", 11, 12)
 	check(t, "reopen", read(t, c, 0, true, 3), 12, 11, 10)
 }
@@ -349,7 +335,7 @@ func testThreadsApart(t *testing.T, s *suite) {
 	a, b := s.conv("telegram-42"), s.conv("telegram-42.x")
 	fill(t, a, "telegram-42", 1, 5)
 	fill(t, b, "telegram-42.x", 1, 2)
-	check(t, "telegram-42", read(t, a, 1, false, 0), span(1, 5)...)
+	check(t, "telegram-42", read(t, a, 1, false, 0), Span(1, 5)...)
 	check(t, "telegram-42.x", read(t, b, 0, true, 0), 2, 1)
 	if n := last(t, s.conv("telegram-4")); n != 0 {
 		t.Fatalf("a thread never written has last %d", n)

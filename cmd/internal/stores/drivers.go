@@ -10,6 +10,7 @@ import (
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
+	"lnk.dev/linkharness/store/durable"
 )
 
 // markerPrefix starts the empty file that says a driver keeps a folder:
@@ -46,13 +47,8 @@ func mark(dir, name string) error {
 		return fmt.Errorf("stores: %w", err)
 	}
 	f.Close()
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("stores: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("stores: fsync %s: %w", dir, err)
 	}
 	return nil
 }

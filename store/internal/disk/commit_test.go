@@ -102,17 +102,8 @@ func TestCommitterGroupSyncFailed(t *testing.T) {
 // read returns the bytes of name on m.
 func read(t *testing.T, m *disk.Mem, name string) []byte {
 	t.Helper()
-	f, err := m.OpenFile(name, 0, 0)
+	b, err := m.ReadFile(name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, st.Size)
-	if _, err := f.ReadAt(b, 0); err != nil && st.Size > 0 {
 		t.Fatal(err)
 	}
 	return b

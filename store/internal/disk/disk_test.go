@@ -251,18 +251,13 @@ func memWith(t *testing.T, s string) (*disk.Mem, disk.File) {
 // when it is gone.
 func crashed(t *testing.T, m *disk.Mem, name string) (string, bool) {
 	t.Helper()
-	c := m.Crash()
-	f, err := c.OpenFile(name, os.O_RDONLY, 0)
+	b, err := m.Crash().ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	info, _ := f.Stat()
-	b := make([]byte, info.Size)
-	f.ReadAt(b, 0)
 	return string(b), true
 }
 

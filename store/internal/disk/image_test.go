@@ -13,26 +13,6 @@ import (
 // the same, change its images.
 func TestMemImageApart(t *testing.T) {
 	const name = "/d/f"
-	mem := func() (*disk.Mem, disk.File) {
-		m := disk.NewMem()
-		if err := m.MkdirAll("/d"); err != nil {
-			t.Fatal(err)
-		}
-		f, err := m.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.WriteAt([]byte("abcdef"), 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.SyncDir("/d"); err != nil {
-			t.Fatal(err)
-		}
-		return m, f
-	}
 	refill := func(f disk.File) {
 		t.Helper()
 		if err := f.Truncate(0); err != nil {
@@ -66,7 +46,7 @@ func TestMemImageApart(t *testing.T) {
 	}
 
 	// An image written to.
-	m, f := mem()
+	m, f := memWith(t, "abcdef")
 	img, other := m.Crash(), m.Crash()
 	refill(openOn(img))
 	if got := read(f); got != "abcdef" {
@@ -80,7 +60,7 @@ func TestMemImageApart(t *testing.T) {
 	}
 
 	// The Mem written to.
-	m, f = mem()
+	m, f = memWith(t, "abcdef")
 	img = m.Crash()
 	refill(f)
 	if got := read(openOn(img)); got != "abcdef" {

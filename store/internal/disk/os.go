@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/internal/flock"
 )
 
@@ -43,17 +44,7 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 func (*osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
-func (*osFS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
+func (*osFS) SyncDir(dir string) error { return durable.SyncDir(dir) }
 
 func (o *osFS) Committer() *Committer { return &o.committer }
 
@@ -148,35 +139,31 @@ func (f *osFile) Truncate(size int64) error {
 	if f.closed {
 		return f.errClosed("truncate")
 	}
-	for {
-		err := unix.Ftruncate(f.fd, size)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
-		}
-		return nil
+	if err := ignoringEINTR(func() error { return unix.Ftruncate(f.fd, size) }); err != nil {
+		return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
 	}
+	return nil
 }
 
 func (f *osFile) Sync() error {
 	if f.closed {
 		return f.errClosed("sync")
 	}
-	for {
-		if err := unix.Fdatasync(f.fd); err != unix.EINTR {
-			return err
-		}
-	}
+	return ignoringEINTR(func() error { return unix.Fdatasync(f.fd) })
 }
 
 func (f *osFile) SyncFS() error {
 	if f.closed {
 		return f.errClosed("syncfs")
 	}
+	return ignoringEINTR(func() error { return unix.Syncfs(f.fd) })
+}
+
+// ignoringEINTR calls f again while a signal interrupts it (EINTR), as
+// package os does, and returns what it returns then.
+func ignoringEINTR(f func() error) error {
 	for {
-		if err := unix.Syncfs(f.fd); err != unix.EINTR {
+		if err := f(); err != unix.EINTR {
 			return err
 		}
 	}

@@ -55,6 +55,15 @@ func Data(data []byte) error {
 	return nil
 }
 
+// Datum says what is wrong with a side datum to put, its name or its
+// value, if anything (Name, Data).
+func Datum(name string, data []byte) error {
+	if err := Name(name); err != nil {
+		return err
+	}
+	return Data(data)
+}
+
 // Event says why ev cannot be the event of seq, wrapping
 // store.ErrBadEvent: over event.MaxBytes (then store.ErrTooLarge too),
 // holding a newline, not one JSON object, or its seq another.

@@ -1,4 +1,6 @@
-// Package pgtest gives a test a PostgreSQL schema of its own, in the
-// database LNK_TEST_POSTGRES_URL names, for the tests of the programs that
-// keep conversations in PostgreSQL.
+// Package pgtest gives a test of PostgreSQL's store a place of its own in
+// the shared database LNK_TEST_POSTGRES_URL names: an agent of its own
+// whose rows it removes at its end (URL, Forget), or a schema of
+// its own (Schema), for the tests of the store and of the programs that
+// keep conversations there.
 package pgtest

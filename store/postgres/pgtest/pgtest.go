@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -19,13 +18,7 @@ import (
 // skipped, but in CI (CI=true) it fails.
 func Schema(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("LNK_TEST_POSTGRES_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("LNK_TEST_POSTGRES_URL is not set: CI must start PostgreSQL (see .ci/run)")
-		}
-		t.Skip("LNK_TEST_POSTGRES_URL is not set: no PostgreSQL to test against")
-	}
+	base := URL(t)
 	h := sha256.Sum256([]byte(t.TempDir()))
 	schema := "lnk_test_" + hex.EncodeToString(h[:8])
 	ctx := context.Background()

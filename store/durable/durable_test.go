@@ -1,4 +1,4 @@
-package home
+package durable
 
 import (
 	"os"

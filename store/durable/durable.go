@@ -1,4 +1,4 @@
-package home
+package durable
 
 import (
 	"bufio"
@@ -106,7 +106,9 @@ func MakeDir(dir string) (made bool, err error) {
 	return made, SyncDir(filepath.Dir(dir))
 }
 
-// SyncDir makes the names in the folder dir durable.
+// SyncDir makes the names in the folder dir durable: a file created,
+// renamed or removed in it survives a crash only once SyncDir has returned.
+// Its errors are *fs.PathError, naming the folder.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/compact"
+	"lnk.dev/linkharness/store/durable"
 	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/perevent"
 )
@@ -195,7 +195,7 @@ func (c *Converter) One(dir, to string) (Outcome, error) {
 			return Skipped, err
 		}
 	}
-	if err := home.SyncDir(tmp); err != nil {
+	if err := durable.SyncDir(tmp); err != nil {
 		return Skipped, err
 	}
 	// One rename puts the new folder in place: an exchange, since the old
@@ -204,7 +204,7 @@ func (c *Converter) One(dir, to string) (Outcome, error) {
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err != nil {
 		return Skipped, fmt.Errorf("exchange %s and %s: %w", tmp, dir, err)
 	}
-	if err := home.SyncDir(filepath.Dir(dir)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 		return Skipped, err
 	}
 	// The old way, forgotten: a driver's rows first, so a failure leaves
@@ -266,7 +266,7 @@ func moveTools(ctx context.Context, dir, tmp, kind, to string, from, into store.
 		if err != nil {
 			return false, err
 		}
-		return true, home.WriteFileAtomic(filepath.Join(tmp, toolsFile), append(b, '\n'), 0o600)
+		return true, durable.WriteFileAtomic(filepath.Join(tmp, toolsFile), append(b, '\n'), 0o600)
 	}
 	n, ok := into.(store.Narrower)
 	if !ok {
@@ -392,7 +392,7 @@ func linkAlong(dir, tmp string, old func(string) bool) error {
 			if err := linkAlong(src, dst, func(string) bool { return false }); err != nil {
 				return err
 			}
-			if err := home.SyncDir(dst); err != nil {
+			if err := durable.SyncDir(dst); err != nil {
 				return err
 			}
 			continue

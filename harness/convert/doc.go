@@ -16,6 +16,11 @@
 // is settled by the next run: the folder in place is whole, and a driver's
 // copy nothing reads is forgotten.
 //
+// It belongs to the harness, not the stores: it works on an agent's chats
+// folder as the harness lays it out (chat.md, tools.json, pending/, the
+// drivers' markers), reaching the stores through their seam and the file
+// names they keep, and the stores know nothing of an agent.
+//
 // The agent must be stopped while its conversations are converted: the
 // program holds the agent's home to make sure (lnk-link-harness serve
 // holds it shared, lnk agent chat convert exclusive).
