@@ -19,6 +19,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/server"
@@ -227,6 +228,19 @@ type shared struct {
 	warm    *turn.Warm      // what turns keep for their conversations' next
 	turns   *budget.Turns   // the turns in flight, bounded
 	model   *http.Client    // the model proxy's client, its idle connections the process's
+	tools   *http.Client    // the tool servers' client, its idle connections the process's
+	facts   *facts.Cache    // the user's model facts, read once for every agent that shares LNK_HOME
+}
+
+// closeIdle closes the idle connections the agents share, to the model
+// proxy and to tool servers.
+func (sh *shared) closeIdle() {
+	if sh.model != nil {
+		sh.model.CloseIdleConnections()
+	}
+	if sh.tools != nil {
+		sh.tools.CloseIdleConnections()
+	}
 }
 
 // agent makes the served agent of u, in the process's environment as
@@ -278,16 +292,16 @@ func (u unit) agent(sh *shared) (server.Agent, io.Closer, error) {
 	servers, _ := tools.FromEnviron(env) // a variable that names no usable tool offers none
 	m := &metrics.Agent{Name: name}
 	own.Synced, own.Log, own.Environ = m.Synced, sh.log, env
-	// The tool servers' client is the agent's own, on net/http, whose
-	// every part mcp-go's clients use.
-	th := &http.Client{Transport: transport()}
-	set := tools.New(agent, servers, tools.Options{Log: sh.log, HTTP: th})
+	set := tools.New(agent, servers, tools.Options{Log: sh.log, HTTP: sh.tools})
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: sh.model, Metrics: m, Log: sh.log, Stop: sh.ending,
 		Tools: set, Settings: u.settings, Warm: sh.warm, Turns: sh.turns, HoldHome: true,
 	}
+	if _, own := u.Env["LNK_HOME"]; !own {
+		r.Facts = sh.facts // the process's LNK_HOME, and so its model facts
+	}
 	// What its turns kept goes first: it holds conversations its opener opened.
-	owned := closers{closeFunc(r.Rest), own, closeFunc(set.Close), closeFunc(th.CloseIdleConnections)}
+	owned := closers{closeFunc(r.Rest), own, closeFunc(set.Close)}
 	if err := ready(r, getenv, own); err != nil {
 		owned.Close()
 		return server.Agent{}, nil, err
@@ -295,9 +309,13 @@ func (u unit) agent(sh *shared) (server.Agent, io.Closer, error) {
 	return server.Agent{Key: key, Runner: r}, owned, nil
 }
 
-// transport is an agent's own pool of connections to its tool servers.
+// transport is the process's pool of connections to its agents' tool
+// servers, on net/http, whose every part mcp-go's clients use. A kept MCP
+// session is its server's, named by its session id, not a connection's, so
+// agents may share the pool: its idle connections are the process's, at
+// most budget.MaxIdleTools, not an agent's each.
 func transport() *http.Transport {
-	return &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
+	return &http.Transport{Proxy: nil, MaxIdleConns: budget.MaxIdleTools, MaxIdleConnsPerHost: budget.MaxIdleTools, IdleConnTimeout: 30 * time.Second}
 }
 
 // closeFunc is a Closer calling itself.

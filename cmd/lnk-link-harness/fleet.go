@@ -427,12 +427,10 @@ func (f *fleet) stopAll() {
 
 // rest lets go of what the process keeps for turns once every agent
 // sleeps: no goroutine waits for a turn, and no connection to the model
-// proxy stays open.
+// proxy or a tool server stays open.
 func (f *fleet) rest() {
 	f.srv.Rest()
-	if f.model != nil {
-		f.model.CloseIdleConnections()
-	}
+	f.closeIdle()
 }
 
 // asleep says whether every agent sleeps.

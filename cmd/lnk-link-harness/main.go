@@ -155,7 +155,8 @@ func serve(args, environ []string) error {
 	// and when an agent sleeps.
 	// What the warm cache keeps open between turns, counted.
 	warm := &turn.Warm{Pool: budget.NewPool(plan.Cached())}
-	opts := server.Options{Log: log, Warm: warm}
+	sh := newShared(environ, log, ending, warm, budget.NewTurns(plan.MaxTurns))
+	opts := server.Options{Log: log, Warm: warm, CloseIdle: sh.closeIdle}
 	if *idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
 	}
@@ -164,7 +165,7 @@ func serve(args, environ []string) error {
 		return err
 	}
 	f := &fleet{
-		shared: newShared(environ, log, ending, warm, budget.NewTurns(plan.MaxTurns)),
+		shared: sh,
 		plan:   plan, pool: budget.NewPool(plan.Conns()), srv: srv, out: os.Stdout,
 		named: len(units) > 1, grace: *grace,
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
@@ -314,6 +315,8 @@ func newShared(environ []string, log *slog.Logger, ending context.Context, warm 
 		// costs no goroutine, and the idle ones, at most
 		// budget.MaxIdleModel, are the process's, not an agent's each.
 		model: &http.Client{Transport: &model.Transport{MaxIdle: budget.MaxIdleModel, IdleTimeout: 30 * time.Second}},
+		tools: &http.Client{Transport: transport()},
+		facts: &facts.Cache{},
 	}
 }
 

@@ -16,8 +16,9 @@ const (
 	// Reserve is the process's own, whatever it serves: standard input,
 	// output and error, the runtime's poller, the waiter of every
 	// listener, a control socket, a profile, an agents file read again,
-	// the model proxy's idle connections (at most MaxIdleModel), a file
-	// read in passing while an agent wakes.
+	// the idle connections to the model proxy and to tool servers (at most
+	// MaxIdleModel and MaxIdleTools), a file read in passing while an
+	// agent wakes.
 	Reserve = 64
 	// PerTurn is the most a turn in flight holds at once, its caller's
 	// connection aside: its conversation's folder, its log (and a
@@ -28,6 +29,9 @@ const (
 	// MaxIdleModel is how many idle connections to the model proxy the
 	// process keeps for the turns after, within Reserve.
 	MaxIdleModel = 16
+	// MaxIdleTools is how many idle connections to its agents' tool
+	// servers the process keeps, all of them together, within Reserve.
+	MaxIdleTools = 16
 	// DefaultMaxTurns bounds the turns in flight when neither the agents
 	// file nor a flag says: a turn waiting on its model holds about
 	// 32 KiB and PerTurn descriptors, so 256 of them hold 8 MiB and

@@ -56,6 +56,11 @@ type Options struct {
 	// and FreeMemory is called; 0 means DefaultIdleFree.
 	IdleFree time.Duration
 
+	// CloseIdle, when not nil, is called with FreeMemory's timing, whether
+	// or not FreeMemory is set: main passes a function closing the idle
+	// connections its agents share (to tool servers).
+	CloseIdle func()
+
 	// Warm, when not nil, is what the process's turns keep of their
 	// conversations between turns (the agents' runners share it): let go
 	// of once the process has run no turn for IdleFree, with the rest of
@@ -78,6 +83,7 @@ type Server struct {
 	active   atomic.Int64   // turns running now
 
 	freeMemory func()
+	closeIdle  func()
 	idleFree   time.Duration
 	warm       *turn.Warm
 	crew       crew // the goroutines turns run on
@@ -101,7 +107,7 @@ type served struct {
 // New returns a server answering for agents, each by its runner's agent
 // name. A runner with no metrics is given its own.
 func New(o Options, agents ...Agent) (*Server, error) {
-	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, idleFree: o.IdleFree, warm: o.Warm}
+	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, closeIdle: o.CloseIdle, idleFree: o.IdleFree, warm: o.Warm}
 	if s.idleFree <= 0 {
 		s.idleFree = DefaultIdleFree
 	}
@@ -223,13 +229,14 @@ func (s *Server) release() {
 	s.crew.rest()
 	closed := map[*http.Client]bool{} // the agents of a process share theirs
 	for _, a := range s.all() {
-		if a.Runner.Warm != s.warm {
-			a.Runner.Rest() // a runner given a Warm of its own
-		}
+		a.Runner.Rest() // what it kept of its files and facts too, made again by its next turn
 		if hc := a.Runner.HTTP; hc != nil && !closed[hc] {
 			hc.CloseIdleConnections()
 			closed[hc] = true
 		}
+	}
+	if s.closeIdle != nil {
+		s.closeIdle()
 	}
 	if s.freeMemory != nil {
 		s.freeMemory()

@@ -56,7 +56,6 @@ type Set struct {
 	dirty  bool             // the lists may differ from file: writeLists has work
 	err    error            // a write of tool-lists.json that failed, said at the next Begin
 	kept   map[string]*slot // kept sessions by tool name
-	turns  int              // turns begun and not ended
 	closed bool
 }
 
@@ -222,7 +221,6 @@ func (s *Set) Begin(ctx context.Context, only *Only) (*Turn, error) {
 	}
 	werr := s.err
 	s.err = nil
-	s.turns++
 	var unlisted []Server
 	for _, sv := range s.servers {
 		if s.lists[sv.Name] == nil && (only == nil || only.mayOffer(sv.Name)) {
@@ -253,20 +251,6 @@ func (s *Set) Begin(ctx context.Context, only *Only) (*Turn, error) {
 	t.offer(s.servers, s.lists, only)
 	s.mu.Unlock()
 	return t, werr
-}
-
-// ended ends a turn's use of the tools. The last turn of the agent to end
-// closes the idle connections to its tool servers: a kept session is kept
-// by its server, and dials again for its next call, so an agent with no
-// turn running holds no descriptor for its tools.
-func (s *Set) ended() {
-	s.mu.Lock()
-	s.turns--
-	last := s.turns == 0
-	s.mu.Unlock()
-	if last {
-		s.o.HTTP.CloseIdleConnections()
-	}
 }
 
 // Expand names each whole tool among entries whose calls are known by its

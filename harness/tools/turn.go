@@ -24,7 +24,6 @@ type Turn struct {
 
 	mu       sync.Mutex
 	sessions map[string]*slot // this turn's sessions, by tool name
-	ended    bool             // End was called
 }
 
 // offered is what a name the model sees stands for.
@@ -212,16 +211,13 @@ func (t *Turn) End() {
 		return
 	}
 	t.mu.Lock()
-	sessions, first := t.sessions, !t.ended
-	t.sessions, t.ended = map[string]*slot{}, true
+	sessions := t.sessions
+	t.sessions = map[string]*slot{}
 	t.mu.Unlock()
 	for _, sl := range sessions {
 		<-sl.ready
 		if sl.s != nil {
 			sl.s.close()
 		}
-	}
-	if first {
-		t.set.ended()
 	}
 }

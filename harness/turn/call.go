@@ -178,7 +178,7 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	own := providerModel(provider, name)
 	key := strings.Join([]string{provider, t.r.getenv("LNK_MODEL_PROXY_" + strings.ToUpper(provider)), t.r.getenv("LNK_MODEL_PROXY"), own}, "\x00")
 	now := time.Now()
-	runtimes := &t.r.runtimes
+	runtimes := &t.c.runtimes
 	runtimes.mu.Lock()
 	r, ok := runtimes.said[key]
 	runtimes.mu.Unlock()
@@ -211,7 +211,11 @@ func (t *turn) factsBook() (*facts.Book, error) {
 	if err != nil {
 		return nil, err
 	}
-	book, err := t.r.facts.Load(path)
+	cache := t.r.Facts
+	if cache == nil {
+		cache = &t.c.facts
+	}
+	book, err := cache.Load(path)
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 		return false, err
 	}
 	defer h.unlock()
-	t := &turn{r: r, thread: name, dir: dir, in: h.in, caller: ctx}
+	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, in: h.in, caller: ctx}
 	defer t.close()
 	s, err := t.settings()
 	if err != nil {

@@ -97,6 +97,16 @@ func (k *keyedMutex) release(key string, e *keyed) {
 	k.mu.Unlock()
 }
 
+// rest lets go of the map once no turn holds or waits for a conversation:
+// a map never gives back the room it grew to.
+func (k *keyedMutex) rest() {
+	k.mu.Lock()
+	if len(k.m) == 0 {
+		k.m = nil
+	}
+	k.mu.Unlock()
+}
+
 // held says whether a turn holds key's conversation, or waits for it.
 func (k *keyedMutex) held(key string) bool {
 	k.mu.Lock()

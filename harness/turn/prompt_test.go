@@ -128,7 +128,7 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 	t.Helper()
 	ctx := context.Background()
 	dir, _ := r.Agent.Path(home.Chat, thread)
-	tt := &turn{r: r, thread: thread, dir: dir, tools: tools}
+	tt := &turn{r: r, c: r.caches(), thread: thread, dir: dir, tools: tools}
 	defer tt.close()
 	s, err := tt.settings()
 	if err != nil {
@@ -295,7 +295,7 @@ func TestModelChangesOnlyItsSection(t *testing.T) {
 	}
 
 	// The fallback: the same sections, the fallback model's file in place.
-	tt := &turn{r: r, thread: "t"}
+	tt := &turn{r: r, c: r.caches(), thread: "t"}
 	st, _ := tt.settings()
 	sections := tt.sections(&st, &Message{})
 	first, firstStable := prompt.Compose(sections)
@@ -407,7 +407,7 @@ func TestSkillsCachedUntilChanged(t *testing.T) {
 	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
 	compose := func() (string, int64) {
-		tt := &turn{r: r, thread: "t"}
+		tt := &turn{r: r, c: r.caches(), thread: "t"}
 		system, _ := tt.compose(tt.sections(&s, &Message{}))
 		return system, tt.read
 	}
@@ -424,7 +424,7 @@ func TestSkillsCachedUntilChanged(t *testing.T) {
 	if !strings.Contains(changed, "- pdf: Only read PDFs.") || read == 0 || read > 100 {
 		t.Errorf("after the change, %d bytes read:\n%s", read, changed)
 	}
-	if n, b := r.prompts.len(); n > 32 || b > 16<<10 {
+	if n, b := r.caches().prompts.len(); n > 32 || b > 16<<10 {
 		t.Errorf("the cache holds %d entries, %d bytes", n, b)
 	}
 }
@@ -464,7 +464,7 @@ func TestRepositoryFollowsChanges(t *testing.T) {
 	} {
 		step.change()
 		for range 2 { // the second turn finds it all unchanged
-			tt := &turn{r: r, thread: "t"}
+			tt := &turn{r: r, c: r.caches(), thread: "t"}
 			system, _ := tt.compose(tt.sections(&s, &Message{}))
 			for _, want := range step.has {
 				if !strings.Contains(system, want) {
@@ -487,7 +487,7 @@ func TestRepositoryFollowsChanges(t *testing.T) {
 func TestToolsSection(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	s := settings.Defaults()
-	tt := &turn{r: r, thread: "t", tools: toolsFixture[1:]}
+	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture[1:]}
 	system, _ := prompt.Compose(tt.sections(&s, &Message{}))
 	if !strings.Contains(system, "## memory\n\nremember writes") || strings.Contains(system, "scheduler") {
 		t.Errorf("the tools' section:\n%s", system)
@@ -511,7 +511,7 @@ func composeWarm(tb testing.TB) func() {
 		tb.Fatal(err)
 	}
 	m := &Message{Text: "hi", Connection: "telegram"}
-	tt := &turn{r: r, thread: "t", tools: toolsFixture}
+	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture}
 	tt.compose(tt.sections(&s, m))
 	return func() {
 		tt.read = 0
@@ -551,7 +551,7 @@ func BenchmarkComposeJoin(b *testing.B) {
 	populate(b, dir, "anthropic/claude-opus-5-5")
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
-	sections := (&turn{r: r, thread: "t", tools: toolsFixture}).sections(&s, &Message{})
+	sections := (&turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture}).sections(&s, &Message{})
 	b.ReportAllocs()
 	for b.Loop() {
 		prompt.Compose(sections)

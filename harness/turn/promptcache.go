@@ -105,15 +105,15 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 // file in it, and none of the file's own.
 func (t *turn) unchanged(path string) (*cached, error) {
 	if t.missingTurn == 0 {
-		t.missingTurn = t.r.prompts.missing.Turn()
+		t.missingTurn = t.c.prompts.missing.Turn()
 	}
-	gone, known := t.r.prompts.missing.Missing(path, t.missingTurn)
+	gone, known := t.c.prompts.missing.Missing(path, t.missingTurn)
 	if gone {
 		return nil, os.ErrNotExist
 	}
 	var st unix.Stat_t
-	e := t.r.prompts.peek(path)
-	seen := t.r.prompts.kernelNow()
+	e := t.c.prompts.peek(path)
+	seen := t.c.prompts.kernelNow()
 	var err error
 	if e != nil {
 		err = lstatz(e.pathz, &st)
@@ -122,10 +122,10 @@ func (t *turn) unchanged(path string) (*cached, error) {
 	}
 	switch {
 	case err == unix.ENOENT:
-		t.r.prompts.missing.Gone(path, t.missingTurn, seen)
+		t.c.prompts.missing.Gone(path, t.missingTurn, seen)
 		return nil, os.ErrNotExist
 	case known:
-		t.r.prompts.missing.Forget(path)
+		t.c.prompts.missing.Forget(path)
 	}
 	if err != nil || e == nil {
 		return nil, nil
@@ -244,7 +244,7 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 	}
 	k, ok := keyOf(fi)
 	if ok {
-		if e := t.r.prompts.get(path, k); e != nil {
+		if e := t.c.prompts.get(path, k); e != nil {
 			return e, false, nil
 		}
 	}
@@ -264,7 +264,7 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 	}
 	e.key = k
 	if ok {
-		t.r.prompts.put(path, e, t.r.now())
+		t.c.prompts.put(path, e, t.r.now())
 	}
 	return e, true, nil
 }
@@ -292,7 +292,7 @@ func (t *turn) list(path string) (*cached, error) {
 	}
 	k, ok := keyOf(fi)
 	if ok {
-		if e := t.r.prompts.get(path, k); e != nil {
+		if e := t.c.prompts.get(path, k); e != nil {
 			return e, nil
 		}
 	}
@@ -317,7 +317,7 @@ func (t *turn) list(path string) (*cached, error) {
 		e.paths[i] = filepath.Join(path, strings.TrimRight(n, "/@"))
 	}
 	if ok {
-		t.r.prompts.put(path, e, t.r.now())
+		t.c.prompts.put(path, e, t.r.now())
 	}
 	return e, nil
 }

@@ -29,7 +29,7 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 	// Each change is made settled: the folders' times are set back, each
 	// time to another second long past, and the kernel's clock read a
 	// second ahead, past the times Chtimes gives the folders' ctime.
-	r.prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	r.caches().prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
 	back := int64(1e9)
 	settle := func() {
 		t.Helper()
@@ -59,7 +59,7 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	compose := func() string {
-		tt := &turn{r: r, thread: "t"}
+		tt := &turn{r: r, c: r.caches(), thread: "t"}
 		system, _ := tt.compose(tt.sections(&s, &Message{}))
 		return system
 	}
@@ -77,7 +77,7 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 	settle()
 	want("none there")
 	want("nothing changed")
-	if files, folders := r.prompts.missing.Len(); files != 3 || folders != 2 {
+	if files, folders := r.caches().prompts.missing.Len(); files != 3 || folders != 2 {
 		t.Errorf("%d missing files kept in %d folders, want 3 in 2 (instructions and the home)", files, folders)
 	}
 
@@ -123,7 +123,7 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
-	r.prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	r.caches().prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
 	back := int64(1e9)
 	settle := func() {
 		t.Helper()
@@ -134,7 +134,7 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 	}
 	model := func(step string) string {
 		t.Helper()
-		s, err := (&turn{r: r, thread: "t"}).settings()
+		s, err := (&turn{r: r, c: r.caches(), thread: "t"}).settings()
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -148,7 +148,7 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 	if got := model("nothing changed"); got != def {
 		t.Errorf("nothing changed: model %q, want the default %q", got, def)
 	}
-	if files, _ := r.prompts.missing.Len(); files != 1 {
+	if files, _ := r.caches().prompts.missing.Len(); files != 1 {
 		t.Errorf("%d files kept missing, want config.json", files)
 	}
 	s := settings.Defaults()

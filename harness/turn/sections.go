@@ -44,7 +44,7 @@ type skillMeta = prompt.Skill
 // leaves its section (or, for the repository's and the skills, the files
 // and skills past the most) out, and the log says which and why.
 func (t *turn) sections(s *settings.Settings, m *Message) []prompt.Section {
-	t.paths = t.r.prompts.paths.get(t.r.Agent.Dir, sameString, func(string) homePaths { return makeHomePaths(t.r.Agent) })
+	t.paths = t.c.prompts.paths.get(t.r.Agent.Dir, sameString, func(string) homePaths { return makeHomePaths(t.r.Agent) })
 	out := make([]prompt.Section, 0, len(settings.Sections))
 	for _, name := range settings.Sections {
 		out = append(out, prompt.Section{Name: name, Text: t.section(s, name, s.Model.Name, m)})
@@ -69,7 +69,7 @@ func (t *turn) systemFor(s *settings.Settings, sections []prompt.Section, modelN
 // compose is prompt.Compose(sections), the string made for the last turn
 // when its sections are the same.
 func (t *turn) compose(sections []prompt.Section) (string, int) {
-	out := t.r.prompts.system.get(sections, slices.Equal, func(in []prompt.Section) systemOut {
+	out := t.c.prompts.system.get(sections, slices.Equal, func(in []prompt.Section) systemOut {
 		system, stable := prompt.Compose(in)
 		return systemOut{system, stable}
 	})
@@ -94,7 +94,7 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 	case "base":
 		text = prompt.Base
 	case "model":
-		path := t.r.prompts.modelPath.get([2]string{t.r.Agent.Dir, modelName}, sameKey, func(k [2]string) string {
+		path := t.c.prompts.modelPath.get([2]string{t.r.Agent.Dir, modelName}, sameKey, func(k [2]string) string {
 			path, _ := t.r.Agent.Path(home.ModelInstruction, k[1])
 			return path
 		})
@@ -103,7 +103,7 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 		}
 		return t.fileSection(name, path, most)
 	case "tools":
-		text = t.r.prompts.tools.get(slices.Clip(t.tools), slices.Equal, prompt.Tools)
+		text = t.c.prompts.tools.get(slices.Clip(t.tools), slices.Equal, prompt.Tools)
 	case "environment":
 		text = prompt.Environment(t.paths.files, t.startConnection(m))
 	case "repository":
@@ -122,7 +122,7 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 		}
 		text := t.fileSection(name, path, most)
 		if name == "notes" {
-			if text = t.r.prompts.notes.get(text, sameString, prompt.Notes); len(text) > most {
+			if text = t.c.prompts.notes.get(text, sameString, prompt.Notes); len(text) > most {
 				t.leftOut(name, path, "with its heading, over the section's most: raise [instructions] notes most")
 				return ""
 			}
@@ -215,7 +215,7 @@ func (t *turn) repository(most int) string {
 			found = append(found, f)
 		}
 	}
-	out := t.r.prompts.repo.get(repoIn{found, most}, sameRepo, func(in repoIn) sectionOut {
+	out := t.c.prompts.repo.get(repoIn{found, most}, sameRepo, func(in repoIn) sectionOut {
 		text, left := prompt.Repository(in.files, in.most)
 		return sectionOut{text: text, left: left}
 	})
@@ -250,7 +250,7 @@ func (t *turn) repoFile(dir *cached, prefix string, most int) (prompt.RepoFile, 
 // takes one lstat and no look at the folder. Anything else is not ok, and
 // the folder is read as repoFile reads it.
 func (t *turn) repoKept(path, prefix string, most int) (prompt.RepoFile, bool) {
-	dir := t.r.prompts.peek(path)
+	dir := t.c.prompts.peek(path)
 	if dir == nil {
 		return prompt.RepoFile{}, false
 	}
@@ -277,7 +277,7 @@ func (t *turn) skills(most int) string {
 		}
 		return ""
 	}
-	files := t.r.prompts.skillPaths.get(dir, sameEntry, func(dir *cached) []string {
+	files := t.c.prompts.skillPaths.get(dir, sameEntry, func(dir *cached) []string {
 		files := make([]string, len(dir.names))
 		for i, n := range dir.names {
 			if name, ok := strings.CutSuffix(n, "/"); ok {
@@ -323,7 +323,7 @@ func (t *turn) skills(most int) string {
 		}
 		list = append(list, e.skill)
 	}
-	out := t.r.prompts.skills.get(skillsIn{list, most}, sameSkills, func(in skillsIn) sectionOut {
+	out := t.c.prompts.skills.get(skillsIn{list, most}, sameSkills, func(in skillsIn) sectionOut {
 		text, left := prompt.Skills(in.skills, in.most)
 		return sectionOut{text: text, nleft: left}
 	})

@@ -51,6 +51,15 @@ type tellings struct {
 	m map[string]int64
 }
 
+// rest lets go of the map once no answer waits to be marked told.
+func (ts *tellings) rest() {
+	ts.mu.Lock()
+	if len(ts.m) == 0 {
+		ts.m = nil
+	}
+	ts.mu.Unlock()
+}
+
 func (ts *tellings) add(dir string, seq int64) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
@@ -99,6 +100,10 @@ type Runner struct {
 	// steers a running turn takes no place. Nil: no bound.
 	Turns *budget.Turns
 
+	// Facts, when not nil, is the user's model facts as the process last
+	// read them, shared by its Runners. Nil: the Runner keeps its own.
+	Facts *facts.Cache
+
 	// HoldHome has each turn hold the agent's home shared while it runs,
 	// and while what it composed is kept warm (see homeHold), so lnk agent
 	// chat convert and repair, which hold it exclusive, never run beside a
@@ -109,9 +114,7 @@ type Runner struct {
 	locks    keyedMutex
 	home     homeHold     // the home's lock while a turn runs or a conversation is warm, with HoldHome
 	telling  tellings     // answers given and not yet marked told
-	prompts  promptCache  // what the prompt read of the agent's files, until they change
-	facts    facts.Cache  // the user's model facts, until they change
-	runtimes runtimeCache // what runtimes said of their models, for a minute
+	cache    atomic.Pointer[runnerCache]
 }
 
 // Message is a message to the agent.
@@ -286,7 +289,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		ends.add(r.home.drop)
 	}
 	start := r.now()
-	t := &turn{r: r, thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
+	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
 	ends.add(t.close)
 	a, err := t.answer(ctx, m, onText)
 	after := t.after
@@ -357,6 +360,7 @@ func (t *turn) log() *slog.Logger {
 // turn is one turn's state, gone when the turn ends.
 type turn struct {
 	r      *Runner
+	c      *runnerCache // the Runner's, as the turn began
 	thread string
 	dir    string
 	in     *inbox          // the messages that steer it
@@ -461,9 +465,34 @@ func (t *turn) close() {
 	}
 }
 
-// Rest lets go of what the Runner keeps of its conversations between
-// turns: its agent sleeps, or leaves.
-func (r *Runner) Rest() { r.Warm.Forget(r.Agent.Name) }
+// Rest lets go of what the Runner keeps between turns: its conversations
+// kept warm, and what its turns read of the agent's files, of the model
+// facts and of runtimes, made again by its next turn. Its agent sleeps or
+// leaves, or the process went idle.
+func (r *Runner) Rest() {
+	r.Warm.Forget(r.Agent.Name)
+	r.cache.Store(nil)
+	r.locks.rest()
+	r.telling.rest()
+}
+
+// runnerCache is what a Runner's turns keep of what they read, until Rest.
+type runnerCache struct {
+	prompts  promptCache  // what the prompt read of the agent's files, until they change
+	facts    facts.Cache  // the user's model facts, until they change, when the Runner has no Facts
+	runtimes runtimeCache // what runtimes said of their models, for a minute
+}
+
+// caches is what the Runner's turns keep, made when the last Rest let go
+// of it.
+func (r *Runner) caches() *runnerCache {
+	for {
+		if c := r.cache.Load(); c != nil {
+			return c
+		}
+		r.cache.CompareAndSwap(nil, new(runnerCache))
+	}
+}
 
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
@@ -669,14 +698,14 @@ func (t *turn) settings() (settings.Settings, error) {
 	// is unchanged, it still has none, told by the one stat of the folder
 	// the prompt's missing files share (see unchanged).
 	if t.missingTurn == 0 {
-		t.missingTurn = t.r.prompts.missing.Turn()
+		t.missingTurn = t.c.prompts.missing.Turn()
 	}
-	missing := &t.r.prompts.missing
+	missing := &t.c.prompts.missing
 	gone, known := missing.Missing(path, t.missingTurn)
 	if gone {
 		return settings.Defaults(), nil
 	}
-	seen := t.r.prompts.kernelNow()
+	seen := t.c.prompts.kernelNow()
 	s, found, err := settings.ReadFound(path)
 	switch {
 	case err == nil && !found:

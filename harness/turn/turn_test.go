@@ -377,7 +377,7 @@ func repeatedWarm(tb testing.TB, n int) func() {
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog}
 	cdir, _ := r.Agent.Path(home.Chat, "t")
 	writeConversation(tb, cdir, "t", n)
-	tt := &turn{r: r, thread: "t", dir: cdir}
+	tt := &turn{r: r, c: r.caches(), thread: "t", dir: cdir}
 	tb.Cleanup(tt.close)
 	ctx := context.Background()
 	if err := tt.open(ctx, "log"); err != nil {

@@ -70,7 +70,7 @@ func readSummarized(tb testing.TB, n int) func() {
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Open: openLog}
 	chat, _ := r.Agent.Path(home.Chat, "long")
 	s := writeSummarized(tb, chat, "long", n)
-	tt := &turn{r: r, thread: "long", dir: chat}
+	tt := &turn{r: r, c: r.caches(), thread: "long", dir: chat}
 	if err := tt.open(context.Background(), "log"); err != nil {
 		tb.Fatal(err)
 	}
