@@ -6,9 +6,9 @@ import "lnk.dev/linkharness/loadgen/drive"
 // "Metrics").
 const (
 	metricTurns        = "lnk_turns_total"
-	metricTurnSum      = "lnk_turn_seconds_sum"
-	metricTurnCount    = "lnk_turn_seconds_count"
-	metricModelSum     = "lnk_model_call_seconds_sum"
+	metricTurnSum      = "lnk_turn_seconds_total"
+	metricTurnCount    = "lnk_turns_total"
+	metricModelSum     = "lnk_model_call_seconds_total"
 	metricStoreRead    = "lnk_store_bytes_read_total"
 	metricStoreWritten = "lnk_store_bytes_written_total"
 	metricAllocObjects = "go_heap_allocs_objects_total"

@@ -13,10 +13,9 @@ func TestAgentCounters(t *testing.T) {
 lnk_turns_total{agent="a",outcome="ok"} 20
 lnk_turns_total{agent="b"} 3
 lnk_turns_total{agent="a",outcome="error"} 1
-lnk_turn_seconds_sum{agent="a"} 0.042
-lnk_turn_seconds_count{agent="a"} 21
-lnk_turn_seconds_bucket{agent="a",le="+Inf"} 21
-lnk_model_call_seconds_sum{agent="a"} 0.0105
+lnk_turn_seconds_total{agent="a"} 0.042
+lnk_turn_seconds_bucket{outcome="ok",le="+Inf"} 21
+lnk_model_call_seconds_total{agent="a"} 0.0105
 lnk_store_bytes_read_total{agent="a"} 1.5e+06
 lnk_store_bytes_written_total{agent="a"} 12600
 go_heap_allocs_objects_total 123456

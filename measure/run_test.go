@@ -75,9 +75,8 @@ func (u *fakeUnit) Metrics(ctx context.Context) (drive.Metrics, error) {
 	var b strings.Builder
 	for agent, n := range u.turns {
 		fmt.Fprintf(&b, "lnk_turns_total{agent=%q} %v\n", agent, n)
-		fmt.Fprintf(&b, "lnk_turn_seconds_sum{agent=%q} %v\n", agent, n*0.0015)
-		fmt.Fprintf(&b, "lnk_turn_seconds_count{agent=%q} %v\n", agent, n)
-		fmt.Fprintf(&b, "lnk_model_call_seconds_sum{agent=%q} %v\n", agent, n*0.0005)
+		fmt.Fprintf(&b, "lnk_turn_seconds_total{agent=%q} %v\n", agent, n*0.0015)
+		fmt.Fprintf(&b, "lnk_model_call_seconds_total{agent=%q} %v\n", agent, n*0.0005)
 		fmt.Fprintf(&b, "lnk_store_bytes_read_total{agent=%q} %v\n", agent, n*1000)
 	}
 	fmt.Fprintf(&b, "go_goroutines 5\n")

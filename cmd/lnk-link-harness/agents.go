@@ -222,14 +222,15 @@ func agentLines(b []byte) []int {
 // process's environment, logger, stop, warm cache, bound on turns and
 // client of the model proxy.
 type shared struct {
-	environ []string        // the process's environment
-	log     *slog.Logger    //
-	ending  context.Context // done once a graceful stop's grace is over
-	warm    *turn.Warm      // what turns keep for their conversations' next
-	turns   *budget.Turns   // the turns in flight, bounded
-	model   *http.Client    // the model proxy's client, its idle connections the process's
-	tools   *http.Client    // the tool servers' client, its idle connections the process's
-	facts   *facts.Cache    // the user's model facts, read once for every agent that shares LNK_HOME
+	environ []string         // the process's environment
+	log     *slog.Logger     //
+	ending  context.Context  // done once a graceful stop's grace is over
+	warm    *turn.Warm       // what turns keep for their conversations' next
+	turns   *budget.Turns    // the turns in flight, bounded
+	model   *http.Client     // the model proxy's client, its idle connections the process's
+	tools   *http.Client     // the tool servers' client, its idle connections the process's
+	facts   *facts.Cache     // the user's model facts, read once for every agent that shares LNK_HOME
+	metrics *metrics.Process // the histograms every agent's times count into
 }
 
 // closeIdle closes the idle connections the agents share, to the model
@@ -290,7 +291,7 @@ func (u unit) agent(sh *shared) (server.Agent, io.Closer, error) {
 	}
 	agent := home.Agent{Name: name, Dir: dir}
 	servers, _ := tools.FromEnviron(env) // a variable that names no usable tool offers none
-	m := &metrics.Agent{Name: name}
+	m := &metrics.Agent{Name: name, Process: sh.metrics}
 	own.Synced, own.Log, own.Environ = m.Synced, sh.log, env
 	set := tools.New(agent, servers, tools.Options{Log: sh.log, HTTP: sh.tools})
 	r := &turn.Runner{

@@ -30,6 +30,7 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
@@ -156,7 +157,7 @@ func serve(args, environ []string) error {
 	// What the warm cache keeps open between turns, counted.
 	warm := &turn.Warm{Pool: budget.NewPool(plan.Cached())}
 	sh := newShared(environ, log, ending, warm, budget.NewTurns(plan.MaxTurns))
-	opts := server.Options{Log: log, Warm: warm, CloseIdle: sh.closeIdle}
+	opts := server.Options{Log: log, Warm: warm, CloseIdle: sh.closeIdle, Metrics: sh.metrics, Turns: sh.turns}
 	if *idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, *idleFree
 	}
@@ -314,9 +315,10 @@ func newShared(environ []string, log *slog.Logger, ending context.Context, warm 
 		// on the turn's goroutine (model.Transport): a kept connection
 		// costs no goroutine, and the idle ones, at most
 		// budget.MaxIdleModel, are the process's, not an agent's each.
-		model: &http.Client{Transport: &model.Transport{MaxIdle: budget.MaxIdleModel, IdleTimeout: 30 * time.Second}},
-		tools: &http.Client{Transport: transport()},
-		facts: &facts.Cache{},
+		model:   &http.Client{Transport: &model.Transport{MaxIdle: budget.MaxIdleModel, IdleTimeout: 30 * time.Second}},
+		tools:   &http.Client{Transport: transport()},
+		facts:   &facts.Cache{},
+		metrics: new(metrics.Process),
 	}
 }
 

@@ -56,15 +56,19 @@ func (h *Histogram) Count() uint64 {
 // write writes h's series with labels (`a="x",b="y"`, no braces).
 func (h *Histogram) write(w io.Writer, name, labels string) {
 	var cum uint64
+	sep, set := ",", "{"+labels+"}"
+	if labels == "" {
+		sep, set = "", ""
+	}
 	for i := range h.counts {
 		cum += h.counts[i].Load()
 		le := "+Inf"
 		if i < nBounds {
 			le = strconv.FormatFloat(bound(i).Seconds(), 'g', -1, 64)
 		}
-		fmt.Fprintf(w, "%s_bucket{%s,le=%q} %d\n", name, labels, le, cum)
+		fmt.Fprintf(w, "%s_bucket{%s%sle=%q} %d\n", name, labels, sep, le, cum)
 	}
-	fmt.Fprintf(w, "%s_sum{%s} %s\n%s_count{%s} %d\n", name, labels, seconds(h.sum.Load()), name, labels, cum)
+	fmt.Fprintf(w, "%s_sum%s %s\n%s_count%s %d\n", name, set, seconds(h.sum.Load()), name, set, cum)
 }
 
 // Outcome is how a timed thing ended: a label value.
@@ -98,14 +102,66 @@ const (
 
 var kindNames = [nKinds]string{"input", "output", "cache_read", "cache_write"}
 
-// Agent is one agent's metrics. Its zero value, with Name set, is ready to
-// use; it is safe for concurrent use, and a nil *Agent counts nothing.
-type Agent struct {
-	Name string
+// Process is what the agents of one process share of their metrics: the
+// histograms of time. An agent's own are counters, so a process of many
+// agents writes a line or a few for each, not a series of each bucket of
+// each. The zero value is ready to use; it is safe for concurrent use.
+type Process struct {
+	turns [nOutcomes]Histogram
+	tools [nOutcomes]Histogram
+	fsync Histogram
 
-	turns        [nOutcomes]Histogram
-	tools        [nOutcomes]Histogram
-	fsync        Histogram
+	mu sync.Mutex
+	// calls is guarded by mu for writes; read without it through known.
+	calls map[string]*[nOutcomes]Histogram // by provider
+	known atomic.Pointer[map[string]*[nOutcomes]Histogram]
+}
+
+// provider is the process's histograms of model calls to name, made on
+// first use; nil for a nil Process. After the first, it does not allocate.
+func (p *Process) provider(name string) *[nOutcomes]Histogram {
+	if p == nil {
+		return nil
+	}
+	if m := p.known.Load(); m != nil {
+		if h := (*m)[name]; h != nil {
+			return h
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.calls[name]; h != nil {
+		return h
+	}
+	next := make(map[string]*[nOutcomes]Histogram, len(p.calls)+1)
+	for k, v := range p.calls {
+		next[k] = v
+	}
+	h := new([nOutcomes]Histogram)
+	next[name] = h
+	p.calls = next
+	p.known.Store(&next)
+	return h
+}
+
+// observe counts d in h[o], when there is h.
+func observe(h *[nOutcomes]Histogram, o Outcome, d time.Duration) {
+	if h != nil {
+		h[o].Observe(d)
+	}
+}
+
+// Agent is one agent's metrics: counters, and the process's histograms
+// when Process is set. Its zero value, with Name set, is ready to use; it
+// is safe for concurrent use, and a nil *Agent counts nothing.
+type Agent struct {
+	Name    string
+	Process *Process // the histograms the agent's times go into too; nil: none
+
+	turns        [nOutcomes]atomic.Uint64
+	turnNanos    atomic.Int64
+	tools        [nOutcomes]atomic.Uint64
+	fsyncs       atomic.Uint64
 	bytesRead    atomic.Int64
 	bytesWritten atomic.Int64
 	summaries    [nOutcomes]atomic.Uint64
@@ -125,7 +181,12 @@ func (a *Agent) Turn(d time.Duration, err error, read, written int64) {
 	if a == nil {
 		return
 	}
-	a.turns[OutcomeOf(err)].Observe(d)
+	o := OutcomeOf(err)
+	a.turns[o].Add(1)
+	a.turnNanos.Add(int64(d))
+	if a.Process != nil {
+		a.Process.turns[o].Observe(d)
+	}
 	a.bytesRead.Add(read)
 	a.bytesWritten.Add(written)
 }
@@ -139,13 +200,20 @@ func (a *Agent) Tool(d time.Duration, failed bool) {
 	if failed {
 		o = Failed
 	}
-	a.tools[o].Observe(d)
+	a.tools[o].Add(1)
+	if a.Process != nil {
+		a.Process.tools[o].Observe(d)
+	}
 }
 
 // Synced counts an fsync of d: the stores' Synced hook.
 func (a *Agent) Synced(d time.Duration) {
-	if a != nil {
-		a.fsync.Observe(d)
+	if a == nil {
+		return
+	}
+	a.fsyncs.Add(1)
+	if a.Process != nil {
+		a.Process.fsync.Observe(d)
 	}
 }
 
@@ -193,7 +261,7 @@ func (a *Agent) Ops(op Op) uint64 { return a.ops[op].Load() }
 func (a *Agent) Summaries(o Outcome) uint64 { return a.summaries[o].Load() }
 
 // Turns returns how many turns ended with outcome o.
-func (a *Agent) Turns(o Outcome) uint64 { return a.turns[o].Count() }
+func (a *Agent) Turns(o Outcome) uint64 { return a.turns[o].Load() }
 
 // BytesRead returns the event bytes the agent's turns read from the store.
 func (a *Agent) BytesRead() int64 { return a.bytesRead.Load() }
@@ -218,7 +286,7 @@ func (a *Agent) Provider(name string) *Provider {
 	for k, v := range a.providers {
 		next[k] = v
 	}
-	p := new(Provider)
+	p := &Provider{hist: a.Process.provider(name)}
 	next[name] = p
 	a.providers = next
 	a.known.Store(&next)
@@ -228,16 +296,22 @@ func (a *Agent) Provider(name string) *Provider {
 // Provider is an agent's calls to one provider. The zero value is ready to
 // use; it is safe for concurrent use, and a nil *Provider counts nothing.
 type Provider struct {
-	calls  [nOutcomes]Histogram
-	tokens [nKinds]atomic.Int64
-	cost   atomic.Uint64 // float64 bits, US dollars
+	calls     [nOutcomes]atomic.Uint64
+	callNanos atomic.Int64
+	tokens    [nKinds]atomic.Int64
+	cost      atomic.Uint64         // float64 bits, US dollars
+	hist      *[nOutcomes]Histogram // the process's, for the provider; nil: none
 }
 
 // Call counts a model call of d that ended with err.
 func (p *Provider) Call(d time.Duration, err error) {
-	if p != nil {
-		p.calls[OutcomeOf(err)].Observe(d)
+	if p == nil {
+		return
 	}
+	o := OutcomeOf(err)
+	p.calls[o].Add(1)
+	p.callNanos.Add(int64(d))
+	observe(p.hist, o, d)
 }
 
 // Used counts an answer's tokens and cost.
@@ -261,20 +335,40 @@ func (p *Provider) Used(input, output, cacheRead, cacheWrite int64, cost float64
 	}
 }
 
-// Write writes the agents' metrics, each family once with every agent's
-// series in it, agents in name order.
-func Write(w io.Writer, agents []*Agent) {
+// Write writes the process's histograms (none for a nil p) and the agents'
+// counters, each family once with every agent's series in it, agents in
+// name order.
+func Write(w io.Writer, p *Process, agents []*Agent) {
 	agents = append([]*Agent(nil), agents...)
 	sort.Slice(agents, func(i, j int) bool { return agents[i].Name < agents[j].Name })
-	byOutcome(w, agents, "lnk_turn_seconds", "Time of a turn, from its lock to its answer, by outcome.",
-		func(a *Agent) *[nOutcomes]Histogram { return &a.turns })
+	if p != nil {
+		byOutcome(w, "lnk_turn_seconds", "Time of a turn, from its lock to its answer, by outcome, the process's agents together.", &p.turns, "")
+		family(w, "lnk_model_call_seconds", "histogram", "Time of a call to the model, by provider and outcome, the process's agents together.")
+		if m := p.known.Load(); m != nil {
+			for _, name := range sortedKeys(*m) {
+				for o := range nOutcomes {
+					(*m)[name][o].write(w, "lnk_model_call_seconds", labels("provider", name, "outcome", outcomeNames[o]))
+				}
+			}
+		}
+		byOutcome(w, "lnk_tool_call_seconds", "Time of a tool call, by outcome, the process's agents together.", &p.tools, "")
+		family(w, "lnk_store_fsync_seconds", "histogram", "Time of an fsync of a conversation's store, the process's agents together.")
+		p.fsync.write(w, "lnk_store_fsync_seconds", "")
+	}
 	counters(w, agents, "lnk_turns_total", "Turns taken, by outcome.", "outcome", outcomeNames[:],
-		func(a *Agent, o int) int64 { return int64(a.turns[o].Count()) })
-	family(w, "lnk_model_call_seconds", "histogram", "Time of a call to the model, by provider and outcome.")
+		func(a *Agent, o int) int64 { return int64(a.turns[o].Load()) })
+	floats(w, agents, "lnk_turn_seconds_total", "Time of the agent's turns, from their lock to their answer, summed.",
+		func(a *Agent) float64 { return float64(a.turnNanos.Load()) / 1e9 })
+	family(w, "lnk_model_calls_total", "counter", "Calls to the model, by provider and outcome.")
 	each(agents, func(a *Agent, name string, p *Provider) {
 		for o := range nOutcomes {
-			p.calls[o].write(w, "lnk_model_call_seconds", labels("agent", a.Name, "provider", name, "outcome", outcomeNames[o]))
+			fmt.Fprintf(w, "lnk_model_calls_total{%s} %d\n", labels("agent", a.Name, "provider", name, "outcome", outcomeNames[o]), p.calls[o].Load())
 		}
+	})
+	family(w, "lnk_model_call_seconds_total", "counter", "Time of the agent's calls to the model, by provider, summed.")
+	each(agents, func(a *Agent, name string, p *Provider) {
+		fmt.Fprintf(w, "lnk_model_call_seconds_total{%s} %s\n", labels("agent", a.Name, "provider", name),
+			strconv.FormatFloat(float64(p.callNanos.Load())/1e9, 'g', -1, 64))
 	})
 	family(w, "lnk_tokens_total", "counter", "Tokens the provider reported, by kind.")
 	each(agents, func(a *Agent, name string, p *Provider) {
@@ -291,12 +385,10 @@ func Write(w io.Writer, agents []*Agent) {
 		"outcome", outcomeNames[:], func(a *Agent, o int) int64 { return int64(a.summaries[o].Load()) })
 	counters(w, agents, "lnk_summary_tokens_total", "Tokens the provider reported for summaries, by kind; also in lnk_tokens_total.",
 		"kind", kindNames[:], func(a *Agent, k int) int64 { return a.summaryToks[k].Load() })
-	byOutcome(w, agents, "lnk_tool_call_seconds", "Time of a tool call, by outcome.",
-		func(a *Agent) *[nOutcomes]Histogram { return &a.tools })
-	family(w, "lnk_store_fsync_seconds", "histogram", "Time of an fsync of a conversation's store.")
-	for _, a := range agents {
-		a.fsync.write(w, "lnk_store_fsync_seconds", labels("agent", a.Name))
-	}
+	counters(w, agents, "lnk_tool_calls_total", "Tool calls, by outcome.", "outcome", outcomeNames[:],
+		func(a *Agent, o int) int64 { return int64(a.tools[o].Load()) })
+	counters(w, agents, "lnk_store_fsyncs_total", "Fsyncs of a conversation's store.", "", nil,
+		func(a *Agent, _ int) int64 { return int64(a.fsyncs.Load()) })
 	counters(w, agents, "lnk_store_bytes_read_total", "Bytes read from the store.", "", nil,
 		func(a *Agent, _ int) int64 { return a.bytesRead.Load() })
 	counters(w, agents, "lnk_operations_total", "Operations besides turns, by kind: end, fork, import, export, hand_over.",
@@ -305,15 +397,16 @@ func Write(w io.Writer, agents []*Agent) {
 		func(a *Agent, _ int) int64 { return a.bytesWritten.Load() })
 }
 
-// byOutcome writes a histogram family of a series for each agent and
-// outcome, the agent's histograms by outcome what of says.
-func byOutcome(w io.Writer, agents []*Agent, name, help string, of func(*Agent) *[nOutcomes]Histogram) {
+// byOutcome writes a histogram family of a series for each outcome, with
+// more labels (`a="x"`, or "") before the outcome.
+func byOutcome(w io.Writer, name, help string, hs *[nOutcomes]Histogram, more string) {
 	family(w, name, "histogram", help)
-	for _, a := range agents {
-		hs := of(a)
-		for o := range nOutcomes {
-			hs[o].write(w, name, labels("agent", a.Name, "outcome", outcomeNames[o]))
+	for o := range nOutcomes {
+		l := labels("outcome", outcomeNames[o])
+		if more != "" {
+			l = more + "," + l
 		}
+		hs[o].write(w, name, l)
 	}
 }
 
@@ -333,6 +426,15 @@ func counters(w io.Writer, agents []*Agent, name, help, key string, values []str
 	}
 }
 
+// floats writes a counter family of a series for each agent, value(a)
+// its float value.
+func floats(w io.Writer, agents []*Agent, name, help string, value func(a *Agent) float64) {
+	family(w, name, "counter", help)
+	for _, a := range agents {
+		fmt.Fprintf(w, "%s{%s} %s\n", name, labels("agent", a.Name), strconv.FormatFloat(value(a), 'g', -1, 64))
+	}
+}
+
 // each calls fn for each agent's providers, in name order.
 func each(agents []*Agent, fn func(a *Agent, name string, p *Provider)) {
 	for _, a := range agents {
@@ -340,15 +442,20 @@ func each(agents []*Agent, fn func(a *Agent, name string, p *Provider)) {
 		if m == nil {
 			continue
 		}
-		names := make([]string, 0, len(*m))
-		for n := range *m {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range sortedKeys(*m) {
 			fn(a, n, (*m)[n])
 		}
 	}
+}
+
+// sortedKeys is m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Refusals counts requests refused with a 4xx status, or 503 for a process

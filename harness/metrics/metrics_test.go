@@ -28,8 +28,9 @@ func TestHistogramBuckets(t *testing.T) {
 // The page parses as the Prometheus text format, each histogram's buckets
 // cumulative and its count what was observed.
 func TestWriteParses(t *testing.T) {
-	a := &Agent{Name: "ada"}
-	b := &Agent{Name: `b"q\`}
+	var proc Process
+	a := &Agent{Name: "ada", Process: &proc}
+	b := &Agent{Name: `b"q\`, Process: &proc}
 	a.Turn(20*time.Millisecond, nil, 100, 200)
 	a.Turn(2*time.Second, errors.New("x"), 0, 0)
 	a.Provider("anthropic").Call(10*time.Millisecond, nil)
@@ -45,7 +46,7 @@ func TestWriteParses(t *testing.T) {
 	r.Add("ada", 401)
 
 	var page bytes.Buffer
-	Write(&page, []*Agent{b, a})
+	Write(&page, &proc, []*Agent{b, a})
 	r.Write(&page)
 	Gauge(&page, "lnk_recover_waiting", "Waiting.", []string{"ada"}, func(string) int64 { return 2 })
 	fams, err := new(expfmt.TextParser).TextToMetricFamilies(&page)
@@ -86,16 +87,21 @@ func TestWriteParses(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"lnk_turn_seconds", []string{"agent", "ada", "outcome", "ok"}, 1},
-		{"lnk_turn_seconds", []string{"agent", "ada", "outcome", "error"}, 1},
-		{"lnk_turn_seconds", []string{"agent", `b"q\`, "outcome", "ok"}, 0},
+		{"lnk_turn_seconds", []string{"outcome", "ok"}, 1},
+		{"lnk_turn_seconds", []string{"outcome", "error"}, 1},
 		{"lnk_turns_total", []string{"agent", "ada", "outcome", "error"}, 1},
-		{"lnk_model_call_seconds", []string{"agent", "ada", "provider", "anthropic", "outcome", "ok"}, 1},
+		{"lnk_turns_total", []string{"agent", `b"q\`, "outcome", "ok"}, 0},
+		{"lnk_turn_seconds_total", []string{"agent", "ada"}, 2.02},
+		{"lnk_model_call_seconds", []string{"provider", "anthropic", "outcome", "ok"}, 1},
+		{"lnk_model_calls_total", []string{"agent", "ada", "provider", "anthropic", "outcome", "ok"}, 1},
+		{"lnk_model_call_seconds_total", []string{"agent", "ada", "provider", "anthropic"}, 0.01},
 		{"lnk_tokens_total", []string{"agent", "ada", "kind", "input"}, 11},
 		{"lnk_tokens_total", []string{"agent", "ada", "kind", "cache_write"}, 40},
 		{"lnk_cost_usd_total", []string{"agent", "ada"}, 0.75},
-		{"lnk_tool_call_seconds", []string{"agent", "ada", "outcome", "error"}, 1},
-		{"lnk_store_fsync_seconds", []string{"agent", "ada"}, 1},
+		{"lnk_tool_call_seconds", []string{"outcome", "error"}, 1},
+		{"lnk_tool_calls_total", []string{"agent", "ada", "outcome", "error"}, 1},
+		{"lnk_store_fsync_seconds", nil, 1},
+		{"lnk_store_fsyncs_total", []string{"agent", "ada"}, 1},
 		{"lnk_store_bytes_written_total", []string{"agent", "ada"}, 200},
 		{"lnk_refusals_total", []string{"agent", "ada", "status", "401"}, 2},
 		{"lnk_refusals_total", []string{"status", "403"}, 1},
@@ -123,7 +129,7 @@ func TestWriteParses(t *testing.T) {
 
 // Counting allocates nothing, once a provider has been seen.
 func TestAllocs(t *testing.T) {
-	a := &Agent{Name: "ada"}
+	a := &Agent{Name: "ada", Process: new(Process)}
 	a.Provider("anthropic")
 	err := errors.New("x")
 	n := testing.AllocsPerRun(100, func() {

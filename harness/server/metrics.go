@@ -8,6 +8,8 @@ import (
 	"runtime/metrics"
 	"sort"
 
+	"github.com/prometheus/procfs"
+
 	"lnk.dev/linkharness/harness/home"
 	lnkmetrics "lnk.dev/linkharness/harness/metrics"
 )
@@ -28,11 +30,19 @@ func (s *Server) metrics(w http.ResponseWriter) {
 	}
 	sort.Strings(names)
 	var b bytes.Buffer
-	lnkmetrics.Write(&b, agents)
+	lnkmetrics.Write(&b, s.proc, agents)
 	s.refusals.Write(&b)
 	lnkmetrics.Gauge(&b, "lnk_recover_waiting", "Answers waiting at _link/recover for their bridge.", names, func(n string) int64 {
 		return waiting(byName[n].Runner.Agent)
 	})
+	fmt.Fprintf(&b, "# HELP lnk_turns_in_flight Turns running now, those whose caller left too.\n# TYPE lnk_turns_in_flight gauge\nlnk_turns_in_flight %d\n", s.Running())
+	if s.bound != nil {
+		fmt.Fprintf(&b, "# HELP lnk_turns_max_in_flight The most turns the process lets run at once ([serve] max_turns).\n# TYPE lnk_turns_max_in_flight gauge\nlnk_turns_max_in_flight %d\n", s.bound.Max())
+	}
+	if open, max, err := descriptors(); err == nil {
+		fmt.Fprintf(&b, "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds %d\n", open)
+		fmt.Fprintf(&b, "# HELP process_max_fds The most open file descriptors the process may have.\n# TYPE process_max_fds gauge\nprocess_max_fds %d\n", max)
+	}
 	samples := []metrics.Sample{
 		{Name: "/gc/heap/allocs:objects"},
 		{Name: "/gc/heap/allocs:bytes"},
@@ -59,4 +69,21 @@ func waiting(a home.Agent) int64 {
 	}
 	files, _ := filepath.Glob(filepath.Join(chats, "*", "pending", "*.json"))
 	return int64(len(files))
+}
+
+// descriptors is how many descriptors the process has open, and its
+// limit, as Prometheus's process collector names them.
+func descriptors() (open, max int, err error) {
+	p, err := procfs.Self()
+	if err != nil {
+		return 0, 0, err
+	}
+	if open, err = p.FileDescriptorsLen(); err != nil {
+		return 0, 0, err
+	}
+	lim, err := p.Limits()
+	if err != nil {
+		return 0, 0, err
+	}
+	return open, int(lim.OpenFiles), nil
 }

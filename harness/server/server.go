@@ -56,6 +56,14 @@ type Options struct {
 	// and FreeMemory is called; 0 means DefaultIdleFree.
 	IdleFree time.Duration
 
+	// Turns, when not nil, is the process's bound on turns in flight, its
+	// count and bound written on /metrics.
+	Turns *budget.Turns
+
+	// Metrics is the process's histograms, which every agent's metrics
+	// count into; nil: the server makes its own.
+	Metrics *metrics.Process
+
 	// CloseIdle, when not nil, is called with FreeMemory's timing, whether
 	// or not FreeMemory is set: main passes a function closing the idle
 	// connections its agents share (to tool servers).
@@ -79,8 +87,10 @@ const DefaultIdleFree = 2 * time.Second
 type Server struct {
 	log      *slog.Logger
 	refusals metrics.Refusals
-	turns    sync.WaitGroup // turns running, including those whose caller left
-	active   atomic.Int64   // turns running now
+	proc     *metrics.Process // the histograms of every agent served
+	bound    *budget.Turns    // the turns in flight, for /metrics; nil: not bounded
+	turns    sync.WaitGroup   // turns running, including those whose caller left
+	active   atomic.Int64     // turns running now
 
 	freeMemory func()
 	closeIdle  func()
@@ -111,6 +121,10 @@ func New(o Options, agents ...Agent) (*Server, error) {
 	if s.idleFree <= 0 {
 		s.idleFree = DefaultIdleFree
 	}
+	s.bound = o.Turns
+	if s.proc = o.Metrics; s.proc == nil {
+		s.proc = new(metrics.Process)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -131,7 +145,7 @@ func (s *Server) Add(a Agent) error {
 		return fmt.Errorf("server: agent %q needs a name and a key", name)
 	}
 	if a.Runner.Metrics == nil {
-		a.Runner.Metrics = &metrics.Agent{Name: name}
+		a.Runner.Metrics = &metrics.Agent{Name: name, Process: s.proc}
 	}
 	if a.Runner.Log == nil {
 		a.Runner.Log = s.log

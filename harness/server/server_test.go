@@ -274,7 +274,7 @@ func TestChatAndMetrics(t *testing.T) {
 		t.Errorf("a missing conversation: %d", code)
 	}
 	_, _, body = get("/metrics", "")
-	for _, want := range []string{`lnk_turns_total{agent="ada",outcome="ok"} 3`, `lnk_turns_total{agent="ada",outcome="error"} 0`, `lnk_turn_seconds_count{agent="ada",outcome="ok"} 3`, `lnk_recover_waiting{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
+	for _, want := range []string{`lnk_turns_total{agent="ada",outcome="ok"} 3`, `lnk_turns_total{agent="ada",outcome="error"} 0`, `lnk_turn_seconds_count{outcome="ok"} 3`, `lnk_turns_in_flight 0`, `lnk_recover_waiting{agent="ada"} 0`, "go_heap_allocs_objects_total "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
