@@ -101,6 +101,11 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 			e.Cost, err = fastfloat.Parse(unsafe.String(unsafe.SliceData(n), len(n)))
 			ok = err == nil
 		}
+	case "cost_source":
+		var s []byte
+		if s, i, ok = fastBytes(b, i); ok {
+			e.CostSource = costSource(s)
+		}
 	case "window":
 		w := new(Window)
 		i, ok = fastObject(b, i, func(key []byte, b []byte, i int) (next int, bit uint8, ok bool) {
