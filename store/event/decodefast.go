@@ -91,6 +91,11 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 		})
 	case "latency_ms":
 		e.LatencyMS, i, ok = fastInt(b, i)
+	case "cost_source":
+		var s []byte
+		if s, i, ok = fastBytes(b, i); ok {
+			e.CostSource = costSource(s)
+		}
 	case "cost":
 		var n []byte
 		if n, i, ok = numberToken(b, i); ok {
@@ -100,11 +105,6 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 			// Nothing keeps it: an error is dropped.
 			e.Cost, err = fastfloat.Parse(unsafe.String(unsafe.SliceData(n), len(n)))
 			ok = err == nil
-		}
-	case "cost_source":
-		var s []byte
-		if s, i, ok = fastBytes(b, i); ok {
-			e.CostSource = costSource(s)
 		}
 	case "window":
 		w := new(Window)
