@@ -376,7 +376,7 @@ func Write(w io.Writer, p *Process, agents []*Agent) {
 			fmt.Fprintf(w, "lnk_tokens_total{%s} %d\n", labels("agent", a.Name, "provider", name, "kind", kindNames[k]), p.tokens[k].Load())
 		}
 	})
-	family(w, "lnk_cost_usd_total", "counter", "What the answers cost, in US dollars, by the model facts' prices.")
+	family(w, "lnk_cost_usd_total", "counter", "What the answers and summaries cost, in US dollars: what the provider reported it charged, else by the model facts' prices.")
 	each(agents, func(a *Agent, name string, p *Provider) {
 		fmt.Fprintf(w, "lnk_cost_usd_total{%s} %s\n", labels("agent", a.Name, "provider", name),
 			strconv.FormatFloat(math.Float64frombits(p.cost.Load()), 'g', -1, 64))

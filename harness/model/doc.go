@@ -12,6 +12,12 @@
 // Request is the same bytes every turn and the provider's prompt cache
 // holds; testdata/*.golden hold them.
 //
+// A Response's Usage is the tokens as the provider counted them. Where the
+// provider also says what it charged, its Cost holds that: OpenRouter
+// does, in every answer's usage (usage.cost, unasked). Anthropic's, OpenAI's
+// and Ollama's usage holds tokens alone, and so a call of theirs is priced
+// from the model facts by the caller.
+//
 // Where a call went wrong is told by its error: a *StatusError for the
 // provider's refusal (a non-2xx status or an error event), wrapping
 // ErrTooLong when the prompt was too long and ErrUnavailable when the model

@@ -172,6 +172,18 @@ type Response struct {
 	Usage      event.Usage
 	StopReason string        // as the provider said it: end_turn, tool_use, stop, tool_calls, length …
 	Latency    time.Duration // from the request's start to the stream's last byte
+
+	// Cost is what the provider said it charged for the call, where it
+	// says: OpenRouter does (openRouterCost). Anthropic, OpenAI and Ollama
+	// report tokens only, so their calls are priced from the model facts.
+	Cost Cost
+}
+
+// Cost is what a provider said it charged for model calls. The zero value
+// is nothing said.
+type Cost struct {
+	USD      float64 // what was charged, in US dollars
+	Reported bool    // the provider said it; else USD is 0 and the usage is to be priced
 }
 
 // Client calls one provider's model. Implementations are safe for

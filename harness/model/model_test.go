@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fastjson"
 
 	"lnk.dev/linkharness/harness/internal/golden"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -263,8 +266,9 @@ func TestOpenRouterThinking(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	charged := 0.0042
 	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{{
-		Match: "any", Text: "cached", Usage: scripted.Usage{Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
+		Match: "any", Text: "cached", Usage: scripted.Usage{Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40, Cost: &charged},
 	}}})
 	want := map[string]event.Usage{
 		"anthropic":  {Input: 12, Output: 7, CacheRead: 3000, CacheWrite: 40},
@@ -281,6 +285,49 @@ func TestUsage(t *testing.T) {
 		if resp.Usage != want[provider] {
 			t.Errorf("%s: usage %+v, want %+v", provider, resp.Usage, want[provider])
 		}
+		// Only OpenRouter says what it charged.
+		if cost := (Cost{USD: charged, Reported: true}); (resp.Cost == cost) != (provider == "openrouter") {
+			t.Errorf("%s: cost %+v", provider, resp.Cost)
+		}
+	}
+}
+
+// What OpenRouter's usage object says a call cost: its cost, and for a
+// call made with the account's own key for the provider the provider's
+// charge too; anything that is not an amount is no cost said.
+func TestOpenRouterCost(t *testing.T) {
+	for _, tt := range []struct {
+		usage string
+		want  Cost
+	}{
+		{`{"prompt_tokens":194,"completion_tokens":2,"cost":0.95}`, Cost{0.95, true}},
+		{`{"cost":0.0042,"is_byok":false,"cost_details":{"upstream_inference_cost":0.0042}}`, Cost{0.0042, true}}, // the provider's part of it, not more
+		{`{"cost":0,"is_byok":true,"cost_details":{"upstream_inference_cost":0.0360795}}`, Cost{0.0360795, true}},
+		{`{"cost":0.001,"is_byok":true,"cost_details":{"upstream_inference_cost":0.02}}`, Cost{0.021, true}},
+		{`{"cost":0.001,"is_byok":true,"cost_details":{"upstream_inference_cost":null}}`, Cost{0.001, true}},
+		{`{"cost":0}`, Cost{0, true}}, // a free model's: charged nothing
+		{`{"prompt_tokens":194,"completion_tokens":2}`, Cost{}},
+		{`{"cost":null}`, Cost{}},
+		{`{"cost":"0.95"}`, Cost{}},
+		{`{"cost":-0.5}`, Cost{}},
+		{`{"cost":1e999}`, Cost{}},
+		{`{"cost":0,"is_byok":true,"cost_details":{"upstream_inference_cost":-1}}`, Cost{}},
+	} {
+		v, err := fastjson.Parse(tt.usage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := openRouterCost(v); math.Abs(got.USD-tt.want.USD) > 1e-15 || got.Reported != tt.want.Reported {
+			t.Errorf("%s: %+v, want %+v", tt.usage, got, tt.want)
+		}
+	}
+	// OpenAI's usage has no cost; a cost in it is not read as one.
+	stream := []byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"cost\":0.5}}\n\ndata: [DONE]\n\n")
+	if resp, err := decodeOpenAI(stream, nil); err != nil || resp.Cost != (Cost{}) {
+		t.Errorf("OpenAI: cost %+v, %v", resp.Cost, err)
+	}
+	if resp, err := decodeOpenRouter(stream, nil); err != nil || resp.Cost != (Cost{0.5, true}) {
+		t.Errorf("OpenRouter: cost %+v, %v", resp.Cost, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -171,6 +172,9 @@ func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
 		prompt := u.GetInt64("prompt_tokens")
 		cached := u.GetInt64("prompt_tokens_details", "cached_tokens")
 		d.resp.Usage = event.Usage{Input: prompt - cached, Output: u.GetInt64("completion_tokens"), CacheRead: cached}
+		if d.provider == "openrouter" {
+			d.resp.Cost = openRouterCost(u)
+		}
 	}
 	for _, c := range v.GetArray("choices") {
 		if c.GetInt("index") != 0 {
@@ -201,6 +205,30 @@ func (d *openAIStream) chunk(v *fastjson.Value, onText func(string)) error {
 		}
 	}
 	return nil
+}
+
+// openRouterCost is what OpenRouter's usage object u says the call cost
+// (its usage accounting, in every answer's last chunk whether asked for or
+// not: its usage.include parameter is no longer read, so it is not sent).
+// cost is what it charged the account, in credits of one US dollar; a call made with the account's own key for the
+// provider (is_byok) was charged that provider's price there as well,
+// cost_details.upstream_inference_cost, which is added to it. The
+// upstream cost of any other call is the part of cost that went to the
+// provider, not a second charge. A usage without a cost, or with one that
+// is no amount (not a number, below 0), reports none: the call is priced.
+func openRouterCost(u *fastjson.Value) Cost {
+	c := u.Get("cost")
+	if c == nil || c.Type() != fastjson.TypeNumber {
+		return Cost{}
+	}
+	usd := c.GetFloat64()
+	if u.GetBool("is_byok") {
+		usd += u.GetFloat64("cost_details", "upstream_inference_cost")
+	}
+	if !(usd >= 0) || math.IsInf(usd, 0) {
+		return Cost{}
+	}
+	return Cost{USD: usd, Reported: true}
 }
 
 // callDelta adds a fragment of a tool call: the first names it, the rest

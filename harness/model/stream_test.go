@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -83,11 +84,14 @@ func capture(t testing.TB, base, provider string, req *Request) []byte {
 
 // longAnswer is a script whose answer is 8,000 bytes in 2,000 pieces: a
 // 2,000-token answer as the providers stream one. Asked to reason, it
-// reasons first, 8,000 bytes in 2,000 pieces more.
+// reasons first, 8,000 bytes in 2,000 pieces more. OpenRouter says what
+// each cost.
 var longAnswer = &scripted.Script{Rules: []scripted.Rule{
-	{Match: "reason", Thinking: strings.Repeat("hmm, ", 1600), AnswerBytes: 8000, Chunks: 2000},
-	{Match: "any", AnswerBytes: 8000, Chunks: 2000},
+	{Match: "reason", Thinking: strings.Repeat("hmm, ", 1600), AnswerBytes: 8000, Chunks: 2000, Usage: scripted.Usage{Cost: &longCost}},
+	{Match: "any", AnswerBytes: 8000, Chunks: 2000, Usage: scripted.Usage{Cost: &longCost}},
 }}
+
+var longCost = 0.0314
 
 func TestDecodeAllocs(t *testing.T) {
 	if raceEnabled {
@@ -114,8 +118,12 @@ func TestDecodeAllocs(t *testing.T) {
 		stream := capture(t, base, tt.provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: tt.text}}})
 		n := 0
 		onText := func(string) { n++ }
-		if resp, err := tt.decode(stream, onText); err != nil || len(resp.Text) != 8000 || n != 2000 || len(resp.Thinking) < tt.thinking {
+		resp, err := tt.decode(stream, onText)
+		if err != nil || len(resp.Text) != 8000 || n != 2000 || len(resp.Thinking) < tt.thinking {
 			t.Fatalf("%s: %v, %d bytes in %d fragments, %d bytes of thinking", tt.provider, err, len(resp.Text), n, len(resp.Thinking))
+		}
+		if resp.Cost.Reported != (tt.provider == "openrouter") {
+			t.Fatalf("%s: cost %+v", tt.provider, resp.Cost)
 		}
 		allocs := testing.AllocsPerRun(20, func() { _, _ = tt.decode(stream, onText) })
 		if allocs > tt.most {
@@ -354,7 +362,7 @@ func TestFuzzSeeds(t *testing.T) {
 		{Match: "calls", Text: "Two calls.", Chunks: 3, Calls: []scripted.Call{
 			{Name: "a__b", Args: `{"x":"ü\"1"}`}, {Name: "c__d", Args: `{"y":[1,2]}`}}},
 		{Match: "think", Thinking: "Hm: \"quoted\".", Text: "Done ✓", Chunks: 2,
-			Usage: scripted.Usage{Input: 5, Output: 6, CacheRead: 700, CacheWrite: 8}},
+			Usage: scripted.Usage{Input: 5, Output: 6, CacheRead: 700, CacheWrite: 8, Cost: &longCost}},
 		{Match: "cut", Text: "cut short here", Chunks: 4, Cut: true, AfterChunks: 2},
 	}})
 	names := map[string]string{"anthropic": "Anthropic", "openai": "OpenAI", "openrouter": "OpenRouter", "ollama": "Ollama"}
@@ -396,6 +404,9 @@ func checkDecoded(t *testing.T, resp *Response, err error, frags []string) {
 			t.Fatalf("thinking %q is not a JSON array", resp.Thinking)
 		}
 	}
+	if c := resp.Cost; !(c.USD >= 0 && c.USD <= math.MaxFloat64) || (c.USD != 0 && !c.Reported) {
+		t.Fatalf("a cost that is no amount: %+v", c)
+	}
 }
 
 // fuzzDecode is the body of a decoder's fuzz target: decode takes any
@@ -424,6 +435,8 @@ func FuzzOpenRouterStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"a\",\"reasoning_details\":[{\"type\":\"reasoning.summary\",\"summary\":\"a\",\"index\":0}," +
 		"{\"type\":\"reasoning.encrypted\",\"data\":\"e\",\"index\":1,\"x\":[1]}]}}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"only text\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"cost\":0.0042," +
+		"\"is_byok\":true,\"cost_details\":{\"upstream_inference_cost\":1e-3}}}\n\ndata: [DONE]\n\n"))
 	f.Fuzz(fuzzDecode(decodeOpenRouter))
 }
 

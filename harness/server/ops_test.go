@@ -23,9 +23,15 @@ import (
 	eventlog "lnk.dev/linkharness/store/log"
 )
 
-// operations reads lnk_operations_total of kind for agent from /metrics,
-// through Prometheus's own text parser.
+// operations reads lnk_operations_total of kind for agent from /metrics.
 func (f *fixture) operations(t *testing.T, agent, kind string) float64 {
+	t.Helper()
+	return f.counter(t, "lnk_operations_total", "agent", agent, "kind", kind)
+}
+
+// counter reads the counter of family whose labels hold the pairs given
+// from /metrics, through Prometheus's own text parser.
+func (f *fixture) counter(t *testing.T, family string, pairs ...string) float64 {
 	t.Helper()
 	resp, err := http.Get(f.url + "/metrics")
 	if err != nil {
@@ -37,20 +43,24 @@ func (f *fixture) operations(t *testing.T, agent, kind string) float64 {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, page)
 	}
-	fam := fams["lnk_operations_total"]
+	fam := fams[family]
 	if fam == nil {
-		t.Fatalf("no lnk_operations_total:\n%s", page)
+		t.Fatalf("no %s:\n%s", family, page)
 	}
 	for _, m := range fam.Metric {
 		got := map[string]string{}
 		for _, l := range m.Label {
 			got[l.GetName()] = l.GetValue()
 		}
-		if got["agent"] == agent && got["kind"] == kind {
+		match := true
+		for i := 0; i+1 < len(pairs); i += 2 {
+			match = match && got[pairs[i]] == pairs[i+1]
+		}
+		if match {
 			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("no lnk_operations_total for %s %s", agent, kind)
+	t.Fatalf("no %s for %q", family, pairs)
 	return 0
 }
 

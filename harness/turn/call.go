@@ -223,15 +223,23 @@ func (t *turn) factsBook() (*facts.Book, error) {
 	return book, nil
 }
 
-// answerCost is what an answer's usage cost in USD at the prices known of
-// s's model; 0 when none are known.
-func (t *turn) answerCost(s *settings.Settings, u event.Usage) float64 {
+// answerCost is what model calls that used u cost in USD, and where that
+// figure comes from: what the provider said it charged (c), where it said
+// so, 0 too; else u at the prices known of s's model. A cost priced at no
+// known price has no source, and the event says nothing of it.
+func (t *turn) answerCost(s *settings.Settings, u event.Usage, c model.Cost) (float64, string) {
+	if c.Reported {
+		return c.USD, event.CostReported
+	}
 	book, err := t.factsBook()
 	if err != nil {
-		return 0
+		return 0, ""
 	}
 	m := book.Model(s.Model.Name)
-	return facts.Cost(&m, u)
+	if usd := facts.Cost(&m, u); usd != 0 {
+		return usd, event.CostPriced
+	}
+	return 0, ""
 }
 
 // getenv reads the environment the runner was given; none is an empty one.

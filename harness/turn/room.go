@@ -106,7 +106,7 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	if err == nil {
 		c := &compaction{through: stay.Seq - 1, window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
 		r := *resp
-		r.Usage = u
+		r.Usage, r.Cost = u.Usage, u.cost
 		e, err = t.appendSummary(ctx, &ss, c, &r, calls)
 	}
 	t.countSummary(&ss, err, u)

@@ -112,7 +112,7 @@ func (t *turn) summarize(ctx context.Context, c *compaction) {
 	resp, u, calls, err := t.askSummary(ctx, &s, summaryRequest(c), c.notes)
 	if err == nil {
 		r := *resp
-		r.Usage = u
+		r.Usage, r.Cost = u.Usage, u.cost
 		_, err = t.appendSummary(ctx, &s, c, &r, calls)
 	}
 	t.countSummary(&s, err, u)
@@ -122,30 +122,54 @@ func (t *turn) summarize(ctx context.Context, c *compaction) {
 }
 
 // countSummary counts a summary that ended with err and used u; the
-// tokens of one that was not written are counted with the provider's
-// too, as a written one's are when it is appended.
-func (t *turn) countSummary(s *settings.Settings, err error, u event.Usage) {
+// tokens and cost of one that was not written are counted with the
+// provider's too, as a written one's are when it is appended.
+func (t *turn) countSummary(s *settings.Settings, err error, u spent) {
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
-	if err != nil && u != (event.Usage{}) {
-		t.r.Metrics.Provider(s.Provider()).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, t.answerCost(s, u))
+	if err != nil && u.Usage != (event.Usage{}) {
+		cost, _ := t.answerCost(s, u.Usage, u.cost)
+		t.r.Metrics.Provider(s.Provider()).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, cost)
 	}
+}
+
+// spent is what a summary's model calls used: their tokens, and what the
+// provider said they cost where it said so of every one of them.
+type spent struct {
+	event.Usage
+	cost  model.Cost
+	calls int
+}
+
+// add counts in one more call, which answered resp.
+func (u *spent) add(resp *model.Response) {
+	r := &resp.Usage
+	u.Input, u.Output = u.Input+r.Input, u.Output+r.Output
+	u.CacheRead, u.CacheWrite = u.CacheRead+r.CacheRead, u.CacheWrite+r.CacheWrite
+	switch {
+	case u.calls == 0:
+		u.cost = resp.Cost
+	case u.cost.Reported && resp.Cost.Reported:
+		u.cost.USD += resp.Cost.USD
+	default:
+		u.cost = model.Cost{} // the calls' tokens are priced together
+	}
+	u.calls++
 }
 
 // askSummary asks req for a summary. With notes, the model's calls of
 // prompt.NotesTool are run first, a round at a time, each request
 // continuing the one before. It returns the answer holding the summary,
-// the usage of every call, and the calls made; an answer that holds no
-// summary to keep is an error (ErrNoSummary).
-func (t *turn) askSummary(ctx context.Context, s *settings.Settings, req *model.Request, notes bool) (*model.Response, event.Usage, []event.Call, error) {
+// what every call used and cost, and the calls made; an answer that holds
+// no summary to keep is an error (ErrNoSummary).
+func (t *turn) askSummary(ctx context.Context, s *settings.Settings, req *model.Request, notes bool) (*model.Response, spent, []event.Call, error) {
 	var (
-		u     event.Usage
+		u     spent
 		calls []event.Call
 	)
 	for round := 0; ; round++ {
 		resp, err := t.callModel(ctx, s, req, nil)
 		if resp != nil {
-			u.Input, u.Output = u.Input+resp.Usage.Input, u.Output+resp.Usage.Output
-			u.CacheRead, u.CacheWrite = u.CacheRead+resp.Usage.CacheRead, u.CacheWrite+resp.Usage.CacheWrite
+			u.add(resp)
 		}
 		if err != nil {
 			return nil, u, calls, err
@@ -232,9 +256,9 @@ func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *compa
 		Time: t.r.now(), Type: event.TypeSummary, Text: strings.TrimSpace(resp.Text), Through: c.through, Calls: calls,
 		Model: s.Model.Name, Provider: s.Provider(), ResponseID: resp.ResponseID, Usage: resp.Usage,
 		LatencyMS: resp.Latency.Milliseconds(),
-		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &w,
 	}
+	e.Cost, e.CostSource = t.answerCost(s, resp.Usage, resp.Cost)
 	if err := t.appendEvent(ctx, &e); err != nil {
 		return nil, err // its tokens counted by countSummary
 	}

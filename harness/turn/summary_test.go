@@ -343,3 +343,66 @@ func TestSummaryOf(t *testing.T) {
 		}
 	}
 }
+
+// A summary through OpenRouter keeps what OpenRouter reported it charged,
+// and the answers, which report none here, are priced from the facts.
+func TestSummaryCostReported(t *testing.T) {
+	charged := 0.0042
+	r, m := summaryRunner(t, 2048, 0.75, scripted.Rule{Text: "They talked.", Usage: scripted.Usage{Cost: &charged}})
+	path := filepath.Join(r.Agent.Dir, "config.json")
+	s, err := settings.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Model.Provider = "openrouter"
+	if err := settings.Write(path, s); err != nil {
+		t.Fatal(err)
+	}
+	talk(t, r, m, "t", 1, 30, nil)
+	ev := readEvents(t, r, "t")
+	sums := ofType(ev, event.TypeSummary)
+	if len(sums) == 0 {
+		t.Fatal("no summary in 30 turns of a small window")
+	}
+	for _, e := range sums {
+		if e.Provider != "openrouter" || e.Cost != charged || e.CostSource != event.CostReported {
+			t.Errorf("summary %d: %s cost %v %q", e.Seq, e.Provider, e.Cost, e.CostSource)
+		}
+	}
+	for _, e := range ofType(ev, event.TypeAnswer) {
+		if e.Cost <= 0 || e.CostSource != event.CostPriced {
+			t.Errorf("answer %d: cost %v %q", e.Seq, e.Cost, e.CostSource)
+		}
+	}
+}
+
+// What a summary's calls cost together: the sum of what the provider
+// reported where it reported every one, else nothing reported, and the
+// tokens priced.
+func TestSpent(t *testing.T) {
+	reported := func(usd float64) model.Response {
+		return model.Response{Usage: event.Usage{Input: 1}, Cost: model.Cost{USD: usd, Reported: true}}
+	}
+	priced := model.Response{Usage: event.Usage{Input: 1}}
+	for _, tc := range []struct {
+		name  string
+		calls []model.Response
+		want  model.Cost
+	}{
+		{"none", nil, model.Cost{}},
+		{"one reported", []model.Response{reported(0.25)}, model.Cost{USD: 0.25, Reported: true}},
+		{"one reported as nothing", []model.Response{reported(0)}, model.Cost{Reported: true}},
+		{"two reported", []model.Response{reported(0.25), reported(0.5)}, model.Cost{USD: 0.75, Reported: true}},
+		{"reported, then not", []model.Response{reported(0.25), priced}, model.Cost{}},
+		{"not, then reported", []model.Response{priced, reported(0.25)}, model.Cost{}},
+		{"not, then reported twice", []model.Response{priced, reported(0.25), reported(0.5)}, model.Cost{}},
+	} {
+		var u spent
+		for i := range tc.calls {
+			u.add(&tc.calls[i])
+		}
+		if u.cost != tc.want || u.Input != int64(len(tc.calls)) {
+			t.Errorf("%s: %+v, want %+v", tc.name, u, tc.want)
+		}
+	}
+}

@@ -723,9 +723,9 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		Time: t.r.now(), Type: event.TypeAnswer, Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls,
 		Model: s.Model.Name, Provider: s.Provider(), ResponseID: resp.ResponseID, Usage: resp.Usage,
 		LatencyMS: resp.Latency.Milliseconds(),
-		Cost:      t.answerCost(s, resp.Usage),
 		Window:    &event.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
 	}
+	e.Cost, e.CostSource = t.answerCost(s, resp.Usage, resp.Cost)
 	if t.endMark {
 		e.Extra = append([]byte(nil), endedKey...) // its own: a decoder reuses an event's Extra
 	}

@@ -29,6 +29,7 @@
 //	latency_ms_max = 80     # drawn uniformly, from the seed and the request
 //	[rule.usage]
 //	cache_read = 1200
+//	cost = 0.0042           # USD, reported only in OpenRouter's format, as its usage.cost
 //
 //	[[rule]]
 //	match = "huge"

@@ -251,3 +251,48 @@ func TestOpenRouterReasoning(t *testing.T) {
 		}
 	}
 }
+
+// OpenRouter's usage says what it charged where the rule gives a cost, 0
+// too, streamed or whole; OpenAI's and Anthropic's never do, and a cost
+// leaves the prompt cache's counts as they would be.
+func TestOpenRouterCost(t *testing.T) {
+	cost, free := 0.0042, 0.0
+	_, base := listen(t, &Script{Cache: true, Rules: []Rule{
+		{Match: "free", Usage: Usage{Cost: &free}},
+		{Match: "paid", Usage: Usage{Cost: &cost}},
+	}})
+	usage := func(b []byte, stream bool) string {
+		t.Helper()
+		if stream {
+			ev := events(b)
+			b = []byte(ev[len(ev)-2])
+		}
+		var v struct{ Usage json.RawMessage }
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		return string(v.Usage)
+	}
+	for _, stream := range []bool{true, false} {
+		for _, tt := range []struct{ path, text, want string }{
+			{"/openrouter/v1/chat/completions", "paid", `,"cost":0.0042,"is_byok":false,"cost_details":{"upstream_inference_cost":0.0042}}`},
+			{"/openrouter/v1/chat/completions", "free", `,"cost":0,"is_byok":false,"cost_details":{"upstream_inference_cost":0}}`},
+			{"/openrouter/v1/chat/completions", "other", `"prompt_tokens_details":{"cached_tokens":0}}`},
+			{"/openai/v1/chat/completions", "paid", `"prompt_tokens_details":{"cached_tokens":0}}`},
+		} {
+			_, _, b := post(t, base, tt.path, openAIBody(tt.text, stream))
+			if u := usage(b, stream); !strings.HasSuffix(u, tt.want) || !json.Valid([]byte(u)) {
+				t.Errorf("%s %s (stream %v): usage %s, want it to end %s", tt.path, tt.text, stream, u, tt.want)
+			}
+		}
+		if _, _, b := post(t, base, "/v1/messages", anthropicBody("paid", stream)); bytes.Contains(b, []byte("cost")) {
+			t.Errorf("Anthropic's format says a cost (stream %v):\n%s", stream, b)
+		}
+	}
+	long := "paid " + strings.Repeat("the same words again ", 100)
+	post(t, base, "/openrouter/v1/chat/completions", openAIBody(long+"one", false))
+	_, _, b := post(t, base, "/openrouter/v1/chat/completions", openAIBody(long+"two", false))
+	if u := usage(b, false); !strings.Contains(u, `"cost":0.0042`) || strings.Contains(u, `"cached_tokens":0}`) {
+		t.Errorf("a rule of a cost alone reads nothing from the prompt cache: %s", u)
+	}
+}

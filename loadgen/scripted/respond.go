@@ -312,7 +312,7 @@ func (st *stream) openAI(req *request) {
 		st.buf = append(st.buf, `","object":"chat.completion.chunk","created":0,"model":`...)
 		st.buf = event.AppendString(st.buf, req.model)
 		st.buf = append(st.buf, `,"choices":[],"usage":`...)
-		st.buf = appendOpenAIUsage(st.buf, a.usage)
+		st.buf = appendChatUsage(st.buf, req, a.usage)
 		st.buf = append(st.buf, "}\n\n"...)
 	}
 	st.buf = append(st.buf, "data: [DONE]\n\n"...)
@@ -359,9 +359,13 @@ func stopReason(a *answer, done, calls string) string {
 	return done
 }
 
-// appendOpenAIUsage appends usage as OpenAI counts it: prompt_tokens holds
-// the cached tokens too, and there is no count of cache writes.
-func appendOpenAIUsage(b []byte, u Usage) []byte {
+// appendChatUsage appends usage as the Chat Completions API counts it:
+// prompt_tokens holds the cached tokens too, and there is no count of
+// cache writes. OpenRouter's says what it charged, where the rule says
+// so, as its usage accounting does: the cost, that it was not charged to
+// the account's own key for the provider (is_byok), and the provider's
+// part of it.
+func appendChatUsage(b []byte, req *request, u Usage) []byte {
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, u.Input+u.CacheRead, 10)
 	b = append(b, `,"completion_tokens":`...)
@@ -370,7 +374,15 @@ func appendOpenAIUsage(b []byte, u Usage) []byte {
 	b = strconv.AppendInt(b, u.Input+u.CacheRead+u.Output, 10)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = strconv.AppendInt(b, u.CacheRead, 10)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	if req.format == openRouter && u.Cost != nil {
+		b = append(b, `,"cost":`...)
+		b = strconv.AppendFloat(b, *u.Cost, 'f', -1, 64)
+		b = append(b, `,"is_byok":false,"cost_details":{"upstream_inference_cost":`...)
+		b = strconv.AppendFloat(b, *u.Cost, 'f', -1, 64)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // writeWhole writes the answer in one response, not streamed. A cut or a
@@ -493,6 +505,6 @@ func appendChatWhole(b []byte, req *request, a *answer) []byte {
 	b = append(b, `},"finish_reason":"`...)
 	b = append(b, stopReason(a, "stop", "tool_calls")...)
 	b = append(b, `"}],"usage":`...)
-	b = appendOpenAIUsage(b, a.usage)
+	b = appendChatUsage(b, req, a.usage)
 	return append(b, "}\n"...)
 }

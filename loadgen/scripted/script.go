@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -116,12 +117,23 @@ type Call struct {
 	Args string `toml:"args"`
 }
 
-// Usage is the token counts an answer reports.
+// Usage is the token counts an answer reports and, in OpenRouter's
+// format, what it was charged.
 type Usage struct {
 	Input      int64 `toml:"input"`
 	Output     int64 `toml:"output"`
 	CacheRead  int64 `toml:"cache_read"`
 	CacheWrite int64 `toml:"cache_write"`
+
+	// Cost, when set, is reported as OpenRouter reports what it charged:
+	// usage.cost, in US dollars (0 too: a free model's). The other
+	// formats have no place for it.
+	Cost *float64 `toml:"cost"`
+}
+
+// tokens says whether u sets any token count.
+func (u *Usage) tokens() bool {
+	return u.Input != 0 || u.Output != 0 || u.CacheRead != 0 || u.CacheWrite != 0
 }
 
 // ParseScript reads a script from TOML. Keys it does not know are an
@@ -177,6 +189,9 @@ func (r *Rule) validate() error {
 	}
 	if r.AnswerBytes < 0 || r.LatencyMS < 0 || r.Chunks < 0 || r.ChunkMS < 0 || r.AfterChunks < 0 || r.RetryAfter < 0 || r.PingMS < 0 || r.TrickleMS < 0 {
 		return errors.New("a negative number")
+	}
+	if c := r.Usage.Cost; c != nil && !(*c >= 0 && *c <= math.MaxFloat64) {
+		return fmt.Errorf("usage cost %v is not an amount", *c)
 	}
 	if r.AnswerBytesMax != 0 && r.AnswerBytesMax < r.AnswerBytes {
 		return fmt.Errorf("answer_bytes_max %d is below answer_bytes %d", r.AnswerBytesMax, r.AnswerBytes)

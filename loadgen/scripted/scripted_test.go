@@ -61,7 +61,8 @@ func TestParseScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Seed != 7 || len(s.Rules) != 6 || s.Rules[0].Calls[0].Args != `{"city":"Oslo"}` || s.Rules[1].Usage.CacheRead != 1200 {
+	if s.Seed != 7 || len(s.Rules) != 6 || s.Rules[0].Calls[0].Args != `{"city":"Oslo"}` || s.Rules[1].Usage.CacheRead != 1200 ||
+		s.Rules[1].Usage.Cost == nil || *s.Rules[1].Usage.Cost != 0.0042 {
 		t.Errorf("parsed %+v", s)
 	}
 	bad := []struct{ toml, says string }{
@@ -73,6 +74,8 @@ func TestParseScript(t *testing.T) {
 		{"[[rule]]\n[[rule.call]]\nargs = \"{}\"\n", "without a name"},
 		{"[[rule]]\nlatency_ms = 10\nlatency_ms_max = 5\n", "latency_ms_max"},
 		{"[[rule]]\nanswer_bytes = -1\n", "negative"},
+		{"[[rule]]\n[rule.usage]\ncost = -0.5\n", "not an amount"},
+		{"[[rule]]\n[rule.usage]\ncost = nan\n", "not an amount"},
 		{"seed = \"x\"\n", "script"},
 	}
 	for _, tt := range bad {

@@ -207,7 +207,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := fnv.New64a()
 	h.Write(body)
 	a := plan(s.script, req, h.Sum64())
-	if s.script != nil && s.script.Cache && (a.rule == nil || a.rule.Usage == (Usage{})) {
+	if s.script != nil && s.script.Cache && (a.rule == nil || !a.rule.Usage.tokens()) {
 		read, write := s.cache.use(f, req.key, body)
 		a.usage.CacheRead, a.usage.CacheWrite = int64(read/4), int64(write/4)
 		a.usage.Input = int64(max((len(body)-read-write)/4, 1))

@@ -113,6 +113,11 @@ func decodeKey(e *Event, key []byte, v *fastjson.Value) error {
 		e.LatencyMS, err = v.Int64()
 	case "cost":
 		e.Cost, err = v.Float64()
+	case "cost_source":
+		var b []byte
+		if b, err = v.StringBytes(); err == nil {
+			e.CostSource = costSource(b)
+		}
 	case "window":
 		e.Window, err = decodeWindow(v)
 	case "call_id":
@@ -151,6 +156,18 @@ func eventType(b []byte) string {
 		return TypeResult
 	case TypeSummary:
 		return TypeSummary
+	}
+	return string(b)
+}
+
+// costSource returns the constant for the known sources, so they cost no
+// allocation.
+func costSource(b []byte) string {
+	switch string(b) {
+	case CostReported:
+		return CostReported
+	case CostPriced:
+		return CostPriced
 	}
 	return string(b)
 }

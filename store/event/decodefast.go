@@ -64,6 +64,11 @@ func (d *Decoder) fastValue(b []byte, i int, key []byte, e *Event) (int, bool) {
 		i, ok = fastUsage(b, i, &e.Usage)
 	case "latency_ms":
 		e.LatencyMS, i, ok = fastInt(b, i)
+	case "cost_source":
+		var s []byte
+		if s, i, ok = fastBytes(b, i); ok {
+			e.CostSource = costSource(s)
+		}
 	case "cost":
 		e.Cost, i, ok = fastCost(b, i)
 	case "window":

@@ -28,6 +28,9 @@ func FuzzDecodersAgree(f *testing.F) {
 	f.Add([]byte(` { "seq" : 5 , "type" : "answer" , "cost" : 1.5e-3 , "latency_ms" : -0 , "usage" : { "input" : 007 } } `))
 	f.Add([]byte(`{"seq":6,"type":"answer","usage":{"input":1,"input":2}}`))
 	f.Add([]byte(`{"seq":7,"type":"message","text":"\ud83d\ude00"}`))
+	f.Add([]byte(`{"seq":17,"type":"answer","cost":0,"cost_source":"reported","cost_source":"priced"}`))
+	f.Add([]byte(`{"seq":18,"type":"answer","cost_source":"r\u0065ported","cost":1e-7}`))
+	f.Add([]byte(`{"seq":19,"type":"answer","cost_source":null}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var (
 			d          Decoder
@@ -54,6 +57,8 @@ func TestDecodeFastTakes(t *testing.T) {
 		{Seq: 1, Time: t0, Type: TypeMessage, Thread: "t", ID: "m1", From: Sender{ID: "u", Name: "Ann"}, Owner: true, Connection: "c", Head: "[h]", Text: "a \"quoted\"\nline\t\\ é ☺ \x01"},
 		{Seq: 2, Time: t0, Type: TypeResult, CallID: "c1", Name: "web__get", Text: "ok", Error: "no", Truncated: true},
 		{Seq: 3, Time: t0, Type: TypeSummary, Text: "s", Through: 2, Window: &Window{Start: 3, StartTime: t0, TokensBefore: 10}},
+		{Seq: 4, Time: t0, Type: TypeAnswer, CostSource: CostReported},
+		{Seq: 5, Time: t0, Type: TypeSummary, Cost: 0.25, CostSource: "other"},
 	} {
 		b := Append(nil, e)
 		var fast, tree Event

@@ -14,16 +14,19 @@ MaxBytes bytes. Append writes its keys in a fixed order, seq first:
 	 "head":…,"text":…,"thinking":[…],"calls":[{"id":…,"name":…,"args":{…}}],
 	 "model":…,"provider":…,"response_id":…,
 	 "usage":{"input":…,"output":…,"cache_read":…,"cache_write":…},
-	 "latency_ms":…,"cost":…,
+	 "latency_ms":…,"cost":…,"cost_source":…,
 	 "window":{"start":…,"start_time":…,"tokens_before":…},
 	 "call_id":…,"name":…,"error":…,"truncated":true,"through":…, extra keys}
 
-An empty field is left out. The time is TimeLayout: RFC 3339 in UTC with all
-nine digits of the nanoseconds, so every time has the same width. Strings
-are written by AppendString: invalid UTF-8 becomes U+FFFD, and U+2028 and
-U+2029 are escaped so the line stays one line everywhere. Thinking and a
-call's args are raw JSON, kept as they were given. Keys the schema does not
-name are kept, as read, in Event.Extra and written back after the others.
+An empty field is left out, but for a cost with a source (cost_source),
+written even when 0: a provider that reported charging nothing said so. An
+answer with a cost and no source was written before sources were kept and
+reads as priced. The time is TimeLayout: RFC 3339 in UTC with all nine
+digits of the nanoseconds, so every time has the same width. Strings are
+written by AppendString: invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029
+are escaped so the line stays one line everywhere. Thinking and a call's
+args are raw JSON, kept as they were given. Keys the schema does not name
+are kept, as read, in Event.Extra and written back after the others.
 Because seq comes first, SeqOf reads it without looking further, and
 MessageID tells a message and reads its id after a few bytes.
 

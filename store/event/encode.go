@@ -80,10 +80,17 @@ func Append(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"latency_ms":`...)
 		dst = strconv.AppendInt(dst, e.LatencyMS, 10)
 	}
-	if e.Cost != 0 && !math.IsNaN(e.Cost) && !math.IsInf(e.Cost, 0) {
-		dst = append(dst, `,"cost":`...)
-		dst = strconv.AppendFloat(dst, e.Cost, 'f', -1, 64)
+	// A cost with a source is written even when 0: a provider that
+	// reported charging nothing said so.
+	cost := e.Cost
+	if math.IsNaN(cost) || math.IsInf(cost, 0) {
+		cost = 0
 	}
+	if cost != 0 || e.CostSource != "" {
+		dst = append(dst, `,"cost":`...)
+		dst = strconv.AppendFloat(dst, cost, 'f', -1, 64)
+	}
+	dst = appendStringKey(dst, "cost_source", e.CostSource)
 	if w := e.Window; w != nil {
 		dst = append(dst, `,"window":{"start":`...)
 		dst = strconv.AppendInt(dst, w.Start, 10)

@@ -19,6 +19,19 @@ const (
 	TypeSummary = "summary"
 )
 
+// Where an answer's or a summary's cost comes from (Event.CostSource). An
+// event with a cost and no source was written before sources were kept,
+// when every cost was priced: it reads as CostPriced.
+const (
+	// CostReported is what the provider said it charged for the call
+	// (OpenRouter's usage.cost).
+	CostReported = "reported"
+
+	// CostPriced is the usage priced at the model facts' prices, for a
+	// provider that says no cost.
+	CostPriced = "priced"
+)
+
 // MaxBytes is the largest event a store accepts. A tool's answer is cut
 // to 32 KiB of text and a message body is limited by the server, so an event
 // past this size is a bug or an attack, not a conversation.
@@ -51,7 +64,8 @@ type Event struct {
 	ResponseID string
 	Usage      Usage
 	LatencyMS  int64
-	Cost       float64
+	Cost       float64 // USD
+	CostSource string  // CostReported, CostPriced, or empty: priced, or no cost known
 	Window     *Window
 
 	// A result.

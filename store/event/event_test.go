@@ -21,7 +21,7 @@ func typicalAnswer() *Event {
 			"Here is what I found: \"quoted\", a tab\tand a newline\n.",
 		Model: "anthropic/claude-opus-5-5", Provider: "anthropic", ResponseID: "msg_01XFDUDYJgAACzvnptvVoYEL",
 		Usage:     Usage{Input: 12034, Output: 187, CacheRead: 11520, CacheWrite: 514},
-		LatencyMS: 1834, Cost: 0.004127,
+		LatencyMS: 1834, Cost: 0.004127, CostSource: CostReported,
 		Window: &Window{Start: 1101, StartTime: t0.Add(-time.Hour), TokensBefore: 88211},
 	}
 }
@@ -35,6 +35,9 @@ func TestRoundTrip(t *testing.T) {
 			Calls: []Call{{ID: "c1", Name: "memory__search", Args: []byte(`{"q":"x"}`)}, {ID: "c2", Name: "run__command"}}},
 		{Seq: 3, Time: t0, Type: TypeResult, CallID: "c1", Name: "memory__search", Text: "found", Error: "boom", Truncated: true},
 		{Seq: 4, Time: t0, Type: TypeSummary, Through: 3, Text: "they talked", Model: "m/x", Usage: Usage{Output: 5}},
+		{Seq: 5, Time: t0, Type: TypeAnswer, Cost: 0.00131, CostSource: CostPriced},
+		{Seq: 6, Time: t0, Type: TypeAnswer, CostSource: CostReported},    // reported as nothing: written, 0
+		{Seq: 7, Time: t0, Type: TypeSummary, Cost: 2, CostSource: "est"}, // a source of another program, kept
 	}
 	var d Decoder
 	for _, e := range events {
@@ -82,6 +85,38 @@ func TestUnknownKeysKept(t *testing.T) {
 	}
 	if out := string(Append(nil, &e)); out != in {
 		t.Fatalf("written back:\n%s\nwant\n%s", out, in)
+	}
+}
+
+// Where a cost comes from is written after it, and a cost with a source is
+// written even when 0; an event written before sources were kept has a
+// cost and no source, which reads as priced.
+func TestCostSource(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Seq: 1, Type: TypeAnswer, Cost: 0.0042, CostSource: CostReported}, `"cost":0.0042,"cost_source":"reported"`},
+		{Event{Seq: 1, Type: TypeAnswer, CostSource: CostReported}, `"cost":0,"cost_source":"reported"`},
+		{Event{Seq: 1, Type: TypeAnswer, Cost: 0.5, CostSource: CostPriced}, `"cost":0.5,"cost_source":"priced"`},
+		{Event{Seq: 1, Type: TypeAnswer, Cost: 0.5}, `"cost":0.5}`},
+		{Event{Seq: 1, Type: TypeAnswer}, `"type":"answer"}`},
+	} {
+		if b := Append(nil, &tc.e); !bytes.Contains(b, []byte(tc.want)) {
+			t.Errorf("%+v written %s, want %s in it", tc.e, b, tc.want)
+		}
+	}
+	var d Decoder
+	var e Event
+	old := `{"seq":2,"time":"2026-12-02T10:45:01.123456789Z","type":"answer","cost":0.00131}`
+	if err := d.Decode([]byte(old), &e); err != nil || e.Cost != 0.00131 || e.CostSource != "" || len(e.Extra) != 0 {
+		t.Fatalf("an answer written before: %+v, %v", e, err)
+	}
+	if out := string(Append(nil, &e)); out != old {
+		t.Fatalf("written back:\n%s\nwant\n%s", out, old)
+	}
+	if err := d.Decode([]byte(`{"seq":2,"type":"answer","cost_source":1}`), &e); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a source that is not a string: %v", err)
 	}
 }
 
@@ -218,7 +253,8 @@ func TestAllocs(t *testing.T) {
 	}
 	var d Decoder
 	var got Event
-	// The strings handed out (text, model, provider, response id) and the window.
+	// The strings handed out (text, model, provider, response id) and the
+	// window; the type and the cost's source are constants.
 	if n := testing.AllocsPerRun(100, func() { d.Decode(line, &got) }); n > 6 {
 		t.Errorf("decoding a typical answer allocates %v times, budget 6", n)
 	}
@@ -275,6 +311,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"seq":2,"type":"answer","calls":[{"id":"c","name":"n","args":{"x":1}}],"thinking":[{"thinking":"t"}]}`))
 	f.Add([]byte(`{"seq":3,"type":"result","call_id":"c","text":"\ud83d\ude00","truncated":true}`))
 	f.Add([]byte(`{"seq":1,"type":"x","\u00e9":"k"}`))
+	f.Add([]byte(`{"seq":4,"type":"answer","cost_source":"reported"}`))
+	f.Add([]byte(`{"seq":5,"type":"summary","cost":-0,"cost_source":"pr\u0069ced"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d Decoder
 		var e Event
