@@ -203,8 +203,9 @@ func TestRun(t *testing.T) {
 
 // TestRunTools sends half of 24 messages through the tool servers: 3
 // agents, 2 conversations each, 4 messages each. The servers must have
-// answered every call the scripted model made, and every answer to a
-// message asking for a tool be the one after its result.
+// answered every call the scripted model made, each saying its
+// conversation, and every answer to a message asking for a tool be the one
+// after its result.
 func TestRunTools(t *testing.T) {
 	res := load(t, Config{Agents: 3, Conversations: 2, Messages: 4, Concurrency: 4,
 		ToolShare: 0.5, SampleEvery: 50 * time.Millisecond})
@@ -213,6 +214,11 @@ func TestRunTools(t *testing.T) {
 	}
 	if res.ToolMessages != 12 || res.ToolCalls[callMemory] != 6 || res.ToolCalls[callFile] != 6 || len(res.ToolCalls) != 2 {
 		t.Errorf("%d messages asked for a tool, the servers answered %v; want 12, 6 of each", res.ToolMessages, res.ToolCalls)
+	}
+	// Each call said its conversation: the servers saw every one that
+	// asked for a tool, 3 agents' 2 each.
+	if res.ToolConversations != 6 || res.ToolUnsaid != 0 {
+		t.Errorf("the calls said %d conversations, %d calls said none; want 6, 0", res.ToolConversations, res.ToolUnsaid)
 	}
 	// A session of each tool for each agent: kept between turns.
 	if res.ToolSessions < 6 || res.ToolPerSecond <= 0 || res.ToolTime.P50 <= 0 {

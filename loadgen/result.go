@@ -52,17 +52,21 @@ type Result struct {
 
 	// With a tool share: the messages that asked for a tool call, the calls
 	// the tool servers answered (by call) and the sessions they started, the
-	// calls a second, each call's time in its server, and the harness's
-	// added latency of the messages with a tool call and of those without.
-	// A tool message's added latency holds its call's time in the server.
-	ToolShare     float64        `json:"tool_share,omitempty"`
-	ToolMessages  int            `json:"tool_messages,omitempty"`
-	ToolCalls     map[string]int `json:"tool_calls,omitempty"`
-	ToolSessions  int            `json:"tool_sessions,omitempty"`
-	ToolPerSecond float64        `json:"tool_calls_per_second,omitempty"`
-	ToolTime      *Quantiles     `json:"tool_time,omitempty"`
-	AddedTools    *Quantiles     `json:"added_tools,omitempty"`
-	AddedPlain    *Quantiles     `json:"added_plain,omitempty"`
+	// conversations the calls said they were made for and the calls that
+	// said none, the calls a second, each call's time in its server, and
+	// the harness's added latency of the messages with a tool call and of
+	// those without. A tool message's added latency holds its call's time in
+	// the server.
+	ToolShare         float64        `json:"tool_share,omitempty"`
+	ToolMessages      int            `json:"tool_messages,omitempty"`
+	ToolCalls         map[string]int `json:"tool_calls,omitempty"`
+	ToolSessions      int            `json:"tool_sessions,omitempty"`
+	ToolConversations int            `json:"tool_conversations,omitempty"`
+	ToolUnsaid        int            `json:"tool_calls_unsaid,omitempty"`
+	ToolPerSecond     float64        `json:"tool_calls_per_second,omitempty"`
+	ToolTime          *Quantiles     `json:"tool_time,omitempty"`
+	AddedTools        *Quantiles     `json:"added_tools,omitempty"`
+	AddedPlain        *Quantiles     `json:"added_plain,omitempty"`
 
 	// Churn is what joining and leaving did, with Config.Churn; its
 	// refused messages are not among Errors, and the messages that went on
@@ -154,6 +158,7 @@ func (r *Result) fill(msgs []message, before, after proc.Sample) {
 func (r *Result) fillTools(t *toolServers) {
 	calls, sessions, times := t.seen()
 	r.ToolCalls, r.ToolSessions = calls, sessions
+	r.ToolConversations, r.ToolUnsaid = t.conversations()
 	n := 0
 	for _, c := range calls {
 		n += c
@@ -239,6 +244,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		sort.Strings(names)
 		fmt.Fprintf(tw, "tool calls\t%d (%s) for %d messages asking (%.0f%%), %.1f a second; %d sessions\t\n",
 			n, strings.Join(names, ", "), r.ToolMessages, r.ToolShare*100, r.ToolPerSecond, r.ToolSessions)
+		fmt.Fprintf(tw, "calls' conversations\t%d said, %d calls saying none\t\n", r.ToolConversations, r.ToolUnsaid)
 		q("added, with a tool call", *r.AddedTools)
 		q("added, without", *r.AddedPlain)
 		q("a call in its tool server", *r.ToolTime)

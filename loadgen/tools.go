@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/files"
 	"lnk.dev/linkharness/loadgen/memory"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -106,15 +107,18 @@ const (
 // this process on loopback over one home of their own that every agent of
 // the run shares (the harness takes one LNK_MEMORY and one LNK_FILE for
 // all the agents of a process), counting and timing the calls they
-// answer. It is safe for concurrent use.
+// answer, and the conversation each call said it was made for. It is safe
+// for concurrent use.
 type toolServers struct {
 	memory, file string // MCP URLs, streamable HTTP
 	srvs         []*http.Server
 
 	mu       sync.Mutex
-	calls    map[string]int // by call as the harness offers it: memory__search
-	sessions int            // initialize requests
-	times    []float64      // seconds each call took in its server
+	calls    map[string]int             // by call as the harness offers it: memory__search
+	sessions int                        // initialize requests
+	times    []float64                  // seconds each call took in its server
+	convs    map[tools.Conversation]int // calls by the conversation they said
+	unsaid   int                        // calls that said no conversation
 }
 
 // startTools makes the tool servers' home under dir and serves them.
@@ -136,12 +140,12 @@ func startTools(dir string) (*toolServers, error) {
 			return nil, fmt.Errorf("loadgen: tools: %w", err)
 		}
 	}
-	fileServer, err := files.New(h.Dir)
+	t := &toolServers{calls: map[string]int{}, convs: map[tools.Conversation]int{}}
+	fileServer, err := files.New(h.Dir, t.said)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: tools: %w", err)
 	}
-	t := &toolServers{calls: map[string]int{}}
-	if t.memory, err = t.serve("memory", memory.New(h.Dir)); err != nil {
+	if t.memory, err = t.serve("memory", memory.New(h.Dir, t.said)); err != nil {
 		return nil, err
 	}
 	if t.file, err = t.serve("file", fileServer); err != nil {
@@ -204,6 +208,25 @@ func (t *toolServers) count(name string, h http.Handler) http.Handler {
 			t.times = append(t.times, took)
 		}
 	})
+}
+
+// said counts a call by the conversation it said it was made for.
+func (t *toolServers) said(_ string, c tools.Conversation) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.Thread == "" {
+		t.unsaid++
+		return
+	}
+	t.convs[c]++
+}
+
+// conversations returns how many conversations the calls said they were
+// made for, and how many calls said none.
+func (t *toolServers) conversations() (convs, unsaid int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.convs), t.unsaid
 }
 
 // seen returns the calls answered by call, the sessions started, and each

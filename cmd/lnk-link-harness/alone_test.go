@@ -27,7 +27,7 @@ import (
 // the requests it is sent.
 func memoryServer(t *testing.T, dir string, hits *atomic.Int64) string {
 	t.Helper()
-	inner := mcpserver.NewStreamableHTTPServer(memory.New(dir))
+	inner := mcpserver.NewStreamableHTTPServer(memory.New(dir, nil))
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		inner.ServeHTTP(w, r)

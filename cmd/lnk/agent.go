@@ -149,7 +149,7 @@ func cmdConfigure(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	s, err := settings.Parse(*spec, src)
+	s, err := settings.Parse(*spec, src, a.Dir)
 	if err != nil {
 		return err
 	}

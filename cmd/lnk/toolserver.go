@@ -43,10 +43,10 @@ func cmdToolServer(args []string) error {
 	}
 	var mcp *server.MCPServer
 	if which == "memory" {
-		mcp = memory.New(*homeDir)
+		mcp = memory.New(*homeDir, nil)
 	} else {
 		var err error
-		if mcp, err = files.New(*homeDir); err != nil {
+		if mcp, err = files.New(*homeDir, nil); err != nil {
 			return fmt.Errorf("tool-server: %w", err)
 		}
 	}

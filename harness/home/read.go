@@ -23,7 +23,7 @@ var ErrTooLarge error = &kindError{"home: file over its limit", store.ErrTooLarg
 // file is an error wrapping ErrTooLarge, not a cut. A missing file is
 // os.ErrNotExist.
 func (a Agent) ReadFile(path string, most int) ([]byte, error) {
-	rel, err := a.rel(path)
+	rel, err := a.Rel(path)
 	if err != nil {
 		return nil, err
 	}
@@ -47,15 +47,18 @@ func (a Agent) ReadFile(path string, most int) ([]byte, error) {
 // ReadFile does. It is for what ReadFile cannot do: list a folder, or stat a
 // file before deciding to read it.
 func (a Agent) Open(path string) (*os.File, error) {
-	rel, err := a.rel(path)
+	rel, err := a.Rel(path)
 	if err != nil {
 		return nil, err
 	}
 	return a.open(rel)
 }
 
-// rel returns path relative to the home, refusing one outside it.
-func (a Agent) rel(path string) (string, error) {
+// Rel returns path relative to the home, a relative path being one from
+// the home already, and refuses with ErrBadName a path outside it: how a
+// file the spec names is found, so a source configure takes is one a turn
+// reads.
+func (a Agent) Rel(path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(a.Dir, path)
 	}

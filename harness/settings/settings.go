@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/osfile"
 	"lnk.dev/linkharness/store/durable"
 )
@@ -87,7 +88,7 @@ type Storage struct {
 
 // Section is one prompt section's source and its most, from [instructions].
 type Section struct {
-	Source string `json:"source"` // a file in the home, a URL, or "none"
+	Source string `json:"source"` // a file in the home, or "none" (a link, kept by an older configure, is left out)
 	Most   int    `json:"most"`   // bytes at most
 }
 
@@ -202,9 +203,11 @@ type spec struct {
 	Instructions map[string]any `toml:"instructions"`
 }
 
-// Parse reads a spec. An unknown key or a bad value is refused with the
-// spec's name and the line it is on.
-func Parse(name string, src []byte) (Settings, error) {
+// Parse reads the spec of the agent whose home is dir. An unknown key, a
+// bad value, or one a turn would not act on (a source no turn reads, a key
+// another key overrides) is refused with the spec's name, the line it is
+// on, and what to write instead.
+func Parse(name string, src []byte, dir string) (Settings, error) {
 	s := Defaults()
 	if len(src) > maxSpecBytes {
 		return s, fmt.Errorf("%w: %s: %d bytes, over %d", ErrBadSpec, name, len(src), maxSpecBytes)
@@ -217,7 +220,10 @@ func Parse(name string, src []byte) (Settings, error) {
 	bad := func(table, key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s:%d: [%s] %s: %s", ErrBadSpec, name, lineOf(src, table, key), table, key, fmt.Sprintf(format, args...))
 	}
-	for _, step := range []func(*spec, *Settings, badFunc) error{parseModel, parseWindow, parseStorage, parseTurn, parseInstructions} {
+	instructions := func(sp *spec, s *Settings, bad badFunc) error {
+		return parseInstructions(sp, s, bad, home.Agent{Dir: dir})
+	}
+	for _, step := range []func(*spec, *Settings, badFunc) error{parseModel, parseWindow, parseStorage, parseTurn, instructions, overridden} {
 		if err := step(&sp, &s, bad); err != nil {
 			return s, err
 		}
@@ -357,8 +363,21 @@ func parseStorage(sp *spec, s *Settings, bad badFunc) error {
 	return nil
 }
 
-// parseInstructions takes [instructions], a source for each section.
-func parseInstructions(sp *spec, s *Settings, bad badFunc) error {
+// overridden refuses a key another key of the spec makes do nothing, so
+// every key written acts.
+func overridden(sp *spec, _ *Settings, bad badFunc) error {
+	if sp.Window.Answer != nil && sp.Model.Answer != nil {
+		return bad("window", "answer", "does nothing while [model] answer is set, whose tokens are kept for the answer whatever the window: keep one of the two")
+	}
+	if sp.Window.Unknown != nil && sp.Window.Max != nil {
+		return bad("window", "unknown", "does nothing while [window] max is set, which is the window of every model, described or not: keep one of the two")
+	}
+	return nil
+}
+
+// parseInstructions takes [instructions], a source for each section, each
+// one a turn reads: a file in a's home, or none.
+func parseInstructions(sp *spec, s *Settings, bad badFunc, a home.Agent) error {
 	if len(sp.Instructions) > 0 {
 		s.Instructions = map[string]Section{}
 	}
@@ -367,6 +386,9 @@ func parseInstructions(sp *spec, s *Settings, bad badFunc) error {
 			return bad("instructions", key, "no such section (the sections: %s)", strings.Join(Sections, ", "))
 		}
 		sec, err := section(v)
+		if err == nil {
+			err = sec.acts(a)
+		}
 		if err != nil {
 			return bad("instructions", key, "%v", err)
 		}
@@ -375,11 +397,36 @@ func parseInstructions(sp *spec, s *Settings, bad badFunc) error {
 	return nil
 }
 
+// acts says why a section's source or most would do nothing at a turn, if
+// it would: a link (a turn never waits on another server, nor changes with
+// one), a file outside a's home or the home itself, a most for a section
+// left out, or neither a source nor a most.
+func (sec Section) acts(a home.Agent) error {
+	switch src := sec.Source; {
+	case src == "" && sec.Most == 0:
+		return errors.New("neither a source nor a most: name a file in the agent's home or \"none\", or set most")
+	case src == "none" && sec.Most > 0:
+		return errors.New("most does nothing for a section left out: drop most, or name a file")
+	case IsLink(src):
+		return fmt.Errorf("%s is a link, which a turn never reads: save what it holds in the agent's home and name that file", src)
+	case src != "" && src != "none":
+		rel, err := a.Rel(src)
+		if err != nil || rel == "." {
+			return fmt.Errorf("%s is not a file in the agent's home, the only place a turn reads: name a path relative to the home, or beneath it", src)
+		}
+	}
+	return nil
+}
+
+// IsLink tells whether a source is a link (https://…) rather than a file:
+// a turn leaves such a section out, and configure refuses it.
+func IsLink(source string) bool { return strings.Contains(source, "://") }
+
 func section(v any) (Section, error) {
 	switch v := v.(type) {
 	case string:
 		if v == "" {
-			return Section{}, errors.New("empty source: name a file, a URL or \"none\"")
+			return Section{}, errors.New("empty source: name a file in the agent's home, or \"none\"")
 		}
 		return Section{Source: v}, nil
 	case map[string]any:
@@ -389,7 +436,7 @@ func section(v any) (Section, error) {
 			case "source":
 				s, ok := x.(string)
 				if !ok || s == "" {
-					return sec, fmt.Errorf("source %v is not a file, a URL or \"none\"", x)
+					return sec, fmt.Errorf("source %v is not a file in the agent's home, or \"none\"", x)
 				}
 				sec.Source = s
 			case "most":
@@ -468,6 +515,9 @@ func lineOf(src []byte, table, key string) int {
 		l := strings.TrimSpace(line)
 		if strings.HasPrefix(l, "[") {
 			cur = strings.Trim(l, "[] ")
+			if cur == table+"."+key { // [instructions.persona]: the key is a table
+				return i + 1
+			}
 			continue
 		}
 		k, _, ok := strings.Cut(l, "=")

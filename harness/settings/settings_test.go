@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// homeDir is the agent's home the specs of these tests are read for.
+const homeDir = "/srv/lnk/agents/ada"
+
 func TestParse(t *testing.T) {
 	s, err := Parse("spec.toml", []byte(`
 [model]
@@ -30,7 +33,7 @@ timeout = "2h"
 [instructions]
 base = "none"
 instruction = { source = "instructions/instruction.md", most = 8192 }
-`))
+`), homeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +78,69 @@ func TestParseRefuses(t *testing.T) {
 		{"[turn]\n\ntimeout = \"48h\"\n", "spec.toml:3: [turn] timeout"},
 		{"[turn]\nlimit = \"1h\"\n", "spec.toml:2: unknown key turn.limit"},
 	} {
-		_, err := Parse("spec.toml", []byte(tc.spec))
+		_, err := Parse("spec.toml", []byte(tc.spec), homeDir)
 		if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) = %v; want ErrBadSpec naming %q", tc.spec, err, tc.want)
+		}
+	}
+}
+
+// A key or a source a turn would not act on is refused, naming the key,
+// its line, and what to write instead; each form of a source a turn reads
+// is taken.
+func TestParseRefusesWhatWouldNotAct(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want []string // the line and what is named; nil: taken
+	}{
+		// Sources a turn reads.
+		{"[instructions]\npersona = \"instructions/ada.md\"\n", nil},
+		{"[instructions]\npersona = \"/srv/lnk/agents/ada/instructions/ada.md\"\n", nil},
+		{"[instructions]\npersona = \"files/../instructions/ada.md\"\n", nil},
+		{"[instructions]\nnow = \"none\"\n", nil},
+		{"[instructions]\nnotes = { most = 1024 }\n", nil},
+		{"[instructions.persona]\nsource = \"instructions/ada.md\"\nmost = 100\n", nil},
+		{"[model]\nanswer = 4096\n[window]\nmax = 100000\n", nil},
+		// A link is never fetched.
+		{"[instructions]\n\npersona = \"https://example.com/ada.md\"\n",
+			[]string{"spec.toml:3: [instructions] persona", "is a link", "save what it holds in the agent's home and name that file"}},
+		{"[instructions]\nnow = { source = \"file:///srv/lnk/agents/ada/now.md\", most = 100 }\n",
+			[]string{"spec.toml:2: [instructions] now", "is a link"}},
+		{"[instructions.owner]\nsource = \"http://intranet/owner.md\"\n",
+			[]string{"spec.toml:1: [instructions] owner", "is a link"}},
+		// A file outside the home, or the home itself, is never read.
+		{"[instructions]\npersona = \"/etc/motd\"\n",
+			[]string{"spec.toml:2: [instructions] persona", "/etc/motd is not a file in the agent's home", "name a path relative to the home"}},
+		{"[instructions]\npersona = \"../bob/instructions/persona.md\"\n",
+			[]string{"spec.toml:2: [instructions] persona", "not a file in the agent's home"}},
+		{"[instructions]\npersona = \"/srv/lnk/agents/ada-old/persona.md\"\n",
+			[]string{"spec.toml:2: [instructions] persona", "not a file in the agent's home"}},
+		{"[instructions]\npersona = \".\"\n", []string{"spec.toml:2: [instructions] persona", "not a file in the agent's home"}},
+		// A most of a section left out, and a section saying nothing.
+		{"[instructions]\nnow = { source = \"none\", most = 100 }\n",
+			[]string{"spec.toml:2: [instructions] now", "most does nothing for a section left out", "drop most"}},
+		{"[instructions]\nnow = {}\n", []string{"spec.toml:2: [instructions] now", "neither a source nor a most"}},
+		// A key another key overrides.
+		{"[model]\nanswer = 4096\n\n[window]\nanswer = 0.2\n",
+			[]string{"spec.toml:5: [window] answer", "does nothing while [model] answer is set", "keep one of the two"}},
+		{"[window]\nmax = 100000\nunknown = 8192\n",
+			[]string{"spec.toml:3: [window] unknown", "does nothing while [window] max is set", "keep one of the two"}},
+	} {
+		_, err := Parse("spec.toml", []byte(tc.spec), homeDir)
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("Parse(%q): %v; want it taken", tc.spec, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Parse(%q) = %v; want ErrBadSpec", tc.spec, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Parse(%q) = %v; want it to say %q", tc.spec, err, w)
+			}
 		}
 	}
 }

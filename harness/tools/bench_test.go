@@ -13,11 +13,11 @@ func BenchmarkCall(b *testing.B) {
 	ts := newTestServer(b, "")
 	ctx := context.Background()
 	_, tr := begin(b, ctx, newAgent(b), []Server{{Name: "memory", URL: ts.URL}}, Options{})
-	tr.Call(ctx, "memory__echo", []byte(`{"text":"x"}`))
+	tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"x"}`))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if r := tr.Call(ctx, "memory__echo", []byte(`{"text":"x"}`)); r.Error != "" {
+		if r := tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"x"}`)); r.Error != "" {
 			b.Fatal(r.Error)
 		}
 	}
@@ -34,7 +34,7 @@ func BenchmarkFirstCall(b *testing.B) {
 			defer set.Close()
 			ctx := context.Background()
 			tr, _ := set.Begin(ctx, nil)
-			tr.Call(ctx, c.tool+"__echo", []byte(`{"text":"x"}`))
+			tr.Call(ctx, "t", c.tool+"__echo", []byte(`{"text":"x"}`))
 			tr.End()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -43,7 +43,7 @@ func BenchmarkFirstCall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if r := tr.Call(ctx, c.tool+"__echo", []byte(`{"text":"x"}`)); r.Error != "" {
+				if r := tr.Call(ctx, "t", c.tool+"__echo", []byte(`{"text":"x"}`)); r.Error != "" {
 					b.Fatal(r.Error)
 				}
 				tr.End()

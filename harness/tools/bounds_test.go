@@ -55,7 +55,7 @@ func TestHangingToolCut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	_, tr := begin(t, ctx, newAgent(t), []Server{{Name: "slow", URL: ts.URL, Timeout: 300 * time.Millisecond}}, Options{})
-	r := tr.Call(ctx, "slow__hang", nil)
+	r := tr.Call(ctx, "t", "slow__hang", nil)
 	if !strings.Contains(r.Error, "did not answer in 300ms") {
 		t.Fatalf("a hanging tool: %+v, want an error saying it did not answer in 300ms", r)
 	}
@@ -143,7 +143,7 @@ func TestLargeToolAnswerBounded(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			r := tr.Call(ctx, "big__big", nil)
+			r := tr.Call(ctx, "t", "big__big", nil)
 			runtime.ReadMemStats(&after)
 			if !strings.Contains(r.Error, "over 4 MiB") {
 				t.Errorf("an answer of %d MB: %d bytes of text, error %q; want one saying it was over 4 MiB", size>>20, len(r.Text), r.Error)

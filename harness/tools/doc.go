@@ -17,6 +17,11 @@
 // of the other tools, ended with it. A session starts only when the model
 // calls its tool, or when a tool was never listed.
 //
+// Every call says the conversation it was made for in its request's _meta
+// (MetaThread, MetaAgent), since a kept session serves every conversation
+// of the agent: a tool server reads it there without the call's arguments
+// (ConversationOf), and one that fronts others passes it on.
+//
 // Every call is bounded: by its server's Timeout (LNK_TOOL_<NAME>_TIMEOUT),
 // else Options.Call (DefaultCall, 2 minutes); past it the call's request is
 // ended, which is MCP's cancellation over HTTP, and the model is answered

@@ -109,11 +109,12 @@ func (ss *session) start(ctx, life context.Context) (*List, error) {
 	return listOf(ss.server, init.Instructions, res.Tools)
 }
 
-// call makes one call on the session.
-func (ss *session) call(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+// call makes one call on the session, its _meta meta.
+func (ss *session) call(ctx context.Context, name string, args []byte, meta *mcp.Meta) (*mcp.CallToolResult, error) {
 	var req mcp.CallToolRequest
 	req.Params.Name = name
 	req.Params.Arguments = rawArgs(args)
+	req.Params.Meta = meta
 	return ss.c.CallTool(ctx, req)
 }
 

@@ -42,10 +42,11 @@ type Options struct {
 // names, each one's list of calls, and the sessions kept between turns. It
 // is safe for concurrent use by every conversation of the agent; use New.
 type Set struct {
-	agent   home.Agent
-	servers []Server
-	byName  map[string]Server
-	o       Options
+	agent     home.Agent
+	agentMeta any // the agent's name, as each call's _meta holds it
+	servers   []Server
+	byName    map[string]Server
+	o         Options
 
 	writeMu sync.Mutex // serializes writes of tool-lists.json
 
@@ -82,7 +83,7 @@ func New(agent home.Agent, servers []Server, o Options) *Set {
 		o.Call = DefaultCall
 	}
 	o.HTTP = limited(o.HTTP)
-	s := &Set{agent: agent, o: o, byName: map[string]Server{}, kept: map[string]*slot{}}
+	s := &Set{agent: agent, agentMeta: agent.Name, o: o, byName: map[string]Server{}, kept: map[string]*slot{}}
 	for _, sv := range servers {
 		if _, dup := s.byName[sv.Name]; !dup {
 			s.servers = append(s.servers, sv)

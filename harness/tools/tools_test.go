@@ -207,16 +207,16 @@ func TestListsAndCalls(t *testing.T) {
 	if in := tr.Instructions(); len(in) != 1 || in[0].Tool != "web" || in[0].Text != "Use echo to hear yourself." {
 		t.Fatalf("instructions %v", in)
 	}
-	if r := tr.Call(ctx, "web__echo", []byte(`{"text":"hi"}`)); r.Text != "echo: hi" || r.Error != "" {
+	if r := tr.Call(ctx, "t", "web__echo", []byte(`{"text":"hi"}`)); r.Text != "echo: hi" || r.Error != "" {
 		t.Errorf("echo: %+v", r)
 	}
-	if r := tr.Call(ctx, "web__big", nil); len(r.Text) != MaxResultBytes || !r.Truncated {
+	if r := tr.Call(ctx, "t", "web__big", nil); len(r.Text) != MaxResultBytes || !r.Truncated {
 		t.Errorf("big: %d bytes, truncated %v", len(r.Text), r.Truncated)
 	}
-	if r := tr.Call(ctx, "web__fail", nil); r.Error == "" || r.Text != "it broke" {
+	if r := tr.Call(ctx, "t", "web__fail", nil); r.Error == "" || r.Text != "it broke" {
 		t.Errorf("fail: %+v", r)
 	}
-	if r := tr.Call(ctx, "web__nothing", nil); !strings.Contains(r.Error, "no tool named web__nothing") {
+	if r := tr.Call(ctx, "t", "web__nothing", nil); !strings.Contains(r.Error, "no tool named web__nothing") {
 		t.Errorf("not offered: %+v", r)
 	}
 	path, _ := a.Path(home.ToolLists, "")
@@ -231,7 +231,7 @@ func TestListsAndCalls(t *testing.T) {
 	fi, _ := os.Stat(path)
 	tr.End()
 	tr2, _ := set.Begin(ctx, nil)
-	tr2.Call(ctx, "web__echo", []byte(`{"text":"again"}`)) // a new session lists again: the same list
+	tr2.Call(ctx, "t", "web__echo", []byte(`{"text":"again"}`)) // a new session lists again: the same list
 	tr2.End()
 	if fi2, _ := os.Stat(path); !fi2.ModTime().Equal(fi.ModTime()) {
 		t.Error("tool-lists.json was written again with no list changed")
@@ -262,11 +262,11 @@ func TestSessions(t *testing.T) {
 	for i := range 3 { // three turns, as of different conversations
 		tr, _ := set.Begin(ctx, nil)
 		var wg = make(chan Result, 2)
-		go func() { wg <- tr.Call(ctx, "memory__echo", []byte(`{"text":"m"}`)) }()
-		go func() { wg <- tr.Call(ctx, "memory__echo", []byte(`{"text":"m"}`)) }()
+		go func() { wg <- tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"m"}`)) }()
+		go func() { wg <- tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"m"}`)) }()
 		<-wg
 		<-wg
-		tr.Call(ctx, "web__echo", []byte(`{"text":"w"}`))
+		tr.Call(ctx, "t", "web__echo", []byte(`{"text":"w"}`))
 		tr.End()
 		if got := web.inits.Load(); got != int64(i+1) {
 			t.Errorf("turn %d: web's sessions %d, want one a turn", i, got)
@@ -293,7 +293,7 @@ func TestKeptSessionEnds(t *testing.T) {
 		t.Fatal("an idle kept session was not ended")
 	}
 	tr, _ = set.Begin(ctx, nil)
-	if r := tr.Call(ctx, "memory__echo", []byte(`{"text":"x"}`)); r.Error != "" {
+	if r := tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"x"}`)); r.Error != "" {
 		t.Fatal(r.Error)
 	}
 	tr.End()
@@ -333,7 +333,7 @@ func TestToolDown(t *testing.T) {
 	if got := names(tr); !slices.Equal(got, before) || !slices.Equal(tr.Instructions(), beforeIn) {
 		t.Fatalf("after a restart with web down: %v %v, want %v %v", got, tr.Instructions(), before, beforeIn)
 	}
-	if r := tr.Call(ctx, "web__echo", []byte(`{"text":"x"}`)); !strings.Contains(r.Error, "unavailable") {
+	if r := tr.Call(ctx, "t", "web__echo", []byte(`{"text":"x"}`)); !strings.Contains(r.Error, "unavailable") {
 		t.Errorf("a call to a tool down: %+v", r)
 	}
 }

@@ -97,11 +97,14 @@ func modelName(call string) string {
 	return string(b)
 }
 
-// Call makes the call the model named name with args (a JSON object), on
-// the tool's kept session or on this turn's, opening it if need be. Every
-// outcome is a Result, since each call is answered: a name not offered is
-// one there isn't, a tool that does not start is unavailable.
-func (t *Turn) Call(ctx context.Context, name string, args []byte) Result {
+// Call makes the call the model named name with args (a JSON object) in
+// the conversation thread, on the tool's kept session or on this turn's,
+// opening it if need be. The request's _meta says the thread and the agent
+// (MetaThread, MetaAgent), since a kept session serves every conversation
+// of the agent. Every outcome is a Result, since each call is answered: a
+// name not offered is one there isn't, a tool that does not start is
+// unavailable.
+func (t *Turn) Call(ctx context.Context, thread, name string, args []byte) Result {
 	o, ok := t.byName[name]
 	if !ok {
 		return Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", name)}
@@ -113,12 +116,13 @@ func (t *Turn) Call(ctx context.Context, name string, args []byte) Result {
 	ctx, cancel := context.WithTimeoutCause(ctx, limit, errTookTooLong)
 	defer cancel()
 	ctx, tooLarge := withTripped(ctx)
+	meta := callMeta(t.set.agentMeta, thread)
 	for try := 0; ; try++ {
 		ss, fresh, done, err := t.session(ctx, o.server)
 		if err != nil {
 			return Result{Error: fmt.Sprintf("The tool %s is unavailable: %v", o.server.Name, errText(err))}
 		}
-		res, err := ss.call(ctx, o.call, args)
+		res, err := ss.call(ctx, o.call, args, meta)
 		if err != nil && ended(err) && !fresh && try == 0 {
 			done(true) // the server ended the session: the call never reached the tool
 			continue

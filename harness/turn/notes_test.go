@@ -23,7 +23,7 @@ import (
 func notesRunner(t *testing.T, saveNotes bool) *Runner {
 	t.Helper()
 	r, _ := newRunner(t, nil)
-	mem := httptest.NewServer(server.NewStreamableHTTPServer(memory.New(r.Agent.Dir)))
+	mem := httptest.NewServer(server.NewStreamableHTTPServer(memory.New(r.Agent.Dir, nil)))
 	t.Cleanup(mem.Close)
 	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "memory", URL: mem.URL}}, tools.Options{})
 	t.Cleanup(r.Tools.Close)
@@ -162,7 +162,7 @@ func TestSummaryNoNotes(t *testing.T) {
 func TestSummaryFirstSavesNotes(t *testing.T) {
 	web, _ := webServer(t)
 	r, _ := newRunner(t, nil)
-	mem := httptest.NewServer(server.NewStreamableHTTPServer(memory.New(r.Agent.Dir)))
+	mem := httptest.NewServer(server.NewStreamableHTTPServer(memory.New(r.Agent.Dir, nil)))
 	t.Cleanup(mem.Close)
 	r.Tools = tools.New(r.Agent, []tools.Server{{Name: "memory", URL: mem.URL}, {Name: "web", URL: web}}, tools.Options{})
 	t.Cleanup(r.Tools.Close)

@@ -245,7 +245,7 @@ func (t *turn) call(ctx context.Context, c event.Call) tools.Result {
 	if t.offer == nil || !t.offer.Offered(c.Name) {
 		return tools.Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", c.Name)}
 	}
-	return t.offer.Call(ctx, c.Name, c.Args)
+	return t.offer.Call(ctx, t.thread, c.Name, c.Args)
 }
 
 // beginTools narrows the conversation's tools when the message says so

@@ -3,6 +3,7 @@ package turn
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -87,6 +88,9 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 		t.leftOut(name, src, "a link is not read at a turn, which must not wait on another server nor change with it: save what it holds in the agent's home and name that file")
 		return ""
 	case src != "":
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(t.r.Agent.Dir, src) // from the home, never the process's folder
+		}
 		return t.fileSection(name, src, most)
 	}
 	var text string

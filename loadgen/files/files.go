@@ -2,7 +2,8 @@
 // and for load: an MCP server (mcp-go's server side) over an agent's files/
 // folder, offered as file__read, file__write, file__replace and file__find.
 // Link's own file server, in a sandbox of its own, is the real one; this one
-// keeps every path inside files/ through os.Root.
+// keeps every path inside files/ through os.Root. Each call's conversation,
+// as its _meta says it, is told to whoever serves it (New's seen).
 package files
 
 import (
@@ -19,6 +20,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/loadgen/internal/toolconv"
 )
 
 // maxReadBytes is the most of a file one read answers.
@@ -34,7 +37,8 @@ type files struct{ dir string }
 
 // New returns the file server over the files/ folder of the agent whose
 // home is dir, as an MCP server ready to be served over any transport.
-func New(dir string) (*server.MCPServer, error) {
+// seen, when not nil, is told of each call and the conversation it said.
+func New(dir string, seen func(call string, c tools.Conversation)) (*server.MCPServer, error) {
 	p, err := home.Agent{Dir: dir}.Path(home.Files, "")
 	if err != nil {
 		return nil, err
@@ -52,6 +56,7 @@ func New(dir string) (*server.MCPServer, error) {
 		mcp.WithString("path", mcp.Required()), mcp.WithString("old", mcp.Required()), mcp.WithString("new", mcp.Required())), f.replace)
 	s.AddTool(mcp.NewTool("find", mcp.WithDescription("Find files whose path matches a pattern (path.Match, e.g. *.md or notes/*)."),
 		mcp.WithString("pattern", mcp.Required())), f.find)
+	toolconv.Use(s, seen)
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/internal/mcptest"
 )
 
@@ -13,7 +14,7 @@ import (
 func start(t *testing.T) (string, func(name string, args map[string]any) (string, bool)) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := New(dir)
+	s, err := New(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,5 +104,25 @@ func TestFilesStayInside(t *testing.T) {
 	}
 	if text, isErr := call("write", map[string]any{"path": "", "text": "x"}); !isErr || !strings.Contains(text, "needs a path") {
 		t.Errorf("a write without a path: %q", text)
+	}
+}
+
+// Whoever serves the file server is told of each call's conversation.
+func TestFilesSeeConversation(t *testing.T) {
+	conv := tools.Conversation{Agent: "ada", Thread: "group:日本"}
+	var seen []tools.Conversation
+	s, err := New(t.TempDir(), func(call string, c tools.Conversation) {
+		if call == "write" {
+			seen = append(seen, c)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcptest.Start(t, s)
+	c.Conv = conv
+	c.Call("write", map[string]any{"path": "a.md", "text": "x"})
+	if len(seen) != 1 || seen[0] != conv {
+		t.Errorf("seen %+v, want %+v", seen, conv)
 	}
 }

@@ -7,7 +7,8 @@
 //
 // Calls: remember {note}, change {note, to}, forget {note}, search {query},
 // read {path}, list {}. Paths are relative to the home, and only notes,
-// files/ and chats/*/chat.md are read.
+// files/ and chats/*/chat.md are read. Each call's conversation, as its
+// _meta says it, is told to whoever serves it (New's seen).
 package memory
 
 import (
@@ -27,6 +28,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/loadgen/internal/toolconv"
 	"lnk.dev/linkharness/store/durable"
 )
 
@@ -56,8 +59,9 @@ type Server struct {
 }
 
 // New returns the memory server of the agent whose home is dir, as an MCP
-// server ready to be served over any transport.
-func New(dir string) *server.MCPServer {
+// server ready to be served over any transport. seen, when not nil, is told
+// of each call and the conversation it said.
+func New(dir string, seen func(call string, c tools.Conversation)) *server.MCPServer {
 	m := &Server{agent: home.Agent{Name: filepath.Base(dir), Dir: dir}}
 	s := server.NewMCPServer("lnk-memory", "1", server.WithToolCapabilities(false), server.WithInstructions(Instructions))
 	s.AddTool(mcp.NewTool("remember", mcp.WithDescription("Keep a note, one line, for later conversations."),
@@ -72,6 +76,7 @@ func New(dir string) *server.MCPServer {
 	s.AddTool(mcp.NewTool("read", mcp.WithDescription("Read one of your notes, files or conversations by the path list gives."),
 		mcp.WithString("path", mcp.Required(), mcp.Description("a path as list gives it"))), m.read)
 	s.AddTool(mcp.NewTool("list", mcp.WithDescription("List your notes, files and conversations, with their sizes.")), m.list)
+	toolconv.Use(s, seen)
 	return s
 }
 

@@ -3,9 +3,11 @@ package memory
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/internal/mcptest"
 )
 
@@ -14,7 +16,7 @@ func TestMemory(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "files"), 0o700)
 	os.WriteFile(filepath.Join(dir, "files", "plan.md"), []byte("buy TEA on friday\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "secret.key"), []byte("tea"), 0o600)
-	c, _ := mcptest.Start(t, New(dir))
+	c, _ := mcptest.Start(t, New(dir, nil))
 	if _, isErr := c.Call("remember", map[string]any{"note": "Ada likes\ntea"}); isErr {
 		t.Fatal("remember refused")
 	}
@@ -52,5 +54,26 @@ func TestMemory(t *testing.T) {
 	}
 	if text, _ := c.Call("list", nil); !strings.Contains(text, "files/plan.md\t18 bytes") {
 		t.Errorf("list: %s", text)
+	}
+}
+
+// The server tells whoever serves it of each call and the conversation its
+// _meta said; a call that said none is told as the zero Conversation.
+func TestMemorySeesConversation(t *testing.T) {
+	type call struct {
+		name string
+		conv tools.Conversation
+	}
+	var seen []call
+	c, _ := mcptest.Start(t, New(t.TempDir(), func(name string, conv tools.Conversation) {
+		seen = append(seen, call{name, conv})
+	}))
+	c.Conv = tools.Conversation{Agent: "ada", Thread: "web:1"}
+	c.Call("remember", map[string]any{"note": "tea"})
+	c.Conv = tools.Conversation{}
+	c.Call("list", nil)
+	want := []call{{"remember", tools.Conversation{Agent: "ada", Thread: "web:1"}}, {"list", tools.Conversation{}}}
+	if !slices.Equal(seen, want) {
+		t.Errorf("seen %+v, want %+v", seen, want)
 	}
 }

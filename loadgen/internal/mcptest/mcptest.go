@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/harness/tools"
 )
 
 // Client calls the tools of one server for one test. It is not safe for
@@ -19,6 +20,10 @@ import (
 type Client struct {
 	t testing.TB
 	c *client.Client
+
+	// Conv is the conversation each call says it was made for, in its
+	// _meta as Link Harness sends it; the zero Conversation says none.
+	Conv tools.Conversation
 }
 
 // Start starts a client of s in this process and initializes it, and
@@ -48,6 +53,9 @@ func (c *Client) Call(name string, args map[string]any) (string, bool) {
 	c.t.Helper()
 	var req mcp.CallToolRequest
 	req.Params.Name, req.Params.Arguments = name, args
+	if c.Conv != (tools.Conversation{}) {
+		req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{tools.MetaThread: c.Conv.Thread, tools.MetaAgent: c.Conv.Agent}}
+	}
 	res, err := c.c.CallTool(context.Background(), req)
 	if err != nil {
 		c.t.Fatal(err)
