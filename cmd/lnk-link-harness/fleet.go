@@ -32,6 +32,7 @@ type fleet struct {
 	dozed  chan struct{} // a send (when there is room) each time an agent falls asleep
 	waiter *waiter       // watches every agent's listener; nil: each has an accept loop
 	conns  *conns        // the one server of every agent's connections
+	dozer  dozer         // puts agents to sleep when their time comes
 	quiet  quietGC       // the collector stopped while every agent sleeps
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
@@ -54,6 +55,8 @@ type running struct {
 	ln    *pausable
 	inner http.Handler // the server's handler of the agent's address
 
+	dueIndex int // its place among the dozer's sleeps coming, -1 when none is; guarded by f.dozer.mu
+
 	leaving atomic.Bool // it leaves: its connections close once idle, and a new one at once
 	// guarded by f.conns.mu
 	conns   int           // its connections open
@@ -64,8 +67,7 @@ type running struct {
 	held     io.Closer // what the agent holds awake; nil asleep
 	inflight int       // requests being answered
 	gen      int       // the sleep timer armed last; an earlier one does nothing
-	timer    *time.Timer
-	stopped  bool // it left: it never wakes again
+	stopped  bool      // it left: it never wakes again
 	stale    bool // its entry changed while it was busy: it sleeps once idle, to wake as the new one
 }
 
@@ -142,7 +144,7 @@ func (f *fleet) join(js []*joining) error {
 			}
 			return err
 		}
-		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held}
+		r := &running{f: f, unit: j.unit, name: j.name, inner: f.srv.For(j.name), held: j.held, dueIndex: -1}
 		r.ln = &pausable{TCPListener: j.ln.(*net.TCPListener), r: r, watched: f.waiter != nil}
 		f.running[j.name] = r
 		r.mu.Lock()
@@ -569,17 +571,13 @@ func (r *running) arm() {
 		return
 	}
 	r.gen++
-	gen := r.gen
-	r.timer = time.AfterFunc(d, func() { r.doze(gen) })
+	r.f.dozer.set(r, time.Now().Add(d), r.gen)
 }
 
 // disarm stops the sleep timer. r.mu is held.
 func (r *running) disarm() {
 	r.gen++
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
+	r.f.dozer.clear(r)
 }
 
 // doze puts the agent to sleep, if the timer gen is the one armed last
@@ -591,7 +589,6 @@ func (r *running) doze(gen int) {
 	if gen != r.gen || r.inflight > 0 || r.held == nil || r.stopped {
 		return
 	}
-	r.timer = nil
 	if r.f.srv.Busy(r.name) {
 		r.arm()
 		return
