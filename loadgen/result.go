@@ -95,9 +95,10 @@ type Memory struct {
 	RSS  uint64 `json:"rss"`
 	PSS  uint64 `json:"pss"`
 	Anon uint64 `json:"anon"`
+	FDs  int    `json:"fds"` // descriptors open
 }
 
-func memOf(s proc.Sample) Memory { return Memory{RSS: s.RSS, PSS: s.PSS, Anon: s.Anon} }
+func memOf(s proc.Sample) Memory { return Memory{RSS: s.RSS, PSS: s.PSS, Anon: s.Anon, FDs: s.FDs} }
 
 // MemorySample is the memory at a moment of the run.
 type MemorySample struct {
@@ -151,6 +152,7 @@ func (r *Result) fill(msgs []message, before, after proc.Sample) {
 		r.Peak.RSS = max(r.Peak.RSS, s.RSS)
 		r.Peak.PSS = max(r.Peak.PSS, s.PSS)
 		r.Peak.Anon = max(r.Peak.Anon, s.Anon)
+		r.Peak.FDs = max(r.Peak.FDs, s.FDs)
 	}
 }
 
@@ -264,6 +266,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "harness CPU\t%.2f s, %s a message, %.0f%% of %d CPUs\t\n", r.CPU, ms(r.CPUPerMessage), r.CPUShare*100, r.CPUs)
 	fmt.Fprintf(tw, "memory\tRSS %s at start, %s at peak; anon %s at peak; %d samples\t\n", mb(r.Start.RSS), mb(r.Peak.RSS), mb(r.Peak.Anon), len(r.Memory))
+	fmt.Fprintf(tw, "descriptors\t%d at start, %d at peak\t\n", r.Start.FDs, r.Peak.FDs)
 	if m := r.Settled; m != nil {
 		fmt.Fprintf(tw, "memory, idle\tRSS %s, anon %s, %.0f s after the last answer\t\n", mb(m.RSS), mb(m.Anon), r.SettleSeconds)
 	}

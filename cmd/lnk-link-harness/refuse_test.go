@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -139,5 +140,36 @@ func TestServeBadStorageKind(t *testing.T) {
 	}
 	if _, err := h.message("t", "m3", "again"); err != nil {
 		t.Fatalf("a turn of a kept conversation, its spec's kind bad: %v", err)
+	}
+}
+
+// A process whose agents cannot fit under its descriptor limit refuses to
+// start, saying what they need and how to raise the limit, and serves
+// nothing: 20,000 agents under a limit of 20,000.
+func TestRefusedPastDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	var text strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&text, "[[agent]]\nname = \"a%d\"\nhome = %q\nkey_file = %q\n\n", i, filepath.Join(dir, "a"), filepath.Join(dir, "key"))
+	}
+	path := filepath.Join(dir, "agents.toml")
+	if err := os.WriteFile(path, []byte(text.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `ulimit -n 20000 && exec "$0" serve --agents "$1"`, filepath.Join(bin, "lnk-link-harness"), path)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(stderr.String(), "20000 agents need 20081 descriptors") ||
+		!strings.Contains(stderr.String(), "over the limit of 20000") || !strings.Contains(stderr.String(), "ulimit -n") {
+		t.Fatalf("20,000 agents under 20,000 descriptors: %v\n%s", err, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("a refused process served: %s", stdout.String())
 	}
 }

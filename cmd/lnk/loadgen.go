@@ -74,9 +74,14 @@ func cmdLoadgen(args []string) error {
 		return err
 	}
 	if *jsonOut {
-		return res.WriteJSON(os.Stdout)
+		err = res.WriteJSON(os.Stdout)
+	} else {
+		err = res.WriteTable(os.Stdout)
 	}
-	return res.WriteTable(os.Stdout)
+	if err == nil && res.Errors > 0 {
+		err = fmt.Errorf("loadgen: %d messages not answered; the first: %s", res.Errors, res.FirstError)
+	}
+	return err
 }
 
 // runSoak is `lnk loadgen --soak DURATION`.

@@ -23,6 +23,7 @@ type Sample struct {
 	RSS  uint64 // resident bytes
 	PSS  uint64 // proportional bytes, from smaps_rollup
 	Anon uint64 // resident bytes backed by no file, from smaps_rollup
+	FDs  int    // open descriptors, with memory
 
 	// From /proc/PID/io: bytes passed to read and write calls of any kind
 	// (files, sockets, pipes), and bytes the storage layer fetched and was
@@ -64,6 +65,9 @@ func Read(pid int, memory bool) (Sample, error) {
 			return s, fmt.Errorf("proc: smaps_rollup of process %d: %w", pid, err)
 		}
 		s.RSS, s.PSS, s.Anon = r.Rss, r.Pss, r.Anonymous
+		if s.FDs, err = p.FileDescriptorsLen(); err != nil {
+			return s, fmt.Errorf("proc: descriptors of process %d: %w", pid, err)
+		}
 	}
 	return s, nil
 }
