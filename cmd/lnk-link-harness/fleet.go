@@ -68,7 +68,7 @@ type running struct {
 	inflight int       // requests being answered
 	gen      int       // the sleep timer armed last; an earlier one does nothing
 	stopped  bool      // it left: it never wakes again
-	stale    bool // its entry changed while it was busy: it sleeps once idle, to wake as the new one
+	stale    bool      // its entry changed while it was busy: it sleeps once idle, to wake as the new one
 }
 
 // joining is an agent made and listening, not served yet.
