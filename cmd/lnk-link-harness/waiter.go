@@ -17,7 +17,8 @@ type waiter struct {
 
 	mu sync.Mutex
 	// guarded by mu
-	wakes map[int32]func() // by the listener's descriptor
+	wakes map[int32]func() // by the listener's descriptor, while it is armed
+	armed map[int32]bool   // the listeners in the epoll set, armed or fired
 }
 
 // newWaiter starts the process's waiter.
@@ -26,7 +27,7 @@ func newWaiter() (*waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &waiter{epfd: fd, wakes: map[int32]func(){}}
+	w := &waiter{epfd: fd, wakes: map[int32]func(){}, armed: map[int32]bool{}}
 	go w.loop()
 	return w, nil
 }
@@ -54,11 +55,23 @@ func (w *waiter) watch(ln *net.TCPListener, wake func()) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.wakes[n] = wake
+	// A listener watched before stays in the epoll set, disabled once its
+	// one event fired: armed again by one call, not taken out and put in.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: n}
-	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, int(n), &ev); err != nil {
+	op := unix.EPOLL_CTL_ADD
+	if w.armed[n] {
+		op = unix.EPOLL_CTL_MOD
+	}
+	err = unix.EpollCtl(w.epfd, op, int(n), &ev)
+	if err == unix.ENOENT { // a descriptor closed and numbered again: out of the set
+		err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, int(n), &ev)
+	}
+	if err != nil {
 		delete(w.wakes, n)
+		delete(w.armed, n)
 		return err
 	}
+	w.armed[n] = true
 	return nil
 }
 
@@ -70,8 +83,9 @@ func (w *waiter) forget(ln *net.TCPListener) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.wakes[n]; ok {
-		delete(w.wakes, n)
+	delete(w.wakes, n)
+	if w.armed[n] {
+		delete(w.armed, n)
 		unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(n), nil)
 	}
 }
@@ -89,10 +103,7 @@ func (w *waiter) loop() {
 		for _, ev := range events[:n] {
 			w.mu.Lock()
 			wake := w.wakes[ev.Fd]
-			if wake != nil {
-				delete(w.wakes, ev.Fd)
-				unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(ev.Fd), nil)
-			}
+			delete(w.wakes, ev.Fd) // its one event fired: it stays in the set, disabled
 			w.mu.Unlock()
 			if wake != nil {
 				go wake()

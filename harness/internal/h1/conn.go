@@ -53,7 +53,7 @@ func (t *Transport) dial(ctx context.Context, dst dest) (*conn, error) {
 	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.sys = rc
-			c.peekFn, c.waitFn = c.peek, c.waitAnswer
+			c.peekFn = c.peek
 		}
 	}
 	c.abortFn = c.abort
@@ -76,10 +76,14 @@ type conn struct {
 	reused    bool
 	idleSince time.Time
 
-	// For open, answer and abort, made once per connection.
+	// The answer's first bytes, read into head before a read buffer is
+	// taken for the rest (awaitAnswer), and that read's error.
+	head     [headSize]byte
+	first    []byte
+	firstErr error
+
+	// For open and abort, made once per connection.
 	peekFn   func(fd uintptr) bool
-	waitFn   func(fd uintptr) bool
-	woken    bool // waitFn was called once: the next call is after the socket became readable
 	peekByte [1]byte
 	peekN    uintptr
 	peekErr  syscall.Errno
@@ -89,6 +93,16 @@ type conn struct {
 // Read reads the connection for its buffered reader, counting what came
 // and refusing past the header's limit.
 func (c *conn) Read(p []byte) (int, error) {
+	if len(c.first) > 0 {
+		n := copy(p, c.first)
+		c.first = c.first[n:]
+		return n, nil
+	}
+	if c.firstErr != nil {
+		err := c.firstErr
+		c.firstErr = nil
+		return 0, err
+	}
 	if c.left <= 0 {
 		return 0, ErrHeaderTooLarge
 	}
@@ -100,6 +114,10 @@ func (c *conn) Read(p []byte) (int, error) {
 	c.got += int64(n)
 	return n, err
 }
+
+// headSize is how much of an answer a connection reads before it takes a
+// read buffer: an answer's status line and most of its header.
+const headSize = 512
 
 // readers and writers are the buffers requests are written through and
 // answers read through: a connection holds a reader only while in use.
@@ -123,16 +141,16 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 		c.close()
 		return nil, err
 	}
-	if c.br == nil {
-		c.answer()
-		c.br = readers.Get().(*bufio.Reader)
-		c.br.Reset(c)
-	}
 	max := c.t.MaxHeaderBytes
 	if max <= 0 {
 		max = DefaultMaxHeaderBytes
 	}
 	c.left = max
+	if c.br == nil {
+		c.awaitAnswer()
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(c)
+	}
 	resp, err := http.ReadResponse(c.br, req)
 	if err != nil {
 		stop()
@@ -173,27 +191,17 @@ func (c *conn) peek(fd uintptr) bool {
 	return true // done, whatever it found: never wait
 }
 
-// answer waits for the first byte of the answer to a request written on
-// c before a read buffer is taken for it: a model may think for seconds,
-// and a turn waiting for it then holds no buffer. An error (the request's
-// context closed the connection) is the read's to meet.
-func (c *conn) answer() {
-	if c.sys == nil {
-		return
+// awaitAnswer reads the first bytes of the answer to a request written on
+// c into the connection's own small buffer, and a read buffer is taken
+// only once they came: a model may think for seconds, and a turn waiting
+// for it then holds no buffer. The bytes, or the read's error, are the
+// next Read's.
+func (c *conn) awaitAnswer() {
+	n, err := c.Read(c.head[:])
+	c.first, c.firstErr = c.head[:n], err
+	if n > 0 {
+		c.firstErr = nil // a short read's error comes again at the next
 	}
-	c.woken = false
-	c.sys.Read(c.waitFn)
-}
-
-// waitAnswer is answer's look at the socket: one non-blocking peek, and
-// once nothing has come, a wait for the socket to be readable.
-func (c *conn) waitAnswer(fd uintptr) bool {
-	if c.woken {
-		return true
-	}
-	c.woken = true
-	c.peek(fd)
-	return c.peekErr != syscall.EAGAIN && c.peekErr != syscall.EWOULDBLOCK
 }
 
 // abort closes the TCP connection under whatever reads or writes it, for
