@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/valyala/fastjson"
@@ -170,11 +171,54 @@ func (r *reasoningDetail) addExtra(key []byte, v *fastjson.Value) error {
 	r.extra = append(r.extra, ',')
 	r.extra = event.AppendString(r.extra, string(key))
 	r.extra = append(r.extra, ':')
+	at := len(r.extra)
 	r.extra = v.MarshalTo(r.extra)
+	if fastjson.ValidateBytes(r.extra[at:]) != nil { // as decoded leniently: written again as JSON
+		r.extra = appendJSON(r.extra[:at], v)
+	}
 	if len(r.extra) > maxLine {
 		return fmt.Errorf("%w: reasoning detail keys over %d bytes", ErrMalformed, maxLine)
 	}
 	return nil
+}
+
+// appendJSON appends v as JSON, its strings escaped as the event codec
+// escapes them and its numbers as Go writes them: fastjson decodes some
+// input leniently (a control byte in a string, a number "00"), and its
+// MarshalTo writes such a value back as no JSON.
+func appendJSON(dst []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeString:
+		return event.AppendString(dst, string(v.GetStringBytes()))
+	case fastjson.TypeObject:
+		dst = append(dst, '{')
+		n := 0
+		v.GetObject().Visit(func(key []byte, e *fastjson.Value) {
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			n++
+			dst = event.AppendString(dst, string(key))
+			dst = append(dst, ':')
+			dst = appendJSON(dst, e)
+		})
+		return append(dst, '}')
+	case fastjson.TypeArray:
+		dst = append(dst, '[')
+		for i, e := range v.GetArray() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSON(dst, e)
+		}
+		return append(dst, ']')
+	case fastjson.TypeNumber:
+		if f := v.GetFloat64(); !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return strconv.AppendFloat(dst, f, 'g', -1, 64)
+		}
+		return append(dst, "null"...)
+	}
+	return v.MarshalTo(dst)
 }
 
 // appendReasoningThinking appends, as a thinking array, the details
