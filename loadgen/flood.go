@@ -118,44 +118,7 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range cfg.Messages {
-		wg.Go(func() {
-			id := strconv.Itoa(i)
-			first := true
-			for {
-				_, err := unit.Send(ctx, a.Name, "flood-"+id, drive.Message{ID: id, Text: "flood " + id})
-				var se *drive.StatusError
-				refused := errors.As(err, &se) && se.Code == 503 && se.RetryAfter != ""
-				mu.Lock()
-				switch {
-				case err == nil && first:
-					res.Answered++
-				case err == nil:
-					res.Later++
-				case refused && first:
-					res.Refused++
-				case refused:
-				default:
-					res.Other++
-					if res.FirstOther == "" {
-						res.FirstOther = err.Error()
-					}
-				}
-				if refused {
-					res.Retries++
-				}
-				mu.Unlock()
-				if !refused {
-					return
-				}
-				first = false
-				wait, _ := strconv.Atoi(se.RetryAfter)
-				select {
-				case <-time.After(time.Duration(max(wait, 1)) * time.Second):
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
+		wg.Go(func() { floodOne(ctx, unit, a.Name, strconv.Itoa(i), res, &mu) })
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
@@ -166,6 +129,47 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// floodOne sends the message id to agent, each to its conversation of its
+// own, again after its Retry-After as long as it is refused 503 with one,
+// and counts what came into res, under mu.
+func floodOne(ctx context.Context, unit drive.Unit, agent, id string, res *FloodResult, mu *sync.Mutex) {
+	first := true
+	for {
+		_, err := unit.Send(ctx, agent, "flood-"+id, drive.Message{ID: id, Text: "flood " + id})
+		var se *drive.StatusError
+		refused := errors.As(err, &se) && se.Code == 503 && se.RetryAfter != ""
+		mu.Lock()
+		switch {
+		case err == nil && first:
+			res.Answered++
+		case err == nil:
+			res.Later++
+		case refused && first:
+			res.Refused++
+		case refused:
+		default:
+			res.Other++
+			if res.FirstOther == "" {
+				res.FirstOther = err.Error()
+			}
+		}
+		if refused {
+			res.Retries++
+		}
+		mu.Unlock()
+		if !refused {
+			return
+		}
+		first = false
+		wait, _ := strconv.Atoi(se.RetryAfter)
+		select {
+		case <-time.After(time.Duration(max(wait, 1)) * time.Second):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // sampleRSS reads pid's resident memory every 50 ms into peak, its

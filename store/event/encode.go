@@ -41,41 +41,11 @@ func Append(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"thinking":`...)
 		dst = append(dst, e.Thinking...)
 	}
-	if len(e.Calls) > 0 {
-		dst = append(dst, `,"calls":[`...)
-		for i := range e.Calls {
-			c := &e.Calls[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"id":`...)
-			dst = AppendString(dst, c.ID)
-			dst = append(dst, `,"name":`...)
-			dst = AppendString(dst, c.Name)
-			dst = append(dst, `,"args":`...)
-			if len(c.Args) == 0 {
-				dst = append(dst, "{}"...)
-			} else {
-				dst = append(dst, c.Args...)
-			}
-			dst = append(dst, '}')
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendCalls(dst, e.Calls)
 	dst = appendStringKey(dst, "model", e.Model)
 	dst = appendStringKey(dst, "provider", e.Provider)
 	dst = appendStringKey(dst, "response_id", e.ResponseID)
-	if e.Usage != (Usage{}) {
-		dst = append(dst, `,"usage":{"input":`...)
-		dst = strconv.AppendInt(dst, e.Usage.Input, 10)
-		dst = append(dst, `,"output":`...)
-		dst = strconv.AppendInt(dst, e.Usage.Output, 10)
-		dst = append(dst, `,"cache_read":`...)
-		dst = strconv.AppendInt(dst, e.Usage.CacheRead, 10)
-		dst = append(dst, `,"cache_write":`...)
-		dst = strconv.AppendInt(dst, e.Usage.CacheWrite, 10)
-		dst = append(dst, '}')
-	}
+	dst = appendUsage(dst, e.Usage)
 	if e.LatencyMS != 0 {
 		dst = append(dst, `,"latency_ms":`...)
 		dst = strconv.AppendInt(dst, e.LatencyMS, 10)
@@ -115,6 +85,48 @@ func Append(dst []byte, e *Event) []byte {
 		dst = append(dst, e.Extra...)
 	}
 	return append(dst, '}')
+}
+
+// appendCalls appends an answer's calls, when it has any.
+func appendCalls(dst []byte, calls []Call) []byte {
+	if len(calls) > 0 {
+		dst = append(dst, `,"calls":[`...)
+		for i := range calls {
+			c := &calls[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = AppendString(dst, c.ID)
+			dst = append(dst, `,"name":`...)
+			dst = AppendString(dst, c.Name)
+			dst = append(dst, `,"args":`...)
+			if len(c.Args) == 0 {
+				dst = append(dst, "{}"...)
+			} else {
+				dst = append(dst, c.Args...)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return dst
+}
+
+// appendUsage appends the usage a provider reported, when it reported any.
+func appendUsage(dst []byte, u Usage) []byte {
+	if u != (Usage{}) {
+		dst = append(dst, `,"usage":{"input":`...)
+		dst = strconv.AppendInt(dst, u.Input, 10)
+		dst = append(dst, `,"output":`...)
+		dst = strconv.AppendInt(dst, u.Output, 10)
+		dst = append(dst, `,"cache_read":`...)
+		dst = strconv.AppendInt(dst, u.CacheRead, 10)
+		dst = append(dst, `,"cache_write":`...)
+		dst = strconv.AppendInt(dst, u.CacheWrite, 10)
+		dst = append(dst, '}')
+	}
+	return dst
 }
 
 func appendStringKey(dst []byte, key, s string) []byte {
