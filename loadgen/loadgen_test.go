@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/scripted"
 )
 
 func TestLastToken(t *testing.T) {
@@ -250,5 +251,23 @@ func TestRunChurn(t *testing.T) {
 	}
 	if c.Stayed.Answered != 48 || c.Joining.Answered == 0 || c.Leaving.Answered+c.Joining.Answered != 24 {
 		t.Errorf("stayed %+v, left %+v, joined %+v: want 48 answered by those that stayed, 24 by the others", c.Stayed, c.Leaving, c.Joining)
+	}
+}
+
+// A flood past the bound on turns: every message is answered 200 or
+// refused 503 with Retry-After, none otherwise, and every refused one is
+// answered when sent again.
+func TestFlood(t *testing.T) {
+	script, err := scripted.ParseScript([]byte("[[rule]]\nmatch = \"\"\nlatency_ms = 1000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Flood(context.Background(), FloodConfig{Program: harness(t), Dir: t.TempDir(), Messages: 40, MaxTurns: 8, Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	if res.Other != 0 || res.Answered+res.Refused != 40 || res.Refused == 0 || res.Later != res.Refused || res.Answered > 40-res.Refused {
+		t.Errorf("40 messages at once, 8 turns let run: %+v", res)
 	}
 }
