@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/loadgen/memory"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
@@ -74,19 +72,8 @@ func TestAgentsAlone(t *testing.T) {
 		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
 			name, home, keyFile, mem, model.URL, filepath.Join(dir, "lnk-"+name))
 	}
-	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(text.String()), 0o600)
-	file, err := ReadAgents(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	srv, err := server.New(server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	f := testFleet(srv, environ, &out, 0)
+	var out strings.Builder
+	f, file := fleetOf(t, dir, text.String(), environ, &out, 0)
 	js, err := f.prepare(file.Units)
 	if err != nil {
 		t.Fatal(err)
@@ -105,14 +92,7 @@ func TestAgentsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.stopAll)
-	addrs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var addr, name string
-		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
-			t.Fatalf("printed %q: %v", line, err)
-		}
-		addrs[name] = "http://" + addr
-	}
+	addrs := addresses(t, out.String())
 
 	do := func(method, url, key, body string) (int, string) {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
-	"lnk.dev/linkharness/harness/server"
 )
 
 // openFiles counts the process's open files, sockets among them.
@@ -76,23 +75,7 @@ func noneAccepting(t *testing.T) {
 func TestAsleepHoldsNothing(t *testing.T) {
 	const n = 5
 	dir := t.TempDir()
-	script := filepath.Join(dir, "script.toml")
-	os.WriteFile(script, []byte(`
-[[rule]]
-match = "note"
-results = "no"
-[[rule.call]]
-name = "memory__remember"
-args = '{"note":"kept"}'
-
-[[rule]]
-match = "any"
-results = "yes"
-text = "kept"
-`), 0o600)
-	_, modelAddr := startLnk(t, "scripted-model", "--listen", "127.0.0.1:0", "--script", script)
-	_, said := startLnk(t, "tool-server", "memory", "--listen", "127.0.0.1:0", "--home", filepath.Join(dir, "tools"))
-	mem := strings.Fields(said)[1]
+	modelAddr, mem := startPeers(t, filepath.Join(dir, "tools"))
 
 	var text strings.Builder
 	for i := range n {
@@ -103,18 +86,9 @@ text = "kept"
 		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
 			name, filepath.Join(dir, name), key, mem, "http://"+modelAddr, dir)
 	}
-	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(text.String()), 0o600)
-	file, err := ReadAgents(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out strings.Builder
-	f := testFleet(srv, os.Environ(), &out, n)
+	f, file := fleetOf(t, dir, text.String(), os.Environ(), &out, n)
+	var err error
 	if f.waiter, err = newWaiter(); err != nil {
 		t.Skipf("no waiter: %v", err)
 	}
@@ -130,12 +104,7 @@ text = "kept"
 		t.Fatal(err)
 	}
 	t.Cleanup(f.stopAll)
-	addrs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var addr, name string
-		fmt.Sscanf(line, "listening on %s for %s", &addr, &name)
-		addrs[name] = "http://" + addr
-	}
+	addrs := addresses(t, out.String())
 	// Each asleep as the timer would put it, no request or turn running.
 	sleepAll := func() {
 		for _, r := range f.running {

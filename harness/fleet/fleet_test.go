@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
@@ -22,11 +23,23 @@ import (
 	eventlog "lnk.dev/linkharness/store/log"
 )
 
-// testFleet is a fleet served by srv in the environment environ, its
-// listening lines written to out, its agents' conversations kept as logs,
-// as main builds one: the process's one client of the model proxy and of
-// tool servers.
-func testFleet(srv *server.Server, environ []string, out io.Writer, dozed int) *fleet {
+// fleetOf is the fleet of the agents file text, written in dir, served
+// in the environment environ, its listening lines written to out and room
+// for dozed agents falling asleep at once. It is made as main makes one
+// (the process's one client of the model proxy and of tool servers), its
+// agents' conversations kept as logs.
+func fleetOf(t *testing.T, dir, text string, environ []string, out io.Writer, dozed int) (*fleet, AgentsFile) {
+	t.Helper()
+	path := filepath.Join(dir, "agents.toml")
+	os.WriteFile(path, []byte(text), 0o600)
+	file, err := ReadAgents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sh := Shared{
 		Environ: environ, Log: slog.New(slog.DiscardHandler),
 		Model: &http.Client{Transport: &model.Transport{MaxIdle: budget.MaxIdleModel, IdleTimeout: 30 * time.Second}},
@@ -38,8 +51,24 @@ func testFleet(srv *server.Server, environ []string, out io.Writer, dozed int) *
 			return strings.TrimSpace(string(b)), err
 		},
 	}
-	return &fleet{Shared: sh, ending: context.Background(), srv: srv, out: out, named: true,
+	f := &fleet{Shared: sh, ending: context.Background(), srv: srv, out: out, named: true,
 		errc: make(chan error, 1), dozed: make(chan struct{}, dozed), running: map[string]*running{}}
+	return f, file
+}
+
+// addresses reads the listening lines a fleet printed: each agent's base
+// URL, by name.
+func addresses(t *testing.T, out string) map[string]string {
+	t.Helper()
+	addrs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var addr, name string
+		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
+			t.Fatalf("printed %q: %v", line, err)
+		}
+		addrs[name] = "http://" + addr
+	}
+	return addrs
 }
 
 // logs opens every conversation as a log (store/log), the kind an agent
