@@ -117,7 +117,7 @@ func TestAsleepHoldsNothing(t *testing.T) {
 		if !f.asleep() {
 			t.Fatal("an agent is awake after sleeping")
 		}
-		f.rest() // as serve's loop does once every agent sleeps
+		f.rest() // as Run's loop does once every agent sleeps
 	}
 	sleepAll()
 	settle(t, goroutines, files)
