@@ -324,41 +324,55 @@ var errBadState = errors.New("bad state archive")
 // size and hash; every conversation whole (seqs 1… without a gap, its
 // first event naming a thread of its folder). Any fault is errBadState.
 func readState(r io.Reader) (*stateArchive, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", errBadState, fmt.Sprintf(format, args...))
+	got, order, m, err := readStateTar(r)
+	if err != nil {
+		return nil, err
 	}
+	if err := m.check(got, order); err != nil {
+		return nil, err
+	}
+	return stateOf(m, got, order)
+}
+
+// badState is errBadState, saying why.
+func badState(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadState, fmt.Sprintf(format, args...))
+}
+
+// readStateTar reads a state tar's entries, by name and in order, and
+// its manifest, which must be there and last; every entry is a file of
+// MaxStateBytes at most, named once.
+func readStateTar(r io.Reader) (got map[string][]byte, order []string, m *manifest, err error) {
 	tr := tar.NewReader(r)
-	got := map[string][]byte{}
-	var order []string
-	var m *manifest
+	got = map[string][]byte{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, bad("reading the tar after %d entries: %v", len(order), err)
+			return nil, nil, nil, badState("reading the tar after %d entries: %v", len(order), err)
 		}
 		if m != nil {
-			return nil, bad("entry %q after manifest.json, which is the last", h.Name)
+			return nil, nil, nil, badState("entry %q after manifest.json, which is the last", h.Name)
 		}
 		if h.Typeflag != tar.TypeReg {
-			return nil, bad("entry %q is not a file", h.Name)
+			return nil, nil, nil, badState("entry %q is not a file", h.Name)
 		}
 		if _, dup := got[h.Name]; dup {
-			return nil, bad("entry %q twice", h.Name)
+			return nil, nil, nil, badState("entry %q twice", h.Name)
 		}
 		if h.Size > MaxStateBytes {
-			return nil, bad("entry %q of %d bytes", h.Name, h.Size)
+			return nil, nil, nil, badState("entry %q of %d bytes", h.Name, h.Size)
 		}
 		b, err := io.ReadAll(tr)
 		if err != nil {
-			return nil, bad("entry %q: %v", h.Name, err)
+			return nil, nil, nil, badState("entry %q: %v", h.Name, err)
 		}
 		if h.Name == "manifest.json" {
 			m = new(manifest)
 			if err := json.Unmarshal(b, m); err != nil {
-				return nil, bad("manifest.json: %v", err)
+				return nil, nil, nil, badState("manifest.json: %v", err)
 			}
 			continue
 		}
@@ -366,24 +380,36 @@ func readState(r io.Reader) (*stateArchive, error) {
 		order = append(order, h.Name)
 	}
 	if m == nil {
-		return nil, bad("no manifest.json: the archive is not whole")
+		return nil, nil, nil, badState("no manifest.json: the archive is not whole")
 	}
+	return got, order, m, nil
+}
+
+// check says whether the archive's entries got, in order, are the files
+// m lists, each with its size and hash.
+func (m *manifest) check(got map[string][]byte, order []string) error {
 	if m.Format != StateFormat {
-		return nil, bad("format %q, not %q", m.Format, StateFormat)
+		return badState("format %q, not %q", m.Format, StateFormat)
 	}
 	if len(m.Files) != len(order) {
-		return nil, bad("the manifest lists %d entries, the archive holds %d", len(m.Files), len(order))
+		return badState("the manifest lists %d entries, the archive holds %d", len(m.Files), len(order))
 	}
 	for _, f := range m.Files {
 		b, ok := got[f.Path]
 		if !ok {
-			return nil, bad("%q is listed and not in the archive", f.Path)
+			return badState("%q is listed and not in the archive", f.Path)
 		}
 		sum := sha256.Sum256(b)
 		if int64(len(b)) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
-			return nil, bad("%q is not the file the manifest lists (size or SHA-256)", f.Path)
+			return badState("%q is not the file the manifest lists (size or SHA-256)", f.Path)
 		}
 	}
+	return nil
+}
+
+// stateOf sorts a checked archive's entries into an agent's files and its
+// conversations, each whole and with its tools, as m lists them.
+func stateOf(m *manifest, got map[string][]byte, order []string) (*stateArchive, error) {
 	st := &stateArchive{files: map[string][]byte{}}
 	convs := map[string]*importedThread{}
 	for _, name := range order {
@@ -391,40 +417,40 @@ func readState(r io.Reader) (*stateArchive, error) {
 		switch {
 		case !isChat:
 			if !homeFile(name) {
-				return nil, bad("entry %q is not a file an agent's state holds", name)
+				return nil, badState("entry %q is not a file an agent's state holds", name)
 			}
 			st.files[name] = got[name]
 		case file == "events.jsonl":
 			t, err := checkEvents(dir, got[name])
 			if err != nil {
-				return nil, bad("%s: %v", name, err)
+				return nil, badState("%s: %v", name, err)
 			}
 			convs[dir] = t
 		case file == "tools.json":
 		default:
-			return nil, bad("entry %q is not a file an agent's state holds", name)
+			return nil, badState("entry %q is not a file an agent's state holds", name)
 		}
 	}
 	for _, name := range order {
 		if dir, file, ok := chatEntry(name); ok && file == "tools.json" {
 			t := convs[dir]
 			if t == nil {
-				return nil, bad("%s without its conversation's events", name)
+				return nil, badState("%s without its conversation's events", name)
 			}
 			var tf toolsFile
 			if err := json.Unmarshal(got[name], &tf); err != nil || tf.Tools == nil {
-				return nil, bad("%s: not {\"tools\": [...]}", name)
+				return nil, badState("%s: not {\"tools\": [...]}", name)
 			}
 			t.only = &tools.Only{Entries: tf.Tools}
 		}
 	}
 	if len(m.Conversations) != len(convs) {
-		return nil, bad("the manifest lists %d conversations, the archive holds %d", len(m.Conversations), len(convs))
+		return nil, badState("the manifest lists %d conversations, the archive holds %d", len(m.Conversations), len(convs))
 	}
 	for _, c := range m.Conversations {
 		t := convs[c.Dir]
 		if t == nil || t.thread != c.Thread || int64(len(t.events)) != c.Events {
-			return nil, bad("conversation %q is not the one the manifest lists", c.Dir)
+			return nil, badState("conversation %q is not the one the manifest lists", c.Dir)
 		}
 		st.threads = append(st.threads, *t)
 	}

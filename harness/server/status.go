@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"syscall"
 
 	"lnk.dev/linkharness/harness/budget"
@@ -101,4 +104,62 @@ func errorMessage(err error) string {
 		return "the model: " + err.Error()
 	}
 	return err.Error()
+}
+
+// refuse answers a request with an error status and why; a 4xx is counted
+// and logged once, with the agent and thread when known (agent is counted
+// only when served here, so a name in a path never becomes a label).
+func (s *Server) refuse(w http.ResponseWriter, agent, thread string, code int, format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	writeError(w, code, "%s", why)
+	if code < 400 || code >= 500 {
+		return
+	}
+	label := agent
+	if s.agent(agent) == nil {
+		label = ""
+	}
+	s.refusals.Add(label, code)
+	attrs := []any{"status", code, "why", why}
+	if agent != "" {
+		attrs = append(attrs, "agent", agent)
+	}
+	if thread != "" {
+		attrs = append(attrs, "thread", thread)
+	}
+	s.log.Warn("refused", attrs...)
+}
+
+// fail answers a request with err's status (see status): a 4xx is a
+// refusal, anything else logged as the request's failure. The caller is
+// told err without the agent's home or its model proxy (see redact); the
+// log says it in full.
+func (s *Server) fail(w http.ResponseWriter, agent, thread string, err error) {
+	code, msg := status(err), s.said(agent, errorMessage(err))
+	if code >= 400 && code < 500 {
+		s.refuse(w, agent, thread, code, "%s", msg)
+		return
+	}
+	writeError(w, code, "%s", msg)
+	s.log.Error("request failed", "agent", agent, "thread", thread, "status", code, "error", err)
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error":"encoding the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
 }

@@ -1,12 +1,8 @@
-package main
+package fleet
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +13,6 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/loadgen/memory"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
@@ -77,21 +72,9 @@ func TestAgentsAlone(t *testing.T) {
 		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
 			name, home, keyFile, mem, model.URL, filepath.Join(dir, "lnk-"+name))
 	}
-	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(text.String()), 0o600)
-	file, err := readAgents(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	srv, err := server.New(server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	f := &fleet{srv: srv, shared: newShared(environ, slog.New(slog.DiscardHandler), context.Background(), nil, nil),
-		out: &out, named: true, errc: make(chan error, 1), running: map[string]*running{}}
-	js, err := f.prepare(file.units)
+	var out strings.Builder
+	f, file := fleetOf(t, dir, text.String(), environ, &out, 0)
+	js, err := f.prepare(file.Units)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,14 +92,7 @@ func TestAgentsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.stopAll)
-	addrs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var addr, name string
-		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
-			t.Fatalf("printed %q: %v", line, err)
-		}
-		addrs[name] = "http://" + addr
-	}
+	addrs := addresses(t, out.String())
 
 	do := func(method, url, key, body string) (int, string) {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
@@ -199,42 +175,5 @@ func TestAgentsAlone(t *testing.T) {
 		if !strings.Contains(r, " 401 ") || count != pairs {
 			t.Errorf("refused %d times: %s", count, r)
 		}
-	}
-}
-
-// An agents file that cannot be served is refused with its line.
-func TestReadAgentsRefuses(t *testing.T) {
-	for _, tc := range []struct{ file, want string }{
-		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n\n[[agent]]\nname = \"h\"\nhome = \"i\"\nkey_file = \"k\"\n", `:5: agent 2: "h" is named on line 1 too`},
-		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n[agent.env]\nPATH = \"/bin\"\n", `:1: agent 1: env "PATH": only Link's variables`},
-		{"\n[[agent]]\nname = \"x\"\nkey_file = \"k\"\n", ":2: agent 1: needs home and key_file"},
-		{"[[agent]]\nhome = \"h\"\nkey_file = \"k\"\nport = 3\n", ":4: "},
-		{"[[agent]]\nname = \"a/b\"\nhome = \"h\"\nkey_file = \"k\"\n", `:1: agent 1: name "a/b"`},
-		{"", "names no [[agent]]"},
-		{"[serve]\nsleep_after = \"soon\"\n[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n", `:2: [serve] sleep_after "soon"`},
-		{"[serve]\nsleep_after = \"0s\"\n[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n", `:2: [serve] sleep_after "0s"`},
-	} {
-		path := filepath.Join(t.TempDir(), "agents.toml")
-		os.WriteFile(path, []byte(tc.file), 0o600)
-		_, err := readAgents(path)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, errAgents) {
-			t.Errorf("%q: %v, want %q", tc.file, err, tc.want)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "agents.toml")
-	os.WriteFile(path, []byte("[[agent]]\nhome = \"h\"\nkey_file = \"k\"\n[agent.env]\n\n[[agent]]\nhome = \"i\"\nkey_file = \"k\"\n"), 0o600)
-	file, err := readAgents(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	units := file.units
-	if file.sleepAfter != DefaultSleepAfter {
-		t.Errorf("sleep_after %v unset, want %v", file.sleepAfter, DefaultSleepAfter)
-	}
-	if units[0].Env == nil || units[1].Env != nil {
-		t.Errorf("an empty env table must be an environment of its own, and none a table: %v %v", units[0].Env, units[1].Env)
-	}
-	if env := units[0].environ([]string{"PATH=/bin", "LNK_MEMORY=http://m"}); strings.Join(env, " ") != "PATH=/bin" {
-		t.Errorf("an empty env table's environment: %q", env)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"bufio"
@@ -19,9 +19,9 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 )
 
-// maxBindLine is the most bytes a blank unit's control line may hold,
+// MaxBindLine is the most bytes a blank unit's control line may hold,
 // its newline not counted.
-const maxBindLine = 64 << 10
+const MaxBindLine = 64 << 10
 
 // bindWait is how long a control connection may take to send its line.
 const bindWait = 10 * time.Second
@@ -52,49 +52,49 @@ type bindAnswer struct {
 // JSON object of the line's keys alone, a home, a key of one line and 16
 // bytes at least, a plain name, settings as config.json holds them. It
 // reads no file: the home is looked at when the agent is made.
-func parseBind(line []byte) (unit, error) {
+func parseBind(line []byte) (Unit, error) {
 	var b bindLine
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
-		return unit{}, fmt.Errorf("%w: the line is not one JSON object {agent, home, listen, key, settings, store}: %v", errBind, err)
+		return Unit{}, fmt.Errorf("%w: the line is not one JSON object {agent, home, listen, key, settings, store}: %v", errBind, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return unit{}, fmt.Errorf("%w: more than one JSON object on the line", errBind)
+		return Unit{}, fmt.Errorf("%w: more than one JSON object on the line", errBind)
 	}
 	if b.Home == "" {
-		return unit{}, fmt.Errorf("%w: no home", errBind)
+		return Unit{}, fmt.Errorf("%w: no home", errBind)
 	}
 	if len(b.Key) < 16 || strings.ContainsAny(b.Key, "\n\r") {
-		return unit{}, fmt.Errorf("%w: want a key of one line, 16 bytes at least", errBind)
+		return Unit{}, fmt.Errorf("%w: want a key of one line, 16 bytes at least", errBind)
 	}
-	u := unit{Name: b.Agent, Home: b.Home, Listen: b.Listen, key: b.Key, store: b.Store}
+	u := Unit{Name: b.Agent, Home: b.Home, Listen: b.Listen, key: b.Key, store: b.Store}
 	if u.Listen == "" {
 		u.Listen = "127.0.0.1:0"
 	}
 	if err := home.Plain(nameOf(u)); err != nil {
-		return unit{}, fmt.Errorf("%w: agent name %q: %v", errBind, nameOf(u), err)
+		return Unit{}, fmt.Errorf("%w: agent name %q: %v", errBind, nameOf(u), err)
 	}
 	if len(b.Settings) > 0 && string(b.Settings) != "null" {
 		s, err := settings.Decode("the line's settings", b.Settings)
 		if err != nil {
-			return unit{}, fmt.Errorf("%w: %v", errBind, err)
+			return Unit{}, fmt.Errorf("%w: %v", errBind, err)
 		}
 		u.settings = &s
 	}
 	return u, nil
 }
 
-// readBind reads a control connection's one line, of maxBindLine bytes at
+// readBind reads a control connection's one line, of MaxBindLine bytes at
 // most; a connection closed after the line without its newline sends it
 // too.
 func readBind(c net.Conn) ([]byte, error) {
 	c.SetReadDeadline(time.Now().Add(bindWait))
-	line, err := bufio.NewReader(io.LimitReader(c, maxBindLine+1)).ReadBytes('\n')
+	line, err := bufio.NewReader(io.LimitReader(c, MaxBindLine+1)).ReadBytes('\n')
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	switch {
-	case len(line) > maxBindLine:
-		return nil, fmt.Errorf("%w: the line is over %d bytes", errBind, maxBindLine)
+	case len(line) > MaxBindLine:
+		return nil, fmt.Errorf("%w: the line is over %d bytes", errBind, MaxBindLine)
 	case err == io.EOF && len(line) > 0:
 		return line, nil
 	case err != nil:
@@ -103,15 +103,15 @@ func readBind(c net.Conn) ([]byte, error) {
 	return line, nil
 }
 
-// binding is a control line read, for serve's loop to bind; answer is
+// binding is a control line read, for Run's loop to bind; answer is
 // told the address or why not.
 type binding struct {
-	unit   unit
+	unit   Unit
 	answer chan<- bindAnswer
 }
 
 // control answers the control connections of ln, one line each, until ln
-// closes: a line that parses goes to binds, to be bound by serve's loop,
+// closes: a line that parses goes to binds, to be bound by Run's loop,
 // whose answer it writes back; any other is refused here. Each connection
 // is answered by its own goroutine, so a slow one holds no other up.
 func control(ln net.Listener, binds chan<- binding, log *slog.Logger) {
@@ -125,7 +125,7 @@ func control(ln net.Listener, binds chan<- binding, log *slog.Logger) {
 			a := bindAnswer{}
 			line, err := readBind(c)
 			if err == nil {
-				var u unit
+				var u Unit
 				if u, err = parseBind(line); err == nil {
 					answer := make(chan bindAnswer, 1)
 					binds <- binding{unit: u, answer: answer}
@@ -148,14 +148,14 @@ func control(ln net.Listener, binds chan<- binding, log *slog.Logger) {
 // bind binds the blank unit to b's agent, once: it makes the agent and
 // serves it, and answers with its address; an agent that cannot be made
 // (no home, no model proxy, a home held by convert) leaves it blank and
-// answers why. bound says whether it was bound before. It runs in serve's
+// answers why. bound says whether it was bound before. It runs in Run's
 // loop.
 func (f *fleet) bind(b binding, bound bool) bool {
 	if bound {
 		b.answer <- bindAnswer{Error: "bind: this unit is bound already; a unit is bound once and never reused: bind another"}
 		return true
 	}
-	js, err := f.prepare([]unit{b.unit})
+	js, err := f.prepare([]Unit{b.unit})
 	if err != nil {
 		b.answer <- bindAnswer{Error: fmt.Sprintf("%v: %v", errBind, err)}
 		return false
@@ -165,7 +165,7 @@ func (f *fleet) bind(b binding, bound bool) bool {
 		b.answer <- bindAnswer{Error: fmt.Sprintf("%v: %v", errBind, err)}
 		return false
 	}
-	f.log.Info("bound", "agent", js[0].name, "listen", addr)
+	f.Log.Info("bound", "agent", js[0].name, "listen", addr)
 	b.answer <- bindAnswer{OK: true, Listen: addr}
 	return true
 }
@@ -174,11 +174,12 @@ func (f *fleet) bind(b binding, bound bool) bool {
 // live unit's.
 var ErrControlInUse = errors.New("the control socket is another unit's, which answers on it")
 
-// listenControl listens on the unix socket path. A socket left there by a
+// ListenControl listens on the unix socket path, a blank unit's control
+// socket. A socket left there by a
 // unit that died without removing it (killed) is removed first; one that
 // a live unit answers on is refused with ErrControlInUse, as is anything
 // there that is not a socket.
-func listenControl(path string) (net.Listener, error) {
+func ListenControl(path string) (net.Listener, error) {
 	ln, err := net.Listen("unix", path)
 	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
 		return ln, err
