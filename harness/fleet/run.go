@@ -74,8 +74,6 @@ func Run(o Options) error {
 		f.stopAll()
 		return err
 	}
-	// Later agents of a file that reads again print their names too.
-	f.named = o.AgentsFile != ""
 	serveErr := f.loop(o, binds)
 	f.stop(o, endTurns)
 	return serveErr
@@ -87,7 +85,7 @@ func newFleet(o Options, ending context.Context) *fleet {
 	f := &fleet{
 		Shared: o.Shared, ending: ending,
 		plan: o.Plan, pool: budget.NewPool(o.Plan.Conns()), srv: o.Server, out: o.Out,
-		named: len(o.Units) > 1, grace: o.Grace,
+		named: o.AgentsFile != "", grace: o.Grace,
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
 	f.sleepAfter.Store(int64(o.SleepAfter))

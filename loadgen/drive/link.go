@@ -239,7 +239,7 @@ func (u *linkUnit) readListening(ctx context.Context, stdout io.Reader, agents [
 			<-u.done
 			return fmt.Errorf("drive: agent %s: the harness ended before listening (%v)%s", u.agent.Name, u.waitErr, u.logTail())
 		}
-		name, addr, err := parseListening(l.s, len(agents) > 1)
+		name, addr, err := parseListening(l.s, u.file != "")
 		if err != nil {
 			return fmt.Errorf("drive: agent %s: %w", u.agent.Name, err)
 		}
