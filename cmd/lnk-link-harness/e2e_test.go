@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -293,14 +294,15 @@ func copySaid(copy string) string {
 	return b.String()
 }
 
-// A graceful stop takes no new connection and answers every message
-// already asked.
+// A graceful stop says at once it is stopping (/readyz 503), refuses a new
+// message 503 with Retry-After, answers every message already asked, and
+// then takes no new connection.
 func TestGracefulStop(t *testing.T) {
 	h := startHarness(t, `
 [[rule]]
 match = "slow"
 text = "done slowly"
-latency_ms = 1500 # a slow model: the stop comes while it answers
+latency_ms = 5000 # a slow model: the stop comes while it answers
 
 [[rule]]
 match = "any"
@@ -320,6 +322,33 @@ text = "quick"
 	}()
 	<-h.asked // the message is with the model
 	h.cmd.Process.Signal(syscall.SIGTERM)
+	// Stopping, the process says so until it ends; the wait is bounded
+	// only to report a hang.
+	for hang := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get(h.url + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz while stopping: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(hang) {
+			t.Fatalf("/readyz after SIGTERM: %s, want 503", resp.Status)
+		}
+		runtime.Gosched()
+	}
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/other/messages", strings.NewReader(`{"id":"new","text":"while stopping"}`))
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a new message while stopping: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "stopping") {
+		t.Fatalf("a new message while stopping: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), b)
+	}
 	if err := <-res; err != nil {
 		t.Fatalf("a message asked before the stop: %v", err)
 	}

@@ -164,11 +164,13 @@ func (f *fleet) loop(o Options, binds <-chan binding) error {
 // connection that is no turn's before it closes it.
 const stopMargin = 5 * time.Second
 
-// stop stops the fleet gracefully: no new connection is taken, every
-// message already asked is answered, and turns whose caller left run to
-// their end, for the grace; then (or at a second o.Stop) the turns still
-// running are ended by endTurns, what they wrote kept for the next turn,
-// and their callers told 503. A connection that is no turn's (a slow
+// stop stops the fleet gracefully: /readyz answers 503 at once and a new
+// message is refused 503 with Retry-After, the listeners open to say so,
+// while every message already asked is answered and turns whose caller
+// left run to their end, for the grace; then (or at a second o.Stop) the
+// turns still running are ended by endTurns, what they wrote kept for the
+// next turn, and their callers told 503. Once no turn runs, no new
+// connection is taken. A connection that is no turn's (a slow
 // body) is closed a little after the grace (stopMargin), so the process
 // exits within it and that margin.
 func (f *fleet) stop(o Options, endTurns context.CancelFunc) {
@@ -188,6 +190,11 @@ func (f *fleet) stop(o Options, endTurns context.CancelFunc) {
 		case <-f.ending.Done():
 		}
 	}()
+	// The listeners stay open through the grace, so /readyz says the
+	// process is stopping and a new message is refused 503 with
+	// Retry-After; once the turns end (or the grace does), they close.
+	f.srv.Stop()
+	f.srv.Wait()
 	f.stopAll()
 	f.srv.Wait()
 	f.Log.Info("stopped", "turns", running, "seconds", time.Since(stopping).Seconds())

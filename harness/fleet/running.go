@@ -39,9 +39,9 @@ type running struct {
 }
 
 // ServeHTTP answers a request to the agent's address, waking the agent
-// first if it sleeps; /healthz wakes no one.
+// first if it sleeps; /healthz and /readyz wake no one.
 func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.URL.Path == "/healthz" {
+	if req.URL.Path == "/healthz" || req.URL.Path == "/readyz" {
 		r.inner.ServeHTTP(w, req)
 		return
 	}

@@ -2,15 +2,19 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/store"
 )
 
 // gate holds each request to the model whose body says "wait" until it is
@@ -82,5 +86,69 @@ func TestTurnsBounded(t *testing.T) {
 	mr.Body.Close()
 	if !strings.Contains(string(metrics), `lnk_refusals_total{agent="ada",status="503"} 1`) {
 		t.Errorf("the refusal not counted:\n%s", metrics)
+	}
+}
+
+// /readyz answers 200 while the process takes work; on an agent's address
+// 503 while the agent's store cannot be opened, and 200 again once a turn
+// opened it; everywhere 503 once the process is stopping, where a new
+// message is refused 503 with Retry-After.
+func TestReady(t *testing.T) {
+	var down atomic.Bool
+	f := newFixture(t, nil, func(r *turn.Runner) {
+		r.Open = func(dir, kind string) (store.Conversation, error) {
+			if down.Load() {
+				return nil, errors.New("the store bridge is not answering")
+			}
+			return openLog(dir, kind)
+		}
+	})
+	own := httptest.NewServer(f.srv.For("ada"))
+	t.Cleanup(own.Close)
+	ready := func(base string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := ready(own.URL); code != 200 {
+		t.Fatalf("a fresh agent: /readyz %d", code)
+	}
+	down.Store(true)
+	if code, b := f.post(t, "/v1/agents/ada/chats/a/messages", key, `{"text":"hello"}`); code != 500 {
+		t.Fatalf("a message with the store down: %d %s", code, b)
+	}
+	if code, b := ready(own.URL); code != 503 || !strings.Contains(b, "not answering") {
+		t.Fatalf("the agent's store down: /readyz %d %s", code, b)
+	}
+	if code, _ := ready(f.url); code != 200 {
+		t.Errorf("the process's /readyz with an agent's store down: %d", code)
+	}
+	down.Store(false)
+	if code, b := f.post(t, "/v1/agents/ada/chats/a/messages", key, `{"text":"hello"}`); code != 200 {
+		t.Fatalf("a message with the store up again: %d %s", code, b)
+	}
+	if code, _ := ready(own.URL); code != 200 {
+		t.Fatalf("the agent's store up again: /readyz %d", code)
+	}
+	f.srv.Stop()
+	for _, base := range []string{f.url, own.URL} {
+		if code, b := ready(base); code != 503 || !strings.Contains(b, "stopping") {
+			t.Errorf("stopping: %s/readyz %d %s", base, code, b)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/b/messages", strings.NewReader(`{"text":"hi"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a message while stopping: %s Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
 	}
 }

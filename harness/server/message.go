@@ -67,6 +67,10 @@ func (s *Server) threadBody(w http.ResponseWriter, r *http.Request, name, thread
 // _link/recover, which the earlier caller's answer is.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	name := a.Runner.Agent.Name
+	if s.stopping.Load() {
+		s.refuseFull(w, name, thread, ErrStopping)
+		return
+	}
 	if a.Runner.Full(thread) {
 		// Refused before its body is read, its connection closed: a flood
 		// of messages past the bound holds nothing here but for a moment.

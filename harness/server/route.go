@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -40,6 +41,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, own string) {
 	case len(seg) == 1 && seg[0] == "healthz":
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "ok\n")
+	case len(seg) == 1 && seg[0] == "readyz":
+		s.ready(w, own)
 	case len(seg) == 1 && seg[0] == "metrics":
 		s.metrics(w)
 	case len(seg) == 2 && seg[0] == "_link" && seg[1] == "recover":
@@ -119,4 +122,29 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, agent, thread
 func keyMatches(a *served, key string) bool {
 	h := sha256.Sum256([]byte(key))
 	return subtle.ConstantTimeCompare(h[:], a.keyHash[:]) == 1
+}
+
+// ready answers /readyz: 200 while the process takes work; 503 once it is
+// stopping, and, on an agent's own address, while that agent's store
+// cannot be opened (the last turn that tried said so).
+func (s *Server) ready(w http.ResponseWriter, own string) {
+	w.Header().Set("Content-Type", "text/plain")
+	why := ""
+	switch {
+	case s.stopping.Load():
+		why = "stopping"
+	case own != "":
+		if a := s.agent(own); a != nil {
+			if err := a.Runner.StoreErr(); err != nil {
+				why = s.said(own, fmt.Sprintf("agent %s: its store cannot be opened: %v", own, err))
+			}
+		}
+	}
+	if why != "" {
+		w.Header().Set("Retry-After", fullRetry)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, why+"\n")
+		return
+	}
+	io.WriteString(w, "ok\n")
 }

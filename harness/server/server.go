@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -79,6 +80,7 @@ type Server struct {
 	bound    *budget.Turns    // the turns in flight, for /metrics; nil: not bounded
 	turns    sync.WaitGroup   // turns running, including those whose caller left
 	active   atomic.Int64     // turns running now
+	stopping atomic.Bool      // Stop was called: not ready, no new turn
 
 	freeMemory func()
 	closeIdle  func()
@@ -257,3 +259,15 @@ func (s *Server) Wait() { s.turns.Wait() }
 
 // Running returns how many turns run now.
 func (s *Server) Running() int64 { return s.active.Load() }
+
+// ErrStopping comes when a message would begin a turn in a process that is
+// stopping (Stop): nothing of it is written, and sending it again, to this
+// process's successor or another, is answered. A server answers it 503
+// with Retry-After.
+var ErrStopping = errors.New("server: the process is stopping")
+
+// Stop tells the server its process is stopping gracefully: from now on
+// /readyz answers 503, and a message is refused 503 with Retry-After
+// before anything of it is written, while the turns running go on and
+// their callers are answered.
+func (s *Server) Stop() { s.stopping.Store(true) }

@@ -36,6 +36,7 @@ var statuses = []struct {
 	{turn.ErrEnded, http.StatusConflict},                // ended before its message was written: nothing was
 	{turn.ErrBusy, http.StatusServiceUnavailable},       // another process's turn holds the conversation: Retry-After
 	{budget.ErrFull, http.StatusServiceUnavailable},     // as many turns run as the process lets: Retry-After
+	{ErrStopping, http.StatusServiceUnavailable},        // the process is stopping: Retry-After
 	{home.ErrConverting, http.StatusServiceUnavailable}, // convert or repair holds the home: Retry-After
 	{syscall.EMFILE, http.StatusServiceUnavailable},     // the process's descriptors all taken: Retry-After
 	{syscall.ENFILE, http.StatusServiceUnavailable},     // the machine's: Retry-After
@@ -87,9 +88,11 @@ func retryAfter(err error) string {
 }
 
 // full says whether err is the process having no room for a turn: every
-// place taken, or every descriptor. A refusal, logged and counted.
+// place taken, or every descriptor, or the process stopping. A refusal,
+// logged and counted.
 func full(err error) bool {
-	return errors.Is(err, budget.ErrFull) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+	return errors.Is(err, budget.ErrFull) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, ErrStopping)
 }
 
 // errorMessage is err as an answer says it, with where it came from when

@@ -46,6 +46,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		return ErrNoOpener
 	}
 	conv, err := t.r.Open(t.dir, kind)
+	t.r.storeOpened(err)
 	if err != nil {
 		return err
 	}

@@ -111,10 +111,11 @@ type Runner struct {
 	// written.
 	HoldHome bool
 
-	locks   keyedMutex
-	home    homeHold // the home's lock while a turn runs or a conversation is warm, with HoldHome
-	telling tellings // answers given and not yet marked told
-	cache   atomic.Pointer[runnerCache]
+	locks    keyedMutex
+	home     homeHold // the home's lock while a turn runs or a conversation is warm, with HoldHome
+	telling  tellings // answers given and not yet marked told
+	cache    atomic.Pointer[runnerCache]
+	storeErr atomic.Pointer[error] // why the last open of a conversation's store failed; nil once one opened
 }
 
 // Message is a message to the agent.
