@@ -129,8 +129,8 @@ func (o *Opener) Check(home, kind string) error {
 }
 
 func badKind(kind string, why error) error {
-	return fmt.Errorf("%w: %q (the kinds: log, compact, or a driver's name whose program lnk-<name> is beside this one or on PATH, or any when %s is set): %v",
-		ErrBadKind, kind, BridgeEnv, why)
+	return fmt.Errorf("%w: %q (the kinds: log, compact, or a driver's name whose program lnk-<name> is beside this one or on PATH, or any through a store bridge: set %s and %s, an agent of an agents file in its [agent.env]): %v",
+		ErrBadKind, kind, BridgeEnv, BridgeKeyEnv, why)
 }
 
 // folder is what a conversation's folder holds, by name.
