@@ -13,7 +13,7 @@ import (
 // caller's span, with the GenAI attributes, and no text of the turn's.
 func TestJaeger(t *testing.T) {
 	j := tracetest.StartJaeger(t)
-	tr, stop, err := trace.New(env(
+	tr, stop, err := trace.New(trace.Env(
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+j.OTLP,
 		"OTEL_SERVICE_NAME=lnk-link-harness-test",
 	), trace.Options{})

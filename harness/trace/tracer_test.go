@@ -18,20 +18,10 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
-// env is a getenv of the variables given as NAME=value.
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for _, p := range kv {
-		k, v, _ := strings.Cut(p, "=")
-		m[k] = v
-	}
-	return func(k string) string { return m[k] }
-}
-
 // With no OTEL_* variable, New's Tracer is off: every call of a turn's
 // spans, as the turn makes them, allocates nothing.
 func TestOffAllocs(t *testing.T) {
-	tr, stop, err := trace.New(env(), trace.Options{})
+	tr, stop, err := trace.New(trace.Env(), trace.Options{})
 	if err != nil || tr != nil {
 		t.Fatalf("New without variables: %v, %v; want an off (nil) Tracer", tr, err)
 	}
@@ -93,7 +83,7 @@ func TestNewExports(t *testing.T) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	defer srv.Close()
-	tr, stop, err := trace.New(env(
+	tr, stop, err := trace.New(trace.Env(
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL+"/otlp",
 		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20collector-key",
 		"OTEL_EXPORTER_OTLP_COMPRESSION=gzip",
@@ -146,7 +136,7 @@ func TestNewExportFails(t *testing.T) {
 	}))
 	defer srv.Close()
 	var log strings.Builder
-	tr, stop, err := trace.New(env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+srv.URL+"/v1/traces"),
+	tr, stop, err := trace.New(trace.Env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+srv.URL+"/v1/traces"),
 		trace.Options{Log: newLogger(&log)})
 	if err != nil {
 		t.Fatal(err)
