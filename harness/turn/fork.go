@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/store"
@@ -210,7 +211,7 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 	}
 	// What it holds was told where it came from: none of it is handed
 	// over as a dead process's.
-	if err := writeTold(r.Agent, name, int64(len(prefix))); err != nil {
+	if err := idempotency.WriteTold(dir, int64(len(prefix))); err != nil {
 		return false, err
 	}
 	return false, nil

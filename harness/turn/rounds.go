@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -43,7 +44,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	}
 	first := 0
 	if t.resumed != 0 { // the calls the turn that ended first made and never ran
-		if calls := unansweredCalls(events, t.resumed); len(calls) > 0 {
+		if calls := idempotency.Unanswered(events, t.resumed); len(calls) > 0 {
 			results, err := t.runCalls(ctx, calls)
 			events = append(events, results...)
 			if err != nil {

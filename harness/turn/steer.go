@@ -193,8 +193,8 @@ func answerOf(thread string, e *event.Event) Answer {
 
 // takeSteers appends the messages waiting to steer the turn and returns
 // events with them. A message the conversation already holds (see
-// repeat.go) is refused: its own turn finds it taken, and tells its answer
-// or goes on from it.
+// package idempotency) is refused: its own turn finds it taken, and tells
+// its answer or goes on from it.
 func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Event, error) {
 	waiting := t.in.take()
 	for i, s := range waiting {
@@ -235,13 +235,4 @@ func (t *turn) steeredAfter(ctx context.Context, events []event.Event) ([]event.
 		}
 	}
 	return events, false, nil
-}
-
-func holdsID(events []event.Event, id string) bool {
-	for i := range events {
-		if events[i].Type == event.TypeMessage && events[i].ID == id {
-			return true
-		}
-	}
-	return false
 }

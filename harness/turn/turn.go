@@ -14,6 +14,7 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -74,7 +75,7 @@ type Runner struct {
 	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
 
 	// Untold, when not nil, is given each answer that a process which died
-	// wrote and never told (see told.go), once, by the next turn of its
+	// wrote and never told (see package idempotency), once, by the next turn of its
 	// conversation: the server keeps it for _link/recover. A caller of
 	// Message that tells its answers marks each told with MarkTold.
 	Untold func(thread string, a Answer)
@@ -112,14 +113,14 @@ type Runner struct {
 	HoldHome bool
 
 	locks   keyedMutex
-	home    homeHold // the home's lock while a turn runs or a conversation is warm, with HoldHome
-	telling tellings // answers given and not yet marked told
+	home    homeHold             // the home's lock while a turn runs or a conversation is warm, with HoldHome
+	telling idempotency.Tellings // answers given and not yet marked told
 	cache   atomic.Pointer[runnerCache]
 }
 
 // Message is a message to the agent.
 type Message struct {
-	ID         string // the sender's message id: the same id twice is one message (see repeat.go)
+	ID         string // the sender's message id: the same id twice is one message (see package idempotency)
 	Text       string
 	From       event.Sender
 	Owner      bool
@@ -179,7 +180,7 @@ func (m *Message) Check() error {
 // ctx only bounds waiting for the conversation's previous turn, in this
 // process or another (ErrBusy), until a turn has taken the message to
 // steer it: one handed back then has its own turn whatever ctx says, so it
-// is never dropped. A message taken before (see repeat.go) is told its
+// is never dropped. A message taken before (see package idempotency) is told its
 // answer again, or has its turn go on. Only the Runner's Stop and the
 // turn's time ([turn] timeout, ErrTimeout) end a turn before its end.
 //
@@ -301,7 +302,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	}
 	t.keep = err == nil
 	if err == nil && r.Untold != nil && a.Seq != 0 {
-		r.telling.add(dir, t.lastAnswer) // its callers mark it told
+		r.telling.Add(dir, t.lastAnswer) // its callers mark it told
 	}
 	t.in.finish(thread) // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
@@ -395,7 +396,7 @@ type turn struct {
 	paths       homePaths          // the paths the prompt reads, set when it is composed
 	release     func()             // lets the conversation's lease go, for a store that keeps leases
 	window      *windowSlice       // the slices the window is decoded into, given back when the turn ends
-	ids         *idIndex           // the conversation's id index; nil once it could not be written
+	ids         *idempotency.Index // the conversation's id index; nil once it could not be written
 	resumed     int64              // the seq of the message when a turn that ended first took it: this one goes on from it
 	timeout     time.Duration      // the turn's whole time, [turn] timeout
 	after       *compaction        // the summary to ask for once the answer is given; nil when none is due
@@ -430,7 +431,7 @@ func (t *turn) close() {
 	}
 	if t.keep && t.warm != nil && t.warm.conv != nil {
 		var err error
-		if t.warmed && !t.touched && (t.ids == nil || !t.ids.made) {
+		if t.warmed && !t.touched && (t.ids == nil || !t.ids.Made()) {
 			t.warm.folder = t.folder
 		} else {
 			t.warm.folder, err = t.folderNow()
@@ -455,7 +456,7 @@ func (t *turn) close() {
 		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
 		return
 	}
-	t.ids.discard() // its header written above, or let lag if the turn meant to keep it
+	t.ids.Discard() // its header written above, or let lag if the turn meant to keep it
 	t.ids = nil
 	if t.warm != nil { // what it kept open goes with it
 		t.warm.closeFiles()
@@ -473,7 +474,7 @@ func (r *Runner) Rest() {
 	r.Warm.Forget(r.Agent.Name)
 	r.cache.Store(nil)
 	r.locks.rest()
-	r.telling.rest()
+	r.telling.Rest()
 }
 
 // runnerCache is what a Runner's turns keep of what they read, until Rest.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -147,7 +148,7 @@ func writeConversation(t testing.TB, dir, thread string, n int) {
 // A turn reads only the tail it needs: in a conversation of 20,000 events
 // it reads back to the last checkpoint, not the whole file. The first turn
 // of a conversation written without its id index reads every event once,
-// to make it (see ids.go).
+// to make it (see idempotency.Index).
 func TestReadsOnlyTheTail(t *testing.T) {
 	r, m := newRunner(t, nil)
 	dir, _ := r.Agent.Path(home.Chat, "long")
@@ -156,7 +157,7 @@ func TestReadsOnlyTheTail(t *testing.T) {
 	if _, err := r.Message(context.Background(), "long", Message{ID: "first", Text: "the index is made"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, IDsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, idempotency.IndexFile)); err != nil {
 		t.Fatalf("no id index: %v", err)
 	}
 	before := r.Metrics.BytesRead()

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/store"
@@ -86,15 +87,12 @@ type warmConv struct {
 
 	startConn, cacheThread string // what open read of the first event
 
-	dirFD    int  // the folder, open and unlocked, whose flock the next turn takes,
-	dirOpen  bool // when this is set
-	toldFD   int  // the told file, open (see readTold),
-	toldOpen bool // when this is set,
-	toldRW   bool // to write as well
-	toldPath string
-	ids      *idIndex  // the id index, open, through last; nil when not kept
-	copy     keptCopy  // the copy for people, open
-	home     *homeHold // the agent's home, held while this is kept; nil: not held (see Runner.HoldHome)
+	dirFD   int                // the folder, open and unlocked, whose flock the next turn takes,
+	dirOpen bool               // when this is set
+	told    idempotency.Told   // the told file, open (see readTold)
+	ids     *idempotency.Index // the id index, open, through last; nil when not kept
+	copy    keptCopy           // the copy for people, open
+	home    *homeHold          // the agent's home, held while this is kept; nil: not held (see Runner.HoldHome)
 
 	// log is the conversation's events from log[0].Seq through last, in
 	// the log's order, as decoded from the store; size and toks are each
@@ -370,22 +368,14 @@ func (c *warmConv) closeFiles() {
 		unix.Close(c.dirFD)
 	}
 	c.dirFD, c.dirOpen = 0, false
-	c.closeTold()
-	c.ids.discard() // see idIndex: another turn may have written it since
+	c.told.Close()
+	c.ids.Discard() // see idempotency.Index: another turn may have written it since
 	c.ids = nil
 	c.copy.close()
 	if c.home != nil {
 		c.home.drop()
 		c.home = nil
 	}
-}
-
-// closeTold closes the told file kept open.
-func (c *warmConv) closeTold() {
-	if c.toldOpen {
-		unix.Close(c.toldFD)
-	}
-	c.toldFD, c.toldOpen, c.toldRW = 0, false, false
 }
 
 // markTold writes seq as told through the told file kept open with agent's
@@ -400,10 +390,10 @@ func (w *Warm) markTold(agent, thread, dir string, seq int64) (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.kept[warmKey{agent, thread}]
-	if c == nil || c.dir != dir || !c.toldRW {
+	if c == nil || c.dir != dir {
 		return false, nil
 	}
-	return true, writeToldAt(c.toldFD, c.toldPath, seq)
+	return c.told.Write(seq)
 }
 
 // takeDir takes the folder kept open: -1 when none is.
@@ -419,14 +409,14 @@ func (c *warmConv) takeDir() int {
 // keptIDs takes the id index the turn before left open, when the turn
 // took its conversation warm: nothing changed since, so it holds every
 // message through the last seq. Nil when none was kept.
-func (t *turn) keptIDs() *idIndex {
+func (t *turn) keptIDs() *idempotency.Index {
 	if t.warm == nil {
 		return nil
 	}
 	x := t.warm.ids
 	t.warm.ids = nil
 	if x != nil {
-		x.made = false
+		x.Kept()
 	}
 	return x
 }

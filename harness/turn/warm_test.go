@@ -3,7 +3,6 @@ package turn
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
@@ -446,8 +446,8 @@ func TestWarmKeepsFiles(t *testing.T) {
 	if kept() != c {
 		t.Fatal("a turn that changed nothing in the folder left its conversation to be composed afresh")
 	}
-	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.toldOpen {
-		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.told.IsOpen() {
+		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.told.IsOpen())
 	}
 	// The folder kept open holds no lock between turns: another process's
 	// turn may take it.
@@ -490,14 +490,14 @@ func TestWarmKeepsFiles(t *testing.T) {
 		t.Errorf("message 2 sent again: %+v, want its answer told again", a)
 	}
 	ev := events(t, r, "t")
-	x, err := openIDs(chat)
+	x, err := idempotency.OpenIndex(chat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x.through > ev[len(ev)-1].Seq {
-		t.Errorf("the index on disk holds messages through %d; the conversation ends at %d", x.through, ev[len(ev)-1].Seq)
+	if x.Through() > ev[len(ev)-1].Seq {
+		t.Errorf("the index on disk holds messages through %d; the conversation ends at %d", x.Through(), ev[len(ev)-1].Seq)
 	}
-	x.close()
+	x.Close()
 	r.Warm.Release()
 	if a := send("3"); !a.Repeat {
 		t.Errorf("message 3 sent again after the warm conversation was let go of: %+v, want its answer told again", a)
@@ -508,43 +508,7 @@ func TestWarmKeepsFiles(t *testing.T) {
 	send("6")
 	c = kept()
 	r.Rest()
-	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.open || c.toldOpen {
-		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.open || c.told.IsOpen() {
+		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.open, c.told.IsOpen())
 	}
-}
-
-// A slot added again, by a turn catching up after a header that was not
-// written, is not added twice, and counts once.
-func TestIDIndexAddedAgain(t *testing.T) {
-	dir := t.TempDir()
-	x, err := openIDs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.add("a", 1); err != nil {
-		t.Fatal(err)
-	}
-	x.discard()
-	if x, err = openIDs(dir); err != nil || x.through != 0 || x.count != 0 {
-		t.Fatalf("reopened: %+v %v; want the header as it was", x, err)
-	}
-	if err := x.put([]idEntry{{idHash("a"), 1}}); err != nil {
-		t.Fatal(err)
-	}
-	x.setThrough(1)
-	x.close()
-	b, err := os.ReadFile(filepath.Join(dir, IDsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slots := 0
-	for i := idsHeader; i+idsSlot <= len(b); i += idsSlot {
-		if binary.LittleEndian.Uint64(b[i:]) != 0 {
-			slots++
-		}
-	}
-	if x, err = openIDs(dir); err != nil || x.count != 1 || slots != 1 {
-		t.Errorf("%d slots taken, count %d (%v); want 1", slots, x.count, err)
-	}
-	x.close()
 }
