@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -263,7 +264,7 @@ func TestSummaryRequestGolden(t *testing.T) {
 			}})
 			at := time.Date(2026, 12, 2, 10, 45, 0, 0, time.UTC)
 			r.Now = func() time.Time { return at }
-			populate(t, r.Agent.Dir, modelName)
+			hometest.Populate(t, r.Agent.Dir, modelName)
 			s, err := settings.Read(filepath.Join(r.Agent.Dir, "config.json"))
 			if err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
+	"lnk.dev/linkharness/harness/instructions"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -388,24 +389,23 @@ type turn struct {
 	warmed  bool
 	touched bool
 
-	startConn   string             // the connection of the conversation's first message, as open read it
-	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
-	tools       []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
-	offer       *tools.Turn        // the tools the turn offers, and the sessions it opened
-	composed    []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
-	paths       homePaths          // the paths the prompt reads, set when it is composed
-	release     func()             // lets the conversation's lease go, for a store that keeps leases
-	window      *windowSlice       // the slices the window is decoded into, given back when the turn ends
-	ids         *idempotency.Index // the conversation's id index; nil once it could not be written
-	resumed     int64              // the seq of the message when a turn that ended first took it: this one goes on from it
-	timeout     time.Duration      // the turn's whole time, [turn] timeout
-	after       *compaction        // the summary to ask for once the answer is given; nil when none is due
-	share       int                // the conversation's share of the window, in rough tokens
-	madeRoom    bool               // the window outgrew its room between rounds, and what left was summarized or dropped
-	msg         *Message           // the turn's message, and
-	set         *settings.Settings // its settings, for composing the instructions again
-	facts       *facts.Book        // the model facts as the turn first read them (factsBook)
-	missingTurn uint64             // the turn's number in the prompt's missing files (see unchanged); 0 before it looks at one
+	startConn   string              // the connection of the conversation's first message, as open read it
+	cacheThread string              // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
+	tools       []prompt.ToolText   // what the tools the turn offers say of themselves, set before the prompt is composed
+	offer       *tools.Turn         // the tools the turn offers, and the sessions it opened
+	composed    []prompt.Section    // the prompt's sections as this turn read them, for a fallback model
+	release     func()              // lets the conversation's lease go, for a store that keeps leases
+	window      *windowSlice        // the slices the window is decoded into, given back when the turn ends
+	ids         *idempotency.Index  // the conversation's id index; nil once it could not be written
+	resumed     int64               // the seq of the message when a turn that ended first took it: this one goes on from it
+	timeout     time.Duration       // the turn's whole time, [turn] timeout
+	after       *compaction         // the summary to ask for once the answer is given; nil when none is due
+	share       int                 // the conversation's share of the window, in rough tokens
+	madeRoom    bool                // the window outgrew its room between rounds, and what left was summarized or dropped
+	msg         *Message            // the turn's message, and
+	set         *settings.Settings  // its settings, for composing the instructions again
+	facts       *facts.Book         // the model facts as the turn first read them (factsBook)
+	instr       instructions.Reader // what the turn read of the agent's home (see reader)
 
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
@@ -479,9 +479,9 @@ func (r *Runner) Rest() {
 
 // runnerCache is what a Runner's turns keep of what they read, until Rest.
 type runnerCache struct {
-	prompts  promptCache  // what the prompt read of the agent's files, until they change
-	facts    facts.Cache  // the user's model facts, until they change, when the Runner has no Facts
-	runtimes runtimeCache // what runtimes said of their models, for a minute
+	prompts  instructions.Cache // what the turn read of the agent's home, until its files change
+	facts    facts.Cache        // the user's model facts, until they change, when the Runner has no Facts
+	runtimes runtimeCache       // what runtimes said of their models, for a minute
 }
 
 // caches is what the Runner's turns keep, made when the last Rest let go
@@ -685,36 +685,6 @@ func (t *turn) appendAgain(ctx context.Context, seq int64) error {
 		return nil
 	}
 	return t.conv.Append(ctx, seq, again)
-}
-
-func (t *turn) settings() (settings.Settings, error) {
-	if t.r.Settings != nil {
-		return *t.r.Settings, nil
-	}
-	path, err := t.r.Agent.Path(home.Config, "")
-	if err != nil {
-		return settings.Settings{}, err
-	}
-	// A home with no config.json has the defaults; while the home folder
-	// is unchanged, it still has none, told by the one stat of the folder
-	// the prompt's missing files share (see unchanged).
-	if t.missingTurn == 0 {
-		t.missingTurn = t.c.prompts.missing.Turn()
-	}
-	missing := &t.c.prompts.missing
-	gone, known := missing.Missing(path, t.missingTurn)
-	if gone {
-		return settings.Defaults(), nil
-	}
-	seen := t.c.prompts.kernelNow()
-	s, found, err := settings.ReadFound(path)
-	switch {
-	case err == nil && !found:
-		missing.Gone(path, t.missingTurn, seen)
-	case found && known:
-		missing.Forget(path)
-	}
-	return s, err
 }
 
 // appendAnswer appends the model's answer with what the provider reported
