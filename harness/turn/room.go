@@ -86,16 +86,16 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	ask := prompt.SummaryAskFirst(name, notes)
 	budget := t.share - window.Tokens(ask) - 8
 	k, used := len(leaving), 0
-	for k > 0 && used+eventTokens(&leaving[k-1]) <= budget {
+	for k > 0 && used+prompt.EventTokens(&leaving[k-1]) <= budget {
 		k--
-		used += eventTokens(&leaving[k])
+		used += prompt.EventTokens(&leaving[k])
 	}
 	msgs := prompt.CallsAsText(prompt.Messages(leaving[k:]))
 	if len(msgs) == 0 {
 		return nil, ErrNoSummary
 	}
 	sreq := *req
-	sreq.Messages, sreq.Prefix = withNote(msgs, ask), nil
+	sreq.Messages, sreq.Prefix = prompt.WithNote(msgs, ask), nil
 	sreq.CacheThrough = 0
 	ss := *s
 	resp, u, calls, err := t.askSummary(ctx, &ss, &sreq, notes)

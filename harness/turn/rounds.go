@@ -171,22 +171,6 @@ func (t *turn) roundsSpent(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// withNote is msgs with note added to the last user message, or as a user
-// message of its own after an assistant's.
-func withNote(msgs []model.Message, note string) []model.Message {
-	n := len(msgs)
-	if n == 0 || msgs[n-1].Role != "user" {
-		return append(msgs, model.Message{Role: "user", Text: note})
-	}
-	out := append([]model.Message(nil), msgs...)
-	if out[n-1].Text != "" {
-		out[n-1].Text += "\n\n" + note
-	} else {
-		out[n-1].Text = note
-	}
-	return out
-}
-
 // runCalls runs one round's calls at once and appends each tool's answer as
 // it comes, the first to answer first. A call is always answered: by the
 // tool, or with why it was not.

@@ -436,7 +436,7 @@ func (t *turn) keepEvent(b []byte) {
 	}
 	w.log = append(w.log, e)
 	w.size = append(w.size, len(b))
-	w.toks = append(w.toks, eventTokens(&e))
+	w.toks = append(w.toks, prompt.EventTokens(&e))
 }
 
 // dropWarm keeps nothing of the turn for the next: what it wrote is not
@@ -461,7 +461,7 @@ func (t *turn) messages(req *model.Request, events []event.Event, provider strin
 			req.Messages = prompt.CallsAsText(req.Messages)
 		}
 		if note != "" {
-			req.Messages = withNote(req.Messages, note)
+			req.Messages = prompt.WithNote(req.Messages, note)
 		}
 		return
 	}
@@ -471,7 +471,7 @@ func (t *turn) messages(req *model.Request, events []event.Event, provider strin
 		req.Messages = m.asText(req.Messages)
 	}
 	if note != "" {
-		req.Messages = withNote(req.Messages, note)
+		req.Messages = prompt.WithNote(req.Messages, note)
 	}
 	m.encode(req, provider, text)
 }

@@ -129,7 +129,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		if derr = t.dec.Decode(ev, e); derr != nil {
 			return false
 		}
-		tok := eventTokens(e)
+		tok := prompt.EventTokens(e)
 		toks = append(toks, tok)
 		if t.warm != nil {
 			sizes = append(sizes, len(ev))
@@ -193,7 +193,7 @@ func (t *turn) tokensOf(events []event.Event) []int {
 		t.winToks, n = t.winToks[:0], 0
 	}
 	for i := n; i < len(events); i++ {
-		t.winToks = append(t.winToks, eventTokens(&events[i]))
+		t.winToks = append(t.winToks, prompt.EventTokens(&events[i]))
 	}
 	if len(events) > 0 {
 		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
@@ -211,7 +211,7 @@ func windowItems(dst []window.Item, events []event.Event, toks []int) []window.I
 		if toks != nil {
 			n = toks[i]
 		} else {
-			n = eventTokens(e)
+			n = prompt.EventTokens(e)
 		}
 		items[i] = window.Item{Seq: e.Seq, Tokens: n, CanStart: e.Type == event.TypeMessage,
 			Ends: e.Type == event.TypeAnswer && len(e.Calls) == 0}
@@ -247,19 +247,3 @@ func opened(start int64, events []event.Event, items []window.Item) ([]event.Eve
 	clear(events[k:])
 	return events[:k], items[:k]
 }
-
-// eventTokens is an event's rough share of the prompt; a summary's
-// includes the words that open it.
-func eventTokens(e *event.Event) int {
-	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
-	for _, c := range e.Calls {
-		n += window.Tokens(c.Name) + len(c.Args)/4
-	}
-	if e.Type == event.TypeSummary {
-		n += summaryHeadTokens
-	}
-	return n + 4
-}
-
-// summaryHeadTokens is the rough count of the words opening a summary.
-var summaryHeadTokens = window.Tokens(prompt.SummaryHead)
