@@ -107,14 +107,14 @@ type Runner struct {
 	Facts *facts.Cache
 
 	// HoldHome has each turn hold the agent's home shared while it runs,
-	// and while what it composed is kept warm (see homeHold), so lnk agent
+	// and while what it composed is kept warm (see home.Hold), so lnk agent
 	// chat convert and repair, which hold it exclusive, never run beside a
 	// turn: a message while they run is home.ErrConverting, nothing of it
 	// written.
 	HoldHome bool
 
 	locks   keyedMutex
-	home    homeHold             // the home's lock while a turn runs or a conversation is warm, with HoldHome
+	home    home.Hold            // the home's lock while a turn runs or a conversation is warm, with HoldHome
 	telling idempotency.Tellings // answers given and not yet marked told
 	cache   atomic.Pointer[runnerCache]
 }
@@ -285,10 +285,10 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	h.in.mu.Unlock()
 
 	if r.HoldHome {
-		if err := r.home.take(r.Agent.Dir); err != nil {
+		if err := r.home.Take(r.Agent.Dir); err != nil {
 			return Answer{}, err
 		}
-		ends.add(r.home.drop)
+		ends.add(r.home.Drop)
 	}
 	start := r.now()
 	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
@@ -451,7 +451,7 @@ func (t *turn) close() {
 		t.warm.ids, t.ids = t.ids, nil
 		if t.r.HoldHome && t.warm.home == nil {
 			t.warm.home = &t.r.home
-			t.r.home.ref()
+			t.r.home.Ref()
 		}
 		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
 		return

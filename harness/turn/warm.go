@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -92,7 +93,7 @@ type warmConv struct {
 	told    idempotency.Told   // the told file, open (see readTold)
 	ids     *idempotency.Index // the id index, open, through last; nil when not kept
 	copy    keptCopy           // the copy for people, open
-	home    *homeHold          // the agent's home, held while this is kept; nil: not held (see Runner.HoldHome)
+	home    *home.Hold         // the agent's home, held while this is kept; nil: not held (see Runner.HoldHome)
 
 	// log is the conversation's events from log[0].Seq through last, in
 	// the log's order, as decoded from the store; size and toks are each
@@ -373,7 +374,7 @@ func (c *warmConv) closeFiles() {
 	c.ids = nil
 	c.copy.close()
 	if c.home != nil {
-		c.home.drop()
+		c.home.Drop()
 		c.home = nil
 	}
 }
