@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
@@ -188,7 +189,7 @@ func checkCopy(t *testing.T, r *Runner, thread string) {
 	}
 	defer conv.Close()
 	var whole strings.Builder
-	if _, err := WriteCopy(context.Background(), &whole, r.Agent.Name, conv); err != nil {
+	if _, err := chatcopy.Write(context.Background(), &whole, r.Agent.Name, conv); err != nil {
 		t.Fatal(err)
 	}
 	got := readCopy(t, r, thread)

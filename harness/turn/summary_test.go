@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/internal/hometest"
 	"lnk.dev/linkharness/harness/metrics"
@@ -167,10 +168,10 @@ func TestSummaryAfterTheAnswer(t *testing.T) {
 	}
 	defer conv.Close()
 	var plain, shown strings.Builder
-	if _, err := WriteCopy(context.Background(), &plain, "ada", conv); err != nil {
+	if _, err := chatcopy.Write(context.Background(), &plain, "ada", conv); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteCopyWithSummaries(context.Background(), &shown, "ada", conv); err != nil {
+	if _, err := chatcopy.WriteWithSummaries(context.Background(), &shown, "ada", conv); err != nil {
 		t.Fatal(err)
 	}
 	if plain.String() != string(b) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
@@ -298,7 +299,7 @@ func TestCopyRemade(t *testing.T) {
 	var whole strings.Builder
 	conv, _ := r.Conversation("c")
 	defer conv.Close()
-	if _, err := WriteCopy(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
+	if _, err := chatcopy.Write(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
 		t.Fatalf("the copy added to differs from one made from the events (%v):\n%s\n---\n%s", err, c, whole.String())
 	}
 }

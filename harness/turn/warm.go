@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
@@ -92,7 +93,7 @@ type warmConv struct {
 	dirOpen bool               // when this is set
 	told    idempotency.Told   // the told file, open (see readTold)
 	ids     *idempotency.Index // the id index, open, through last; nil when not kept
-	copy    keptCopy           // the copy for people, open
+	copy    chatcopy.File      // the copy for people, open
 	home    *home.Hold         // the agent's home, held while this is kept; nil: not held (see Runner.HoldHome)
 
 	// log is the conversation's events from log[0].Seq through last, in
@@ -372,7 +373,7 @@ func (c *warmConv) closeFiles() {
 	c.told.Close()
 	c.ids.Discard() // see idempotency.Index: another turn may have written it since
 	c.ids = nil
-	c.copy.close()
+	c.copy.Close()
 	if c.home != nil {
 		c.home.Drop()
 		c.home = nil

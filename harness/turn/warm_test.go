@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
@@ -421,7 +422,7 @@ func TestWarmKeepsFiles(t *testing.T) {
 		}
 		defer conv.Close()
 		var want bytes.Buffer
-		if _, err := WriteCopy(ctx, &want, "ada", conv); err != nil {
+		if _, err := chatcopy.Write(ctx, &want, "ada", conv); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, want.Bytes()) {
@@ -446,8 +447,8 @@ func TestWarmKeepsFiles(t *testing.T) {
 	if kept() != c {
 		t.Fatal("a turn that changed nothing in the folder left its conversation to be composed afresh")
 	}
-	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.told.IsOpen() {
-		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.told.IsOpen())
+	if !c.dirOpen || c.ids == nil || !c.copy.IsOpen() || !c.told.IsOpen() {
+		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.IsOpen(), c.told.IsOpen())
 	}
 	// The folder kept open holds no lock between turns: another process's
 	// turn may take it.
@@ -470,7 +471,7 @@ func TestWarmKeepsFiles(t *testing.T) {
 	send("3")
 	copyIsWhole("after the copy was replaced")
 	send("4")
-	if c := kept(); !c.copy.open {
+	if c := kept(); !c.copy.IsOpen() {
 		t.Fatal("the copy is not kept open again")
 	}
 	// Written to in place, the folder as it was: the size left is not the
@@ -508,7 +509,7 @@ func TestWarmKeepsFiles(t *testing.T) {
 	send("6")
 	c = kept()
 	r.Rest()
-	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.open || c.told.IsOpen() {
-		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.open, c.told.IsOpen())
+	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.IsOpen() || c.told.IsOpen() {
+		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.IsOpen(), c.told.IsOpen())
 	}
 }
