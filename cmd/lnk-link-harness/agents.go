@@ -26,6 +26,7 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 )
 
 // unit is one agent to serve: its name, home, key and address, and, from
@@ -225,7 +226,7 @@ type shared struct {
 	environ []string         // the process's environment
 	log     *slog.Logger     //
 	ending  context.Context  // done once a graceful stop's grace is over
-	warm    *turn.Warm       // what turns keep for their conversations' next
+	warm    *warm.Cache      // what turns keep for their conversations' next
 	turns   *budget.Turns    // the turns in flight, bounded
 	model   *http.Client     // the model proxy's client, its idle connections the process's
 	tools   *http.Client     // the tool servers' client, its idle connections the process's

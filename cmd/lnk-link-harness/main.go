@@ -35,6 +35,7 @@ import (
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 )
 
 const usage = `usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]
@@ -155,7 +156,7 @@ func serve(args, environ []string) error {
 	// next turn while it is in use: let go of when the process goes idle
 	// and when an agent sleeps.
 	// What the warm cache keeps open between turns, counted.
-	warm := &turn.Warm{Pool: budget.NewPool(plan.Cached())}
+	warm := &warm.Cache{Pool: budget.NewPool(plan.Cached())}
 	sh := newShared(environ, log, ending, warm, budget.NewTurns(plan.MaxTurns))
 	opts := server.Options{Log: log, Warm: warm, CloseIdle: sh.closeIdle, Metrics: sh.metrics, Turns: sh.turns}
 	if *idleFree > 0 {
@@ -308,7 +309,7 @@ loop:
 }
 
 // newShared is what the agents of a process share.
-func newShared(environ []string, log *slog.Logger, ending context.Context, warm *turn.Warm, turns *budget.Turns) shared {
+func newShared(environ []string, log *slog.Logger, ending context.Context, warm *warm.Cache, turns *budget.Turns) shared {
 	return shared{
 		environ: environ, log: log, ending: ending, warm: warm, turns: turns,
 		// The process's one client of the model proxy, speaking HTTP/1.1

@@ -29,7 +29,7 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 	if err != nil {
 		return err
 	}
-	kept := t.takeCopy()
+	kept := t.warm.TakeCopy()
 	if k, ok := ability[interface{ KeepsNoCopy() bool }](t.conv); ok && k.KeepsNoCopy() {
 		kept.Close()
 		t.touched = true
@@ -68,29 +68,8 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 		return err
 	}
 	t.written += int64(wrote)
-	t.keepCopy(c)
+	t.warm.KeepCopy(c)
 	return nil
-}
-
-// takeCopy takes the copy the turn before kept open; the zero chatcopy.File
-// when none was.
-func (t *turn) takeCopy() chatcopy.File {
-	if t.warm == nil {
-		return chatcopy.File{}
-	}
-	c := t.warm.copy
-	t.warm.copy = chatcopy.File{}
-	return c
-}
-
-// keepCopy keeps c open for the next turn when the conversation is kept
-// warm; else closes it.
-func (t *turn) keepCopy(c chatcopy.File) {
-	if t.warm == nil {
-		c.Close()
-		return
-	}
-	t.warm.copy = c
 }
 
 // remakeCopy makes the copy again from every event, when it was cut short

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/event"
@@ -31,9 +32,9 @@ var ErrNoOpener = errors.New("turn: the runner has no Opener for its conversatio
 // open opens the conversation, takes its lease where its store keeps
 // leases, and checks its folder holds this thread; or takes it as its
 // last turn in this process left it, when nothing changed since (see
-// warm.go).
+// package warm).
 func (t *turn) open(ctx context.Context, kind string) error {
-	if w := t.r.Warm.take(t.r.Agent.Name, t.thread, t.dir); w != nil {
+	if w := t.r.Warm.Take(t.r.Agent.Name, t.thread, t.dir); w != nil {
 		if ok, err := t.openWarm(ctx, w); ok || err != nil {
 			return err
 		}
@@ -52,9 +53,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err := t.hold(ctx, conv, -1); err != nil {
 		return err
 	}
-	if t.r.Warm != nil {
-		t.warm = &warmConv{dir: t.dir, conv: conv}
-	}
+	t.warm = t.r.Warm.New(t.dir, conv)
 	if t.last == 0 {
 		if !made {
 			// A folder with no event yet may be one whose maker died
@@ -80,9 +79,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if first != t.thread {
 		return fmt.Errorf("%w: %q holds %q, not %q", ErrThreadClash, t.dir, first, t.thread)
 	}
-	if t.warm != nil {
-		t.warm.startConn, t.warm.cacheThread = t.startConn, t.cacheThread
-	}
+	t.warm.SetFirst(t.startConn, t.cacheThread)
 	return nil
 }
 
@@ -92,25 +89,25 @@ func (t *turn) open(ctx context.Context, kind string) error {
 // folder's path naming the folder it left, with the same times. It reports
 // false, w let go of and nothing held, when something changed: the
 // conversation is opened afresh.
-func (t *turn) openWarm(ctx context.Context, w *warmConv) (bool, error) {
-	conv, fd := w.conv, w.takeDir()
-	w.conv = nil // the turn's: closed when it ends unless kept again
+func (t *turn) openWarm(ctx context.Context, w *warm.Conv) (bool, error) {
+	conv, fd := w.Conv, w.TakeDir()
+	w.Conv = nil // the turn's: closed when it ends unless kept again
 	if err := t.hold(ctx, conv, fd); err != nil {
-		w.close()
+		w.Close()
 		return false, err
 	}
-	if folder, err := t.folderAt(); t.last != w.last || err != nil || folder != w.folder {
-		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.last)
+	if folder, err := t.folderAt(); t.last != w.Last || err != nil || folder != w.Folder {
+		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.Last)
 		t.release()
 		t.conv.Close()
 		t.conv, t.release, t.last = nil, nil, 0
-		w.close() // the files kept with it
+		w.Close() // the files kept with it
 		return false, nil
 	}
-	w.conv = conv
+	w.Conv = conv
 	t.warm = w
-	t.folder, t.warmed = w.folder, true
-	t.startConn, t.cacheThread = w.startConn, w.cacheThread
+	t.folder, t.warmed = w.Folder, true
+	t.startConn, t.cacheThread = w.StartConn, w.CacheThread
 	return true, nil
 }
 
@@ -184,25 +181,18 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 	return r.Open(dir, "")
 }
 
-// folderKey tells a conversation's folder and its version: a name made,
-// removed or renamed in it changes its times.
-type folderKey struct {
-	dev, ino     uint64
-	mtime, ctime int64
-}
-
 // folderNow is the conversation's folder's key as the turn holds it
 // locked; the zero key for a store that keeps leases, whose folder holds
 // no events.
-func (t *turn) folderNow() (folderKey, error) {
+func (t *turn) folderNow() (warm.Folder, error) {
 	if !t.locked {
-		return folderKey{}, nil
+		return warm.Folder{}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(t.folderFD, &st); err != nil {
-		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
+		return warm.Folder{}, fmt.Errorf("turn: %s: %w", t.dir, err)
 	}
-	return folderKeyOf(&st), nil
+	return warm.FolderOf(&st), nil
 }
 
 // folderAt is the key of the folder the conversation's path names now,
@@ -210,19 +200,15 @@ func (t *turn) folderNow() (folderKey, error) {
 // the key is the one it left, for a name removed, made or renamed in it,
 // or the folder itself, changes its times. The zero key for a store that
 // keeps leases.
-func (t *turn) folderAt() (folderKey, error) {
+func (t *turn) folderAt() (warm.Folder, error) {
 	if !t.locked {
-		return folderKey{}, nil
+		return warm.Folder{}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(t.dir, &st); err != nil {
-		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
+		return warm.Folder{}, fmt.Errorf("turn: %s: %w", t.dir, err)
 	}
-	return folderKeyOf(&st), nil
-}
-
-func folderKeyOf(st *unix.Stat_t) folderKey {
-	return folderKey{dev: st.Dev, ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	return warm.FolderOf(&st), nil
 }
 
 // openFolder opens the conversation's folder dir, for its flock

@@ -18,7 +18,7 @@ import (
 // turn before in a warm conversation, and adds to it the messages of the
 // events it does not hold yet (idempotency.Index.CatchUp).
 func (t *turn) catchUpIDs(ctx context.Context) error {
-	x := t.keptIDs()
+	x := t.warm.TakeIDs()
 	if x == nil {
 		var err error
 		if x, err = idempotency.OpenIndex(t.dir); err != nil {

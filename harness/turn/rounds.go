@@ -87,7 +87,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if last {
 			note = LastRoundNote
 		}
-		t.messages(req, events, s.Provider(), len(req.Tools) == 0, note)
+		t.warm.Messages(req, events, s.Provider(), len(req.Tools) == 0, note)
 		said.Reset()
 		resp, err := t.callModel(ctx, s, req, func(frag string) {
 			said.WriteString(frag)

@@ -22,7 +22,7 @@ func (r *Runner) MarkTold(thread string, seq int64) error {
 		return err
 	}
 	defer r.telling.Done(dir, seq)
-	if ok, err := r.Warm.markTold(r.Agent.Name, thread, dir, seq); ok {
+	if ok, err := r.Warm.MarkTold(r.Agent.Name, thread, dir, seq); ok {
 		return err
 	}
 	return idempotency.WriteTold(dir, seq)
@@ -78,10 +78,7 @@ func (t *turn) untold(ctx context.Context) error {
 // kept in the pending folder pend, as before, is read and not kept open:
 // the next told is written in the conversation's folder.
 func (t *turn) readTold(pend string) (int64, bool, error) {
-	var f idempotency.Told
-	if t.warm != nil {
-		f, t.warm.told = t.warm.told, idempotency.Told{}
-	}
+	f := t.warm.TakeTold()
 	if !f.IsOpen() {
 		var (
 			ok  bool
@@ -94,10 +91,6 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 		}
 	}
 	told, err := f.Read()
-	if t.warm != nil {
-		t.warm.told = f
-	} else {
-		f.Close()
-	}
+	t.warm.KeepTold(f) // closed when nothing is kept
 	return told, true, err
 }

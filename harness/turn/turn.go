@@ -21,6 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -92,9 +93,9 @@ type Runner struct {
 	Settings *settings.Settings
 
 	// Warm, when not nil, keeps what a conversation's turn composed for
-	// its next turn in this process (see warm.go): the process's, shared
-	// by its Runners. Nil: each turn reads and composes all of it.
-	Warm *Warm
+	// its next turn in this process (see package warm): the process's,
+	// shared by its Runners. Nil: each turn reads and composes all of it.
+	Warm *warm.Cache
 
 	// Turns, when not nil, bounds the turns in flight in the process, the
 	// process's, shared by its Runners: a message that would begin a turn
@@ -372,7 +373,7 @@ type turn struct {
 	dec    event.Decoder
 	buf    []byte
 
-	warm *warmConv // what the turn keeps for the next, when its Runner has a Warm
+	warm *warm.Conv // what the turn keeps for the next, when its Runner has a Warm; nil: nothing
 
 	winToks  []int         // the tokens of the window's events, as the turn holds them (tokensOf)
 	winFirst int64         // the seq of the window's first event they count
@@ -385,7 +386,7 @@ type turn struct {
 	// folder is the folder's key as a warm turn found it, and touched
 	// says the turn made, removed or renamed a name in it (or may have):
 	// untouched, the key is the one to leave, without asking again.
-	folder  folderKey
+	folder  warm.Folder
 	warmed  bool
 	touched bool
 
@@ -417,7 +418,7 @@ type turn struct {
 }
 
 func (t *turn) close() {
-	t.flushIDs(t.keep && t.warm != nil && t.warm.conv != nil)
+	t.flushIDs(t.keep && t.warm != nil && t.warm.Conv != nil)
 	t.giveWindow()
 	t.offer.End()
 	if d, ok := t.conv.(store.Deferred); ok {
@@ -429,12 +430,12 @@ func (t *turn) close() {
 			t.keep = false
 		}
 	}
-	if t.keep && t.warm != nil && t.warm.conv != nil {
+	if t.keep && t.warm != nil && t.warm.Conv != nil {
 		var err error
 		if t.warmed && !t.touched && (t.ids == nil || !t.ids.Made()) {
-			t.warm.folder = t.folder
+			t.warm.Folder = t.folder
 		} else {
-			t.warm.folder, err = t.folderNow()
+			t.warm.Folder, err = t.folderNow()
 		}
 		t.keep = err == nil
 		t.keepDir = t.keep && t.locked
@@ -443,24 +444,22 @@ func (t *turn) close() {
 	if t.release != nil {
 		t.release()
 	}
-	if t.keep && t.warm != nil && t.warm.conv != nil {
+	if t.keep && t.warm != nil && t.warm.Conv != nil {
 		if t.keepDir {
-			t.warm.dirFD, t.warm.dirOpen = fd, true
+			t.warm.KeepDir(fd)
 		}
-		t.warm.last = t.last
-		t.warm.ids, t.ids = t.ids, nil
-		if t.r.HoldHome && t.warm.home == nil {
-			t.warm.home = &t.r.home
-			t.r.home.Ref()
+		t.warm.Last = t.last
+		t.warm.KeepIDs(t.ids)
+		t.ids = nil
+		if t.r.HoldHome {
+			t.warm.HoldHome(&t.r.home)
 		}
-		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
+		t.r.Warm.Put(t.r.Agent.Name, t.thread, t.warm)
 		return
 	}
 	t.ids.Discard() // its header written above, or let lag if the turn meant to keep it
 	t.ids = nil
-	if t.warm != nil { // what it kept open goes with it
-		t.warm.closeFiles()
-	}
+	t.warm.CloseFiles() // what it kept open goes with it
 	if t.conv != nil {
 		t.conv.Close()
 	}
@@ -631,10 +630,10 @@ func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context
 	}
 	t.written += int64(len(t.buf)) + 1
 	t.last = e.Seq
-	if e.Seq == 1 && t.warm != nil { // what open reads of the first event, for the next turn
-		t.warm.startConn, t.warm.cacheThread = e.Connection, cacheThreadOf(e.Extra)
+	if e.Seq == 1 { // what open reads of the first event, for the next turn
+		t.warm.SetFirst(e.Connection, cacheThreadOf(e.Extra))
 	}
-	t.keepEvent(t.buf)
+	t.warm.Add(&t.dec, t.buf)
 	return nil
 }
 

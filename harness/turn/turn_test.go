@@ -16,6 +16,7 @@ import (
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -32,7 +33,7 @@ func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Warm: &Warm{}}, model
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Warm: &warm.Cache{}}, model
 }
 
 // openLog keeps the tests' conversations as logs: the programs wire the

@@ -64,7 +64,7 @@ func (t *turn) giveWindow() {
 // latest checkpoint's start (or the first event), and returns the window's
 // events oldest first with where it starts. It stops early once what it has
 // read is more than the share, since a window never reaches further back.
-// The events the turn's Warm kept are read in place of the store's when
+// The events the turn's warm.Conv kept are read in place of the store's when
 // they reach back as far: the same steps find the same window.
 func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
 	t.keepWindow(nil)
@@ -96,28 +96,24 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		}
 		return true
 	}
-	if w := t.warm; w != nil && len(w.log) > 0 && w.log[len(w.log)-1].Seq == t.last {
+	if log, size, toks := t.warm.Events(t.last); len(log) > 0 {
 		// The events kept reach back as far when the same steps stop among
 		// them, or they begin with the conversation.
 		stop := -1
-		for i := len(w.log) - 1; i >= 0; i-- {
-			if !more(&w.log[i], w.size[i], w.toks[i]) {
+		for i := len(log) - 1; i >= 0; i-- {
+			if !more(&log[i], size[i], toks[i]) {
 				stop = i
 				break
 			}
 		}
-		if stop >= 0 || w.log[0].Seq == 1 {
-			stop = max(stop, 0)
-			w.log, w.size, w.toks = w.log[stop:], w.size[stop:], w.toks[stop:]
-			if stop > len(w.log) { // most of it left the window: the memory of what left goes
-				w.log, w.size, w.toks = slices.Clone(w.log), slices.Clone(w.size), slices.Clone(w.toks)
-			}
-			if n := len(w.log) + 8; cap(events) < n { // the turn adds a few
+		if stop >= 0 || log[0].Seq == 1 {
+			log, toks = t.warm.KeepFrom(max(stop, 0))
+			if n := len(log) + 8; cap(events) < n { // the turn adds a few
 				events = make([]event.Event, 0, n+n/4) // and the next turns a few more
 			}
-			events = append(events, w.log...)
+			events = append(events, log...)
 			t.keepWindow(events)
-			return t.windowFrom(events, w.toks, cp, share)
+			return t.windowFrom(events, toks, cp, share)
 		}
 		cp, found, tokens, bytes = window.Checkpoint{Start: 1}, false, 0, 0
 	}
@@ -151,8 +147,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 	}
 	if t.warm != nil { // kept, in the log's order, for the next turn
 		slices.Reverse(sizes)
-		sizes = sizes[len(sizes)-len(events):]
-		t.warm.log, t.warm.size, t.warm.toks = slices.Clone(events), sizes, slices.Clone(toks)
+		t.warm.KeepEvents(events, sizes[len(sizes)-len(events):], toks)
 	}
 	return t.windowFrom(events, toks, cp, share)
 }
