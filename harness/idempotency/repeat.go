@@ -121,3 +121,134 @@ func hasResult(events []event.Event, callID string) bool {
 	}
 	return false
 }
+
+// Sent is a message as sent, what tells it from another: its id, and for
+// one without, its sender's id, its connection and its text.
+type Sent struct {
+	ID, From, Connection, Text string
+}
+
+// History is a conversation as the turn that holds it reads it for these
+// rules: its events through Last, decoded with the turn's decoder, and
+// the turn's count of the bytes it read, added to.
+type History struct {
+	Conv store.Conversation
+	Last int64
+	Dec  *event.Decoder
+	Read *int64
+}
+
+// Taken returns the seq of the message m is, or 0: for an id, the message
+// carrying it, found in x; without one, the conversation's last message
+// when it is the same (SentAgain). With no index (x nil), none.
+func (h History) Taken(ctx context.Context, x *Index, m Sent) (int64, error) {
+	if x == nil {
+		return 0, nil
+	}
+	if m.ID == "" {
+		if x.LastMsg() == 0 {
+			return 0, nil
+		}
+		var e event.Event
+		ok, err := h.EventAt(ctx, x.LastMsg(), func(ev []byte) error { return h.Dec.Decode(ev, &e) })
+		if err != nil || !ok {
+			return 0, err
+		}
+		if SentAgain(&e, m.From, m.Connection, m.Text) {
+			return x.LastMsg(), nil
+		}
+		return 0, nil
+	}
+	seqs, err := x.Find(m.ID)
+	if err != nil {
+		return 0, err
+	}
+	for _, seq := range seqs { // a hash found is checked: a collision or a stale slot is not the message
+		if seq < 1 || seq > h.Last {
+			continue
+		}
+		is := false
+		ok, err := h.EventAt(ctx, seq, func(ev []byte) error {
+			id, message, err := event.MessageID(ev)
+			is = message && event.RawIs(id, m.ID)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		if ok && is {
+			return seq, nil
+		}
+	}
+	return 0, nil
+}
+
+// EventAt hands the event at seq to fn, and says whether there was one.
+func (h History) EventAt(ctx context.Context, seq int64, fn func([]byte) error) (bool, error) {
+	var (
+		found bool
+		ferr  error
+	)
+	err := h.Conv.Read(ctx, seq, store.Forward, func(s int64, ev []byte) bool {
+		*h.Read += int64(len(ev))
+		if s == seq {
+			found, ferr = true, fn(ev)
+		}
+		return false
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return false, fmt.Errorf("event %d: %w", seq, err)
+	}
+	return found, nil
+}
+
+// AnswerAfter returns the first answer after seq that calls no tool, the
+// one its message was told, and its seq: 0 when none was written.
+func (h History) AnswerAfter(ctx context.Context, seq int64) (int64, event.Event, error) {
+	var (
+		at  int64
+		e   event.Event
+		err error
+	)
+	rerr := h.Conv.Read(ctx, seq+1, store.Forward, func(seq int64, ev []byte) bool {
+		*h.Read += int64(len(ev))
+		if err = h.Dec.Decode(ev, &e); err != nil {
+			return false
+		}
+		if e.Type == event.TypeAnswer && len(e.Calls) == 0 {
+			at = seq
+			return false
+		}
+		return true
+	})
+	if rerr != nil {
+		return 0, event.Event{}, rerr
+	}
+	return at, e, err
+}
+
+// SeenBefore says whether m, a message steering a running turn whose
+// window holds events, was taken before: its turn is its own, which finds
+// it. With no index (x nil), the window's last message stands for the
+// conversation's.
+func (h History) SeenBefore(ctx context.Context, x *Index, m Sent, window []event.Event) (bool, error) {
+	if m.ID != "" && Holds(window, m.ID) {
+		return true, nil
+	}
+	if x == nil {
+		if m.ID != "" {
+			return false, nil
+		}
+		for i := len(window) - 1; i >= 0; i-- {
+			if e := &window[i]; e.Type == event.TypeMessage {
+				return SentAgain(e, m.From, m.Connection, m.Text), nil
+			}
+		}
+		return false, nil
+	}
+	at, err := h.Taken(ctx, x, m)
+	return at != 0, err
+}

@@ -677,7 +677,7 @@ func (t *turn) appendAgain(ctx context.Context, seq int64) error {
 		return nil
 	}
 	var again []byte
-	if _, err := t.eventAt(ctx, seq, func(ev []byte) error { again = append(again, ev...); return nil }); err != nil {
+	if _, err := t.history().EventAt(ctx, seq, func(ev []byte) error { again = append(again, ev...); return nil }); err != nil {
 		return err
 	}
 	if again == nil {
