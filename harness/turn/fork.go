@@ -122,20 +122,8 @@ func (r *Runner) toolsOf(ctx context.Context, thread string) (*tools.Only, error
 		return nil, err
 	}
 	defer conv.Close()
-	if meta, ok := ability[store.Meta](conv); ok {
-		b, err := meta.MetaGet(ctx, store.ToolsMeta)
-		switch {
-		case err == nil:
-			var kept []string
-			if err := json.Unmarshal(b, &kept); err != nil {
-				return nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
-			}
-			return &tools.Only{Entries: kept}, nil
-		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrUnsupported):
-			return nil, err
-		}
-	}
-	return tools.ReadOnly(r.Agent, thread)
+	meta, _ := ability[store.Meta](conv)
+	return tools.NarrowingOf(ctx, r.Agent, thread, meta)
 }
 
 // writeFork writes the fork's conversation: prefix, the first event naming
@@ -189,7 +177,8 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 		return true, nil
 	}
 	if only != nil {
-		if err := t.narrowTo(ctx, only.Entries); err != nil {
+		n, _ := ability[store.Narrower](t.conv)
+		if err := tools.NarrowNew(ctx, r.Agent, name, n, only.Entries); err != nil {
 			return false, err
 		}
 	}
@@ -215,19 +204,6 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 		return false, err
 	}
 	return false, nil
-}
-
-// narrowTo narrows a new conversation's tools to entries, where its store
-// keeps them or in tools.json.
-func (t *turn) narrowTo(ctx context.Context, entries []string) error {
-	if n, ok := ability[store.Narrower](t.conv); ok {
-		_, err := n.NarrowTools(ctx, entries)
-		if !errors.Is(err, store.ErrUnsupported) {
-			return err
-		}
-	}
-	_, err := tools.NarrowFile(t.r.Agent, t.thread, entries)
-	return err
 }
 
 // ErrTaken comes from Import when the thread holds a conversation already.

@@ -2,14 +2,10 @@ package turn
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -256,68 +252,13 @@ func (t *turn) beginTools(ctx context.Context, m *Message) error {
 }
 
 // narrowing is the conversation's narrowing, narrowed first by later when
-// the message brings a list: in one step by a store that can and reads it
-// back (store.Narrower and store.Meta, found under the turn's lease), else
-// in tools.json beside the events.
+// the message brings a list (see tools.Narrowing), its store's abilities
+// found under the turn's lease.
 func (t *turn) narrowing(ctx context.Context, later []string) (*tools.Only, error) {
 	if later != nil {
 		later = t.r.Tools.Expand(later)
 	}
-	n, isNarrower := ability[store.Narrower](t.conv)
-	meta, hasMeta := ability[store.Meta](t.conv)
-	if isNarrower && hasMeta {
-		only, err := t.storeNarrowing(ctx, n, meta, later)
-		if !errors.Is(err, store.ErrUnsupported) {
-			return only, err
-		}
-	}
-	if later != nil {
-		return tools.NarrowFile(t.r.Agent, t.thread, later)
-	}
-	return tools.ReadOnly(t.r.Agent, t.thread)
-}
-
-// storeNarrowing is narrowing kept in the conversation's store.
-func (t *turn) storeNarrowing(ctx context.Context, n store.Narrower, meta store.Meta, later []string) (*tools.Only, error) {
-	if err := t.moveToolsFile(ctx, n); err != nil {
-		return nil, err
-	}
-	if later != nil {
-		kept, err := n.NarrowTools(ctx, later)
-		if err != nil {
-			return nil, err
-		}
-		return &tools.Only{Entries: kept}, nil
-	}
-	b, err := meta.MetaGet(ctx, store.ToolsMeta)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var kept []string
-	if err := json.Unmarshal(b, &kept); err != nil {
-		return nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
-	}
-	return &tools.Only{Entries: kept}, nil
-}
-
-// moveToolsFile narrows the store's list by a tools.json beside a
-// conversation its store narrows, and removes the file once the store
-// holds it: a list written there before (by a turn that did not look under
-// its lease) is never lost, so nothing it took away comes back.
-func (t *turn) moveToolsFile(ctx context.Context, n store.Narrower) error {
-	file, err := tools.ReadOnly(t.r.Agent, t.thread)
-	if file == nil || err != nil {
-		return err
-	}
-	if _, err := n.NarrowTools(ctx, file.Entries); err != nil {
-		return err
-	}
-	path, err := t.r.Agent.Path(home.ChatTools, t.thread)
-	if err != nil {
-		return err
-	}
-	return os.Remove(path)
+	n, _ := ability[store.Narrower](t.conv)
+	meta, _ := ability[store.Meta](t.conv)
+	return tools.Narrowing(ctx, t.r.Agent, t.thread, n, meta, later)
 }
