@@ -157,12 +157,12 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 	if err != nil {
 		return false, err
 	}
-	h, err := r.locks.lock(ctx, dir, nil)
+	h, err := r.locks.Lock(ctx, dir, nil)
 	if err != nil {
 		return false, err
 	}
-	defer h.unlock()
-	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, in: h.in, caller: ctx}
+	defer h.Unlock()
+	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, in: h.In, caller: ctx}
 	defer t.close()
 	s, err := t.settings()
 	if err != nil {
@@ -227,25 +227,7 @@ func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error
 }
 
 // Running returns the threads whose turns run in this process, in no order.
-func (r *Runner) Running() []string {
-	r.locks.mu.Lock()
-	ins := make([]*inbox, 0, len(r.locks.m))
-	for _, e := range r.locks.m {
-		if e.in != nil {
-			ins = append(ins, e.in)
-		}
-	}
-	r.locks.mu.Unlock()
-	var out []string
-	for _, in := range ins {
-		in.mu.Lock()
-		if in.thread != "" && !in.left {
-			out = append(out, in.thread)
-		}
-		in.mu.Unlock()
-	}
-	return out
-}
+func (r *Runner) Running() []string { return r.locks.Threads() }
 
 // cacheThreadKey is the key of a fork's first event naming the thread
 // whose provider cache key its requests carry: the conversation it was

@@ -69,7 +69,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	}
 	for round := first; ; round++ {
 		if round > MaxRounds {
-			t.in.close() // the call for those that steered it past the last round is the turn's last
+			t.in.Close() // the call for those that steered it past the last round is the turn's last
 		}
 		var err error
 		if events, err = t.takeSteers(ctx, events); err != nil {
@@ -104,7 +104,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		}
 		events = append(events, *answer)
 		if len(resp.Calls) == 0 {
-			t.in.answered(answer, reply == nil)
+			t.in.Answered(answer, reply == nil)
 			if reply == nil {
 				reply = answer
 			}

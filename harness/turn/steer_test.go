@@ -117,20 +117,8 @@ func waitTurn(t *testing.T, r *Runner, thread string, waiting, refs int) {
 		t.Fatal(err)
 	}
 	for {
-		r.locks.mu.Lock()
-		var in *inbox
-		n := 0
-		if e := r.locks.m[dir]; e != nil {
-			in, n = e.in, e.refs
-		}
-		r.locks.mu.Unlock()
-		if in != nil && n == refs {
-			in.mu.Lock()
-			w := len(in.waiting)
-			in.mu.Unlock()
-			if w == waiting {
-				return
-			}
+		if n, w, held := r.locks.Queue(dir); held && n == refs && w == waiting {
+			return
 		}
 		runtime.Gosched()
 	}

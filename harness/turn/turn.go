@@ -19,6 +19,7 @@ import (
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/warm"
@@ -114,9 +115,9 @@ type Runner struct {
 	// written.
 	HoldHome bool
 
-	locks   keyedMutex
-	home    home.Hold            // the home's lock while a turn runs or a conversation is warm, with HoldHome
-	telling idempotency.Tellings // answers given and not yet marked told
+	locks   running.Turns[Message] // the conversations' turns in this process, and their inboxes
+	home    home.Hold              // the home's lock while a turn runs or a conversation is warm, with HoldHome
+	telling idempotency.Tellings   // answers given and not yet marked told
 	cache   atomic.Pointer[runnerCache]
 }
 
@@ -198,42 +199,44 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 	if err != nil {
 		return Answer{}, err
 	}
-	var refusedBy *inbox // a turn that refused the message is not offered it again
+	var refusedBy *running.Inbox[Message] // a turn that refused the message is not offered it again
 	for {
 		var (
-			s     *steer
-			to    *inbox
-			offer func(*inbox) bool
+			s     *running.Steer[Message]
+			to    *running.Inbox[Message]
+			offer func(*running.Inbox[Message]) bool
 		)
 		if m.Tools == nil { // a list of tools narrows from a turn's beginning
-			offer = func(in *inbox) bool {
+			offer = func(in *running.Inbox[Message]) bool {
 				if in == refusedBy {
 					return false
 				}
-				s, to = in.offer(m, onText), in
+				s, to = in.Offer(m, onText), in
 				return s != nil
 			}
 		}
-		h, err := r.locks.lock(ctx, dir, offer)
+		h, err := r.locks.Lock(ctx, dir, offer)
 		if err != nil {
 			return Answer{}, err
 		}
 		if h == nil {
-			res := <-s.done
-			if res.refused {
+			res := s.Wait()
+			if res.Refused {
 				// Handed back: it waits for a turn of its own however
 				// long, its caller gone or not, as it would have been
 				// answered in the turn that handed it back.
 				refusedBy, ctx = to, context.WithoutCancel(ctx)
 				continue
 			}
-			return res.a, res.err
+			a := answerOf(to.Thread(), res.Told) // the thread of the turn it steered
+			a.Shared = res.Shared
+			return a, nil
 		}
 		// A message handed back by the turn it steered was taken: it has
 		// its turn whatever the bound, as it would have had in that one.
 		if refusedBy == nil {
 			if err := r.Turns.Begin(); err != nil {
-				h.unlock()
+				h.Unlock()
 				return Answer{}, err
 			}
 		} else {
@@ -253,12 +256,12 @@ func (r *Runner) Full(thread string) bool {
 		return false
 	}
 	dir, err := r.Agent.Path(home.Chat, thread)
-	return err == nil && !r.locks.held(dir)
+	return err == nil && !r.locks.Held(dir)
 }
 
 // take takes the turn of a conversation it holds, in the place Message
 // took for it.
-func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Message, onText func(string)) (Answer, error) {
+func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir string, m Message, onText func(string)) (Answer, error) {
 	var ends ends // what the turn lets go of when it ends, in reverse
 	detached := false
 	defer func() {
@@ -267,7 +270,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		}
 	}()
 	ends.add(r.Turns.End)
-	ends.add(h.unlock)
+	ends.add(h.Unlock)
 	if r.Stop != nil && r.Stop.Err() != nil {
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
@@ -280,10 +283,8 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	}
 	ending, endTurn := context.WithCancelCause(ctx)
 	ends.add(func() { endTurn(nil) })
-	h.in.endWith(endTurn)
-	h.in.mu.Lock()
-	h.in.thread = thread
-	h.in.mu.Unlock()
+	h.In.EndWith(endTurn)
+	h.In.SetThread(thread)
 
 	if r.HoldHome {
 		if err := r.home.Take(r.Agent.Dir); err != nil {
@@ -292,7 +293,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		ends.add(r.home.Drop)
 	}
 	start := r.now()
-	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
+	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, in: h.In, caller: caller, ending: ending}
 	ends.add(t.close)
 	a, err := t.answer(ctx, m, onText)
 	after := t.after
@@ -306,7 +307,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	if err == nil && r.Untold != nil && a.Seq != 0 {
 		r.telling.Add(dir, t.lastAnswer) // its callers mark it told
 	}
-	t.in.finish(thread) // from here a message waits for a turn of its own
+	t.in.Finish() // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
 	if err != nil {
@@ -366,9 +367,9 @@ type turn struct {
 	c      *runnerCache // the Runner's, as the turn began
 	thread string
 	dir    string
-	in     *inbox          // the messages that steer it
-	caller context.Context // the caller's: bounds waiting for another process's turn, as for one here
-	ending context.Context // ended by End: its rounds end with it, so an end always finds the message written
+	in     *running.Inbox[Message] // the messages that steer it, and End
+	caller context.Context         // the caller's: bounds waiting for another process's turn, as for one here
+	ending context.Context         // ended by End: its rounds end with it, so an end always finds the message written
 	conv   store.Conversation
 	dec    event.Decoder
 	buf    []byte
@@ -472,7 +473,7 @@ func (t *turn) close() {
 func (r *Runner) Rest() {
 	r.Warm.Forget(r.Agent.Name)
 	r.cache.Store(nil)
-	r.locks.rest()
+	r.locks.Rest()
 	r.telling.Rest()
 }
 
@@ -587,7 +588,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		if onText != nil {
 			onText(frag)
 		}
-		t.in.text(frag)
+		t.in.Text(frag)
 	}
 	rctx, stop := t.endable(ctx)
 	defer stop()

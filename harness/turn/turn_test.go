@@ -266,8 +266,8 @@ func TestOneTurnAtATime(t *testing.T) {
 			t.Errorf("%s ends with a %s", th, last.Type)
 		}
 	}
-	if len(r.locks.m) != 0 {
-		t.Errorf("locks held after the turns: %d", len(r.locks.m))
+	if n := r.locks.Len(); n != 0 {
+		t.Errorf("locks held after the turns: %d", n)
 	}
 }
 
