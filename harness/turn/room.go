@@ -6,6 +6,7 @@ import (
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store/event"
 )
@@ -82,7 +83,7 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	if len(stay.Calls) > 0 {
 		name = stay.Calls[0].Name
 	}
-	notes := s.Window.SaveNotes && t.offer != nil && t.offer.Offered(prompt.NotesTool) && ownerSpoke(leaving)
+	notes := s.Window.SaveNotes && t.offer != nil && t.offer.Offered(prompt.NotesTool) && summary.OwnerSpoke(leaving)
 	ask := prompt.SummaryAskFirst(name, notes)
 	budget := t.share - window.Tokens(ask) - 8
 	k, used := len(leaving), 0
@@ -104,9 +105,9 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	}
 	var e *event.Event
 	if err == nil {
-		c := &compaction{through: stay.Seq - 1, window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
+		c := &summary.Ask{Through: stay.Seq - 1, Window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
 		r := *resp
-		r.Usage, r.Cost = u.Usage, u.cost
+		r.Usage, r.Cost = u.Usage, u.Cost
 		e, err = t.appendSummary(ctx, &ss, c, &r, calls)
 	}
 	t.countSummary(&ss, err, u)

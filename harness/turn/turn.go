@@ -21,6 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/harness/window"
@@ -401,7 +402,7 @@ type turn struct {
 	ids         *idempotency.Index  // the conversation's id index; nil once it could not be written
 	resumed     int64               // the seq of the message when a turn that ended first took it: this one goes on from it
 	timeout     time.Duration       // the turn's whole time, [turn] timeout
-	after       *compaction         // the summary to ask for once the answer is given; nil when none is due
+	after       *summary.Ask        // the summary to ask for once the answer is given; nil when none is due
 	share       int                 // the conversation's share of the window, in rough tokens
 	madeRoom    bool                // the window outgrew its room between rounds, and what left was summarized or dropped
 	msg         *Message            // the turn's message, and
@@ -608,7 +609,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		t.log().Error("the copy for people not written", "error", err)
 	}
 	t.items = windowItems(t.items, all, t.tokensOf(all))
-	t.after = dueSummary(&s, req, all, t.items, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
+	t.after = summary.Due(&s, req, all, t.items, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }
 
