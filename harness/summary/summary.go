@@ -32,7 +32,7 @@ type Ask struct {
 
 // Due says whether a turn summarizes after its answer, and what it asks:
 // events are the window after the answer (its summary first, as sent, then
-// all the turn appended), items their window items, req the
+// all the turn appended), items their items (window.Items), req the
 // request the answer was made with, cp where the window started, share the
 // conversation's share of the window; canNote says the agent can write
 // notes (its tools offer prompt.NotesTool). Nil: none is due.

@@ -25,7 +25,7 @@ import (
 // where it starts.
 func (t *turn) makeRoom(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event) ([]event.Event, error) {
 	for range 4 { // each pass leaves at least half the share
-		t.items = windowItems(t.items, events, t.tokensOf(events))
+		t.items = window.Items(t.items, events, t.tokensOf(events))
 		items := t.items
 		total := 0
 		for _, it := range items {

@@ -608,7 +608,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.items = windowItems(t.items, all, t.tokensOf(all))
+	t.items = window.Items(t.items, all, t.tokensOf(all))
 	t.after = summary.Due(&s, req, all, t.items, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
 }

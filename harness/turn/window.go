@@ -159,8 +159,8 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	t.items = windowItems(t.items, events, toks)
-	events, items := opened(cp.Start, events, t.items)
+	t.items = window.Items(t.items, events, toks)
+	events, items := window.Opened(cp.Start, events, t.items)
 	next := window.Start(cp, items, share)
 	if next.Start != cp.Start && len(events) > 0 && events[0].Type == event.TypeSummary {
 		events, items = events[1:], items[1:] // the window moved past its summary: it starts bare
@@ -194,51 +194,4 @@ func (t *turn) tokensOf(events []event.Event) []int {
 		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
 	}
 	return t.winToks[:len(events)]
-}
-
-// windowItems is events as the window sees them, toks their tokens (nil:
-// counted here), in dst's memory when it has room.
-func windowItems(dst []window.Item, events []event.Event, toks []int) []window.Item {
-	items := slices.Grow(dst[:0], len(events))[:len(events)]
-	for i := range events {
-		e := &events[i]
-		n := 0
-		if toks != nil {
-			n = toks[i]
-		} else {
-			n = prompt.EventTokens(e)
-		}
-		items[i] = window.Item{Seq: e.Seq, Tokens: n, CanStart: e.Type == event.TypeMessage,
-			Ends: e.Type == event.TypeAnswer && len(e.Calls) == 0}
-		if e.Type == event.TypeSummary {
-			items[i].Through = max(e.Through, 1) // a summary is never taken for another event
-		}
-	}
-	return items
-}
-
-// opened puts the summary that opens a window starting at start (see
-// window.Opening) first, as the model sees it, and leaves out every other
-// summary: one covers what left before start, or is one the window moved
-// past. events and items are the window's from start on, in the log's order;
-// they are rearranged in place.
-func opened(start int64, events []event.Event, items []window.Item) ([]event.Event, []window.Item) {
-	if op := window.Opening(start, items); op > 0 {
-		s, it := events[op], items[op]
-		copy(events[1:op+1], events[:op])
-		copy(items[1:op+1], items[:op])
-		events[0], items[0] = s, it
-	}
-	k := 0
-	for i := range events {
-		if events[i].Type == event.TypeSummary && (i > 0 || items[0].Through != start-1) {
-			continue
-		}
-		if k != i {
-			events[k], items[k] = events[i], items[i]
-		}
-		k++
-	}
-	clear(events[k:])
-	return events[:k], items[:k]
 }
