@@ -79,10 +79,10 @@ func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Re
 	}
 	freq := *req
 	freq.Model = providerModel(fs.Provider(), fs.Model.Name)
-	if t.composed != nil {
+	if t.comp.sections != nil {
 		// The fallback's own instructions in the first's place, the rest of
 		// the prompt the same.
-		freq.System, freq.SystemStable = t.systemFor(s, t.composed, fs.Model.Name)
+		freq.System, freq.SystemStable = t.systemFor(s, t.comp.sections, fs.Model.Name)
 	}
 	freq.Window, freq.MaxTokens = size, room
 	return fs, &freq, nil
@@ -204,8 +204,8 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 // read once a turn: the window is sized and the answer priced with the
 // same facts, and the user's file is looked at once, not at each use.
 func (t *turn) factsBook() (*facts.Book, error) {
-	if t.facts != nil {
-		return t.facts, nil
+	if t.comp.facts != nil {
+		return t.comp.facts, nil
 	}
 	path, err := facts.UserPath(t.r.getenv)
 	if err != nil {
@@ -219,7 +219,7 @@ func (t *turn) factsBook() (*facts.Book, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.facts = book
+	t.comp.facts = book
 	return book, nil
 }
 

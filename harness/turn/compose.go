@@ -1,11 +1,23 @@
 package turn
 
 import (
+	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/instructions"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
 )
+
+// composing is what the turn read for its prompt.
+type composing struct {
+	home        instructions.Reader // what it read of the agent's home (see reader)
+	startConn   string              // the connection of the conversation's first message, as open read it
+	cacheThread string              // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
+	sections    []prompt.Section    // the prompt's sections as this turn read them, for a fallback model
+	msg         *Message            // the turn's message, and
+	set         *settings.Settings  // its settings, for composing the instructions again
+	facts       *facts.Book         // the model facts as the turn first read them (factsBook)
+}
 
 // The turn reads what the agent's home says, its settings and its
 // instructions, through package instructions, which keeps what it read in
@@ -13,10 +25,10 @@ import (
 
 // reader is the turn's reader of its agent's home, made at its first use.
 func (t *turn) reader() *instructions.Reader {
-	if t.instr.Cache == nil {
-		t.instr = instructions.Reader{Cache: &t.c.prompts, Agent: t.r.Agent, Now: t.r.Now, Log: t, Read: &t.read}
+	if t.comp.home.Cache == nil {
+		t.comp.home = instructions.Reader{Cache: &t.c.prompts, Agent: t.r.Agent, Now: t.r.Now, Log: t, Read: &t.read}
 	}
-	return &t.instr
+	return &t.comp.home
 }
 
 // settings are the agent's settings: those the Runner holds, else
@@ -34,7 +46,7 @@ func (t *turn) settings() (settings.Settings, error) {
 
 // sections reads the prompt's sections for message m.
 func (t *turn) sections(s *settings.Settings, m *Message) []prompt.Section {
-	return t.reader().Sections(s, t.tools, t.startConnection(m))
+	return t.reader().Sections(s, t.tools.words, t.startConnection(m))
 }
 
 // compose is the system prompt of sections, and its stable part's length.
@@ -55,7 +67,7 @@ func (t *turn) startConnection(m *Message) string {
 	if t.last == 1 && m != nil {
 		return m.Connection
 	}
-	return t.startConn
+	return t.comp.startConn
 }
 
 // LeftOut says in the log what the prompt left out, and why.

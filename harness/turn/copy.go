@@ -29,10 +29,10 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 	if err != nil {
 		return err
 	}
-	kept := t.warm.TakeCopy()
+	kept := t.warm.kept.TakeCopy()
 	if k, ok := ability[interface{ KeepsNoCopy() bool }](t.conv); ok && k.KeepsNoCopy() {
 		kept.Close()
-		t.touched = true
+		t.warm.touched = true
 		// A copy left from when the conversation was a log would be read
 		// in place of the events, and never grow again.
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -54,7 +54,7 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 	}
 	c, endsWell, err := chatcopy.Open(path, prev, kept)
 	if err != nil || c != kept {
-		t.touched = true // opened afresh: made, maybe
+		t.warm.touched = true // opened afresh: made, maybe
 	}
 	if err != nil {
 		return err
@@ -68,14 +68,14 @@ func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error
 		return err
 	}
 	t.written += int64(wrote)
-	t.warm.KeepCopy(c)
+	t.warm.kept.KeepCopy(c)
 	return nil
 }
 
 // remakeCopy makes the copy again from every event, when it was cut short
 // or written elsewhere.
 func (t *turn) remakeCopy(ctx context.Context, path string) error {
-	t.touched = true
+	t.warm.touched = true
 	n, err := chatcopy.Remake(ctx, path, t.r.Agent.Name, t.conv)
 	t.written += n
 	return err

@@ -76,11 +76,11 @@ func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
 // The steps before them are not, so a turn asked to end has its message
 // written, and answers it marked ended.
 func (t *turn) endable(ctx context.Context) (context.Context, func()) {
-	if t.ending == nil {
+	if t.ops.ending == nil {
 		return ctx, func() {}
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(t.ending, func() { cancel(context.Cause(t.ending)) })
+	stop := context.AfterFunc(t.ops.ending, func() { cancel(context.Cause(t.ops.ending)) })
 	return rctx, func() { stop(); cancel(nil) }
 }
 
@@ -103,8 +103,8 @@ func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Ch
 		return nil, nil, fmt.Errorf("writing the ended answer: %w", err)
 	}
 	events = append(events, *e)
-	t.in.Answered(e, reply != nil)
-	t.in.SetEnded(e)
+	t.ops.in.Answered(e, reply != nil)
+	t.ops.in.SetEnded(e)
 	t.log().Info("turn ended", "answer", e.Seq)
 	t.r.Metrics.Did(metrics.OpEnd)
 	if reply == nil {
@@ -115,7 +115,7 @@ func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Ch
 
 // appendEndedAnswer is appendAnswer marked ended.
 func (t *turn) appendEndedAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []event.Event) (*event.Event, error) {
-	t.endMark = true
-	defer func() { t.endMark = false }()
+	t.ops.endMark = true
+	defer func() { t.ops.endMark = false }()
 	return t.appendAnswer(ctx, s, resp, cp, events)
 }

@@ -162,7 +162,7 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 		return false, err
 	}
 	defer h.Unlock()
-	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, in: h.In, caller: ctx}
+	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, ops: operations{in: h.In, caller: ctx}}
 	defer t.close()
 	s, err := t.settings()
 	if err != nil {

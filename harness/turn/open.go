@@ -16,6 +16,15 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// folderLock is how the turn holds its conversation: the lease its store
+// keeps, or, for a store that keeps none, its folder's flock.
+type folderLock struct {
+	release func() // lets go of what was taken (see hold)
+	fd      int    // the conversation's folder, open and flocked, while locked
+	locked  bool
+	keepDir bool // the folder stays open when its flock is let go, for the next turn
+}
+
 // Opener opens the conversation kept in folder dir, which exists. What the
 // folder holds says how it is kept (a store.<driver> marker, events.zst, or
 // else the log); kind, the spec's [storage] conversations, says only how a
@@ -53,7 +62,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err := t.hold(ctx, conv, -1); err != nil {
 		return err
 	}
-	t.warm = t.r.Warm.New(t.dir, conv)
+	t.warm.kept = t.r.Warm.New(t.dir, conv)
 	if t.last == 0 {
 		if !made {
 			// A folder with no event yet may be one whose maker died
@@ -68,8 +77,8 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		t.read += int64(len(ev))
 		var e event.Event
 		if err := t.dec.Decode(ev, &e); err == nil {
-			first, t.startConn = e.Thread, e.Connection
-			t.cacheThread = cacheThreadOf(e.Extra)
+			first, t.comp.startConn = e.Thread, e.Connection
+			t.comp.cacheThread = cacheThreadOf(e.Extra)
 		}
 		return false
 	})
@@ -79,7 +88,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if first != t.thread {
 		return fmt.Errorf("%w: %q holds %q, not %q", ErrThreadClash, t.dir, first, t.thread)
 	}
-	t.warm.SetFirst(t.startConn, t.cacheThread)
+	t.warm.kept.SetFirst(t.comp.startConn, t.comp.cacheThread)
 	return nil
 }
 
@@ -98,23 +107,23 @@ func (t *turn) openWarm(ctx context.Context, w *warm.Conv) (bool, error) {
 	}
 	if folder, err := t.folderAt(); t.last != w.Last || err != nil || folder != w.Folder {
 		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.Last)
-		t.release()
+		t.lock.release()
 		t.conv.Close()
-		t.conv, t.release, t.last = nil, nil, 0
+		t.conv, t.lock.release, t.last = nil, nil, 0
 		w.Close() // the files kept with it
 		return false, nil
 	}
 	w.Conv = conv
-	t.warm = w
-	t.folder, t.warmed = w.Folder, true
-	t.startConn, t.cacheThread = w.StartConn, w.CacheThread
+	t.warm.kept = w
+	t.warm.folder, t.warm.taken = w.Folder, true
+	t.comp.startConn, t.comp.cacheThread = w.StartConn, w.CacheThread
 	return true, nil
 }
 
 // hold takes conv's lease where its store keeps leases, else the folder's
 // lock, on dirFD when it is not -1 (the folder as the turn before kept it
 // open), and reads its last seq. Held or not, t.conv is conv held and
-// t.release lets go of what was taken: it closes the folder, or only
+// t.lock.release lets go of what was taken: it closes the folder, or only
 // unlocks it when the turn keeps it (keepDir).
 func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) error {
 	// The lease before anything is read, so what the turn reads of the
@@ -128,7 +137,7 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 		}
 		return err
 	}
-	t.conv, t.release = held, release
+	t.conv, t.lock.release = held, release
 	if _, leased := held.(*store.Leased); !leased {
 		// A store that keeps no lease (the log, compact) is kept in this
 		// folder, so the folder's flock is its lease: a turn of another
@@ -140,16 +149,16 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 				return err
 			}
 		}
-		if err := flockFolder(ctx, t.caller, fd, t.dir); err != nil {
+		if err := flockFolder(ctx, t.ops.caller, fd, t.dir); err != nil {
 			unix.Close(fd)
 			return err
 		}
-		t.folderFD, t.locked = fd, true
-		t.release = func() {
-			t.locked = false
-			if !t.keepDir || unix.Flock(fd, unix.LOCK_UN) != nil {
+		t.lock.fd, t.lock.locked = fd, true
+		t.lock.release = func() {
+			t.lock.locked = false
+			if !t.lock.keepDir || unix.Flock(fd, unix.LOCK_UN) != nil {
 				unix.Close(fd)
-				t.keepDir = false
+				t.lock.keepDir = false
 			}
 			release()
 		}
@@ -185,11 +194,11 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 // locked; the zero key for a store that keeps leases, whose folder holds
 // no events.
 func (t *turn) folderNow() (warm.Folder, error) {
-	if !t.locked {
+	if !t.lock.locked {
 		return warm.Folder{}, nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(t.folderFD, &st); err != nil {
+	if err := unix.Fstat(t.lock.fd, &st); err != nil {
 		return warm.Folder{}, fmt.Errorf("turn: %s: %w", t.dir, err)
 	}
 	return warm.FolderOf(&st), nil
@@ -201,7 +210,7 @@ func (t *turn) folderNow() (warm.Folder, error) {
 // or the folder itself, changes its times. The zero key for a store that
 // keeps leases.
 func (t *turn) folderAt() (warm.Folder, error) {
-	if !t.locked {
+	if !t.lock.locked {
 		return warm.Folder{}, nil
 	}
 	var st unix.Stat_t

@@ -86,7 +86,7 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 	t.Helper()
 	ctx := context.Background()
 	dir, _ := r.Agent.Path(home.Chat, thread)
-	tt := &turn{r: r, c: r.caches(), thread: thread, dir: dir, tools: tools}
+	tt := &turn{r: r, c: r.caches(), thread: thread, dir: dir, tools: toolUse{words: tools}}
 	defer tt.close()
 	s, err := tt.settings()
 	if err != nil {
@@ -445,7 +445,7 @@ func TestRepositoryFollowsChanges(t *testing.T) {
 func TestToolsSection(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	s := settings.Defaults()
-	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture[1:]}
+	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolUse{words: toolsFixture[1:]}}
 	system, _ := prompt.Compose(tt.sections(&s, &Message{}))
 	if !strings.Contains(system, "## memory\n\nremember writes") || strings.Contains(system, "scheduler") {
 		t.Errorf("the tools' section:\n%s", system)
@@ -469,7 +469,7 @@ func composeWarm(tb testing.TB) func() {
 		tb.Fatal(err)
 	}
 	m := &Message{Text: "hi", Connection: "telegram"}
-	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture}
+	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolUse{words: toolsFixture}}
 	tt.compose(tt.sections(&s, m))
 	return func() {
 		tt.read = 0
@@ -509,7 +509,7 @@ func BenchmarkComposeJoin(b *testing.B) {
 	hometest.Populate(b, dir, "anthropic/claude-opus-5-5")
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
-	sections := (&turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture}).sections(&s, &Message{})
+	sections := (&turn{r: r, c: r.caches(), thread: "t", tools: toolUse{words: toolsFixture}}).sections(&s, &Message{})
 	b.ReportAllocs()
 	for b.Loop() {
 		prompt.Compose(sections)

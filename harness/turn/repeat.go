@@ -7,6 +7,13 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// onceState is what the turn holds for a message taken once.
+type onceState struct {
+	ids        *idempotency.Index // the conversation's id index; nil once it could not be written
+	resumed    int64              // the seq of the message when a turn that ended first took it: this one goes on from it
+	lastAnswer int64              // the seq of the last answer appended that calls nothing: the one told last
+}
+
 // A message is never asked twice (see package idempotency): one whose id
 // the conversation holds, or the last message sent again without one, is
 // the message taken before, told its answer again or its turn gone on
@@ -16,14 +23,14 @@ import (
 // turn before in a warm conversation, and adds to it the messages of the
 // events it does not hold yet (idempotency.Index.CatchUp).
 func (t *turn) catchUpIDs(ctx context.Context) error {
-	x := t.warm.TakeIDs()
+	x := t.warm.kept.TakeIDs()
 	if x == nil {
 		var err error
 		if x, err = idempotency.OpenIndex(t.dir); err != nil {
 			return err
 		}
 	}
-	t.ids = x
+	t.once.ids = x
 	read, err := x.CatchUp(ctx, t.conv, t.last)
 	t.read += read
 	return err
@@ -33,14 +40,14 @@ func (t *turn) catchUpIDs(ctx context.Context) error {
 // derived, so one that cannot be written is let go for the rest of the
 // turn, and the next turn adds what it missed.
 func (t *turn) addID(id string, seq int64) {
-	if t.ids == nil {
+	if t.once.ids == nil {
 		return
 	}
-	if err := t.ids.Add(id, seq); err != nil {
+	if err := t.once.ids.Add(id, seq); err != nil {
 		t.log().Warn("id index not written", "error", err)
-		t.ids.Close()
-		t.ids = nil
-		t.touched = true // a doubling may have failed halfway
+		t.once.ids.Close()
+		t.once.ids = nil
+		t.warm.touched = true // a doubling may have failed halfway
 	}
 }
 
@@ -48,19 +55,19 @@ func (t *turn) addID(id string, seq int64) {
 // writing its header while the turn holds the conversation; for an index
 // kept open in a warm conversation only once it lags (see idempotency.Index). It
 // stays open, to be kept or discarded.
-func (t *turn) flushIDs(warm bool) {
-	if t.ids == nil {
+func (t *turn) flushIDs(kept bool) {
+	if t.once.ids == nil {
 		return
 	}
-	t.ids.SetThrough(t.last)
-	if warm && !t.ids.Lags() {
+	t.once.ids.SetThrough(t.last)
+	if kept && !t.once.ids.Lags() {
 		return
 	}
-	if err := t.ids.Flush(); err != nil {
+	if err := t.once.ids.Flush(); err != nil {
 		t.log().Warn("id index not written", "error", err)
-		t.ids.Close()
-		t.ids = nil
-		t.touched = true
+		t.once.ids.Close()
+		t.once.ids = nil
+		t.warm.touched = true
 	}
 }
 
@@ -72,7 +79,7 @@ func (t *turn) repeated(ctx context.Context, m *Message) (Answer, int64, error) 
 		return Answer{}, 0, nil
 	}
 	h := t.history()
-	at, err := h.Taken(ctx, t.ids, sent(m))
+	at, err := h.Taken(ctx, t.once.ids, sent(m))
 	if err != nil || at == 0 {
 		return Answer{}, 0, err
 	}
@@ -86,7 +93,7 @@ func (t *turn) repeated(ctx context.Context, m *Message) (Answer, int64, error) 
 // seenBefore says whether a message steering the turn, whose window holds
 // events, was taken before: its turn is its own, which finds it.
 func (t *turn) seenBefore(ctx context.Context, m *Message, events []event.Event) (bool, error) {
-	return t.history().SeenBefore(ctx, t.ids, sent(m), events)
+	return t.history().SeenBefore(ctx, t.once.ids, sent(m), events)
 }
 
 // history is the conversation as the turn reads it for package

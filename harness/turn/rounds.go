@@ -16,6 +16,12 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// toolUse is the tools the turn offers.
+type toolUse struct {
+	offer *tools.Turn       // what it offers, and the sessions it opened
+	words []prompt.ToolText // what they say of themselves, set before the prompt is composed
+}
+
 // MaxRounds is the most rounds of tool calls a turn makes. The model is then
 // asked once more, told to call nothing, so a model stuck in a loop still
 // answers.
@@ -35,12 +41,12 @@ const LastRoundNote = "[You have used every round of tool calls this turn may ma
 // came meanwhile. It returns the answer the turn's own message is told (the
 // first that calls nothing) and events with everything the turn appended.
 func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event, onText func(string)) (*event.Event, []event.Event, error) {
-	if t.offer != nil {
-		req.Tools = t.offer.Tools()
+	if t.tools.offer != nil {
+		req.Tools = t.tools.offer.Tools()
 	}
 	first := 0
-	if t.resumed != 0 { // the calls the turn that ended first made and never ran
-		if calls := idempotency.Unanswered(events, t.resumed); len(calls) > 0 {
+	if t.once.resumed != 0 { // the calls the turn that ended first made and never ran
+		if calls := idempotency.Unanswered(events, t.once.resumed); len(calls) > 0 {
 			results, err := t.runCalls(ctx, calls)
 			events = append(events, results...)
 			if err != nil {
@@ -69,7 +75,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	}
 	for round := first; ; round++ {
 		if round > MaxRounds {
-			t.in.Close() // the call for those that steered it past the last round is the turn's last
+			t.ops.in.Close() // the call for those that steered it past the last round is the turn's last
 		}
 		var err error
 		if events, err = t.takeSteers(ctx, events); err != nil {
@@ -83,7 +89,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if last {
 			note = LastRoundNote
 		}
-		t.warm.Messages(req, events, s.Provider(), len(req.Tools) == 0, note)
+		t.warm.kept.Messages(req, events, s.Provider(), len(req.Tools) == 0, note)
 		said.Reset()
 		resp, err := t.callModel(ctx, s, req, func(frag string) {
 			said.WriteString(frag)
@@ -104,7 +110,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		}
 		events = append(events, *answer)
 		if len(resp.Calls) == 0 {
-			t.in.Answered(answer, reply == nil)
+			t.ops.in.Answered(answer, reply == nil)
 			if reply == nil {
 				reply = answer
 			}
@@ -139,7 +145,7 @@ func (t *turn) keepSaid(ctx context.Context, s *settings.Settings, cp window.Che
 }
 
 // roundsSpent is how many rounds the turns before spent on the message at
-// t.resumed: the answers after it, each one model call. They are read from
+// t.once.resumed: the answers after it, each one model call. They are read from
 // the conversation, since the window may begin after the message.
 func (t *turn) roundsSpent(ctx context.Context) (int, error) {
 	n := 0
@@ -148,7 +154,7 @@ func (t *turn) roundsSpent(ctx context.Context) (int, error) {
 		derr error
 	)
 	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-		if seq <= t.resumed {
+		if seq <= t.once.resumed {
 			return false
 		}
 		t.read += int64(len(ev))
@@ -194,7 +200,7 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 			// Ended by the turn's time: said so, and written past it, so
 			// the call is not made again.
 			if a.r.Error != "" {
-				a.r = tools.Result{Error: fmt.Sprintf("The turn ran past its time of %v before the tool answered: the call to %s was given up.", t.timeout, a.c.Name)}
+				a.r = tools.Result{Error: fmt.Sprintf("The turn ran past its time of %v before the tool answered: the call to %s was given up.", t.ops.timeout, a.c.Name)}
 			}
 			wctx = context.WithoutCancel(ctx)
 		case endedBy(ctx):
@@ -223,10 +229,10 @@ func resultEvent(now time.Time, c event.Call, r tools.Result) event.Event {
 
 // call runs one call on the tools the conversation was offered.
 func (t *turn) call(ctx context.Context, c event.Call) tools.Result {
-	if t.offer == nil || !t.offer.Offered(c.Name) {
+	if t.tools.offer == nil || !t.tools.offer.Offered(c.Name) {
 		return tools.Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", c.Name)}
 	}
-	return t.offer.Call(ctx, t.thread, c.Name, c.Args)
+	return t.tools.offer.Call(ctx, t.thread, c.Name, c.Args)
 }
 
 // beginTools narrows the conversation's tools when the message says so
@@ -244,9 +250,9 @@ func (t *turn) beginTools(ctx context.Context, m *Message) error {
 	if off == nil {
 		return err
 	}
-	t.offer = off
+	t.tools.offer = off
 	for _, in := range off.Instructions() {
-		t.tools = append(t.tools, prompt.ToolText{Tool: in.Tool, Text: in.Text})
+		t.tools.words = append(t.tools.words, prompt.ToolText{Tool: in.Tool, Text: in.Text})
 	}
 	return err
 }

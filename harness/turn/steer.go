@@ -2,9 +2,21 @@ package turn
 
 import (
 	"context"
+	"time"
 
+	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/store/event"
 )
+
+// operations is what reaches the turn from outside while it runs, and
+// what ends it.
+type operations struct {
+	in      *running.Inbox[Message] // the messages that steer it, and End
+	caller  context.Context         // the caller's: bounds waiting for another process's turn, as for one here
+	ending  context.Context         // ended by End: its rounds end with it, so an end always finds the message written
+	endMark bool                    // the answer appended next is marked ended
+	timeout time.Duration           // the turn's whole time, [turn] timeout
+}
 
 // Steering. A message sent to a conversation while a turn of it runs in
 // this process steers that turn rather than waiting for a turn of its own
@@ -40,27 +52,27 @@ func answerOf(thread string, e *event.Event) Answer {
 // package idempotency) is refused: its own turn finds it taken, and tells
 // its answer or goes on from it.
 func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Event, error) {
-	waiting := t.in.Take()
+	waiting := t.ops.in.Take()
 	for i, s := range waiting {
 		seen, err := t.seenBefore(ctx, &s.M, events)
 		if err != nil {
 			for _, s := range waiting[i:] {
-				t.in.Refuse(s)
+				t.ops.in.Refuse(s)
 			}
 			return events, err
 		}
 		if seen {
-			t.in.Refuse(s)
+			t.ops.in.Refuse(s)
 			continue
 		}
 		e, err := t.appendMessage(ctx, s.M)
 		if err != nil {
 			for _, s := range waiting[i:] {
-				t.in.Refuse(s)
+				t.ops.in.Refuse(s)
 			}
 			return events, err
 		}
-		t.in.Accept(s)
+		t.ops.in.Accept(s)
 		events = append(events, e)
 	}
 	return events, nil
@@ -71,7 +83,7 @@ func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Ev
 // be asked again. With none waiting, the inbox closes: the answer is the
 // turn's, and a message from now on waits for a turn of its own.
 func (t *turn) steeredAfter(ctx context.Context, events []event.Event) ([]event.Event, bool, error) {
-	for !t.in.CloseIfNone() {
+	for !t.ops.in.CloseIfNone() {
 		n := len(events)
 		var err error
 		if events, err = t.takeSteers(ctx, events); err != nil || len(events) > n {

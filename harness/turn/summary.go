@@ -14,6 +14,13 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// summaryState is what the turn holds of its window's room.
+type summaryState struct {
+	share    int          // the conversation's share of the window, in rough tokens
+	madeRoom bool         // the window outgrew its room between rounds, and what left was summarized or dropped
+	after    *summary.Ask // the summary to ask for once the answer is given; nil when none is due
+}
+
 // Summaries (see package summary, which decides when one is due and what
 // is asked): once the turn's answer is given, still holding the
 // conversation, it asks the model for the summary, runs the notes it saves

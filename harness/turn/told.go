@@ -50,7 +50,7 @@ func (t *turn) untold(ctx context.Context) error {
 	case err != nil:
 		return err
 	case !ok:
-		t.touched = true // the pending folder made, maybe
+		t.warm.touched = true // the pending folder made, maybe
 		return idempotency.WriteTold(t.dir, t.last)
 	case t.last == 0:
 		return nil
@@ -78,7 +78,7 @@ func (t *turn) untold(ctx context.Context) error {
 // kept in the pending folder pend, as before, is read and not kept open:
 // the next told is written in the conversation's folder.
 func (t *turn) readTold(pend string) (int64, bool, error) {
-	f := t.warm.TakeTold()
+	f := t.warm.kept.TakeTold()
 	if !f.IsOpen() {
 		var (
 			ok  bool
@@ -91,6 +91,6 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 		}
 	}
 	told, err := f.Read()
-	t.warm.KeepTold(f) // closed when nothing is kept
+	t.warm.kept.KeepTold(f) // closed when nothing is kept
 	return told, true, err
 }

@@ -4,9 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
+
+// warmth is what the turn keeps of its conversation for the next turn.
+type warmth struct {
+	kept *warm.Conv // nil when the Runner has no Warm: nothing is kept
+	keep bool       // the turn ended well: kept is put back
+	// folder is the folder's key as a turn that took its conversation
+	// warm found it (taken), and touched says the turn made, removed or
+	// renamed a name in it (or may have): untouched, the key is the one to
+	// leave, without asking again.
+	folder  warm.Folder
+	taken   bool
+	touched bool
+}
 
 // What a turn keeps for the conversation's next turn in this process lives
 // in package warm: the turn takes it back when it opens the conversation
@@ -19,16 +33,16 @@ import (
 // dropWarm keeps nothing of the turn for the next: what it wrote is not
 // known.
 func (t *turn) dropWarm() {
-	t.keep = false
-	t.warm.CloseFiles()
-	t.warm = nil
+	t.warm.keep = false
+	t.warm.kept.CloseFiles()
+	t.warm.kept = nil
 }
 
 // backward calls fn with the conversation's events from its last back,
 // while fn returns true: from the events the turn kept when they end with
 // the last, else read from the store. fn may keep the event it is given.
 func (t *turn) backward(ctx context.Context, fn func(e *event.Event) bool) error {
-	if log, _, _ := t.warm.Events(t.last); len(log) > 0 {
+	if log, _, _ := t.warm.kept.Events(t.last); len(log) > 0 {
 		for i := len(log) - 1; i >= 0; i-- {
 			e := log[i]
 			if !fn(&e) {
