@@ -35,7 +35,7 @@ func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context
 	t.written += int64(len(t.buf)) + 1
 	t.last = e.Seq
 	if e.Seq == 1 { // what open reads of the first event, for the next turn
-		t.warm.kept.SetFirst(e.Connection, cacheThreadOf(e.Extra))
+		t.warm.kept.SetFirst(e.Connection, prompt.CacheThreadOf(e.Extra))
 	}
 	t.warm.kept.Add(&t.dec, t.buf)
 	return nil

@@ -1,10 +1,8 @@
 package turn
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -188,9 +187,9 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 			if err := t.dec.Decode(ev, &e); err != nil {
 				return false, fmt.Errorf("event 1 of the conversation forked: %w", err)
 			}
-			origin := cmp.Or(cacheThreadOf(e.Extra), e.Thread)
+			origin := cmp.Or(prompt.CacheThreadOf(e.Extra), e.Thread)
 			e.Thread = name
-			e.Extra = withCacheThread(e.Extra, origin)
+			e.Extra = prompt.WithCacheThread(e.Extra, origin)
 			ev = event.Append(nil, &e)
 		}
 		if err := t.conv.Append(ctx, int64(i+1), ev); err != nil {
@@ -228,39 +227,3 @@ func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error
 
 // Running returns the threads whose turns run in this process, in no order.
 func (r *Runner) Running() []string { return r.locks.Threads() }
-
-// cacheThreadKey is the key of a fork's first event naming the thread
-// whose provider cache key its requests carry: the conversation it was
-// forked from, or that one's origin. A fork's prompt is its origin's up to
-// the replaced message, and so is its cache key (OpenAI's
-// prompt_cache_key, sent before the messages), so the cache holds.
-const cacheThreadKey = "cache_thread"
-
-// cacheThreadOf returns cache_thread among an event's other keys, or "".
-func cacheThreadOf(extra []byte) string {
-	if len(extra) == 0 || !bytes.Contains(extra, []byte(`"`+cacheThreadKey+`"`)) {
-		return ""
-	}
-	var v struct {
-		CacheThread string `json:"cache_thread"`
-	}
-	if json.Unmarshal(append(append([]byte{'{'}, extra...), '}'), &v) != nil {
-		return ""
-	}
-	return v.CacheThread
-}
-
-// withCacheThread is extra with cache_thread set to thread, its own copy:
-// a fork's origin keeps the cache_thread it holds, which is its own
-// origin's.
-func withCacheThread(extra []byte, thread string) []byte {
-	out := append([]byte(nil), extra...)
-	if cacheThreadOf(extra) != "" {
-		return out
-	}
-	if len(out) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, `"`+cacheThreadKey+`":`...)
-	return event.AppendString(out, thread)
-}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/durable"
@@ -78,7 +79,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		var e event.Event
 		if err := t.dec.Decode(ev, &e); err == nil {
 			first, t.comp.startConn = e.Thread, e.Connection
-			t.comp.cacheThread = cacheThreadOf(e.Extra)
+			t.comp.cacheThread = prompt.CacheThreadOf(e.Extra)
 		}
 		return false
 	})
