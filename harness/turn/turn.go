@@ -450,7 +450,7 @@ func (r *Runner) Rest() {
 type runnerCache struct {
 	prompts  instructions.Cache // what the turn read of the agent's home, until its files change
 	facts    facts.Cache        // the user's model facts, until they change, when the Runner has no Facts
-	runtimes runtimeCache       // what runtimes said of their models, for a minute
+	runtimes facts.Runtimes     // what runtimes said of their models, for a minute
 }
 
 // caches is what the Runner's turns keep, made when the last Rest let go
