@@ -387,8 +387,10 @@ type turn struct {
 	sum   summaryState // rounds: the window's share, and the summary due after the answer
 }
 
+// close lets go of what the turn holds, or puts it back for the next turn
+// where it is kept (see warm.go).
 func (t *turn) close() {
-	t.flushIDs(t.warm.keep && t.warm.kept != nil && t.warm.kept.Conv != nil)
+	t.flushIDs(t.keeping())
 	t.giveWindow()
 	t.tools.offer.End()
 	if d, ok := t.conv.(store.Deferred); ok {
@@ -400,31 +402,13 @@ func (t *turn) close() {
 			t.warm.keep = false
 		}
 	}
-	if t.warm.keep && t.warm.kept != nil && t.warm.kept.Conv != nil {
-		var err error
-		if t.warm.taken && !t.warm.touched && (t.once.ids == nil || !t.once.ids.Made()) {
-			t.warm.kept.Folder = t.warm.folder
-		} else {
-			t.warm.kept.Folder, err = t.folderNow()
-		}
-		t.warm.keep = err == nil
-		t.lock.keepDir = t.warm.keep && t.lock.locked
-	}
+	t.leaveFolder()
 	fd := t.lock.fd
 	if t.lock.release != nil {
 		t.lock.release()
 	}
-	if t.warm.keep && t.warm.kept != nil && t.warm.kept.Conv != nil {
-		if t.lock.keepDir {
-			t.warm.kept.KeepDir(fd)
-		}
-		t.warm.kept.Last = t.last
-		t.warm.kept.KeepIDs(t.once.ids)
-		t.once.ids = nil
-		if t.r.HoldHome {
-			t.warm.kept.HoldHome(&t.r.home)
-		}
-		t.r.Warm.Put(t.r.Agent.Name, t.thread, t.warm.kept)
+	if t.keeping() {
+		t.putBack(fd)
 		return
 	}
 	t.once.ids.Discard() // its header written above, or let lag if the turn meant to keep it

@@ -9,6 +9,14 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// What a turn keeps for the conversation's next turn in this process lives
+// in package warm: the turn takes it back when it opens the conversation
+// (open), reads the window's events and makes its messages through it
+// (readWindow, warm.Conv.Messages), hands it each event it appends, and
+// puts it back when it ends well (close). Without a Runner's Warm, its
+// warm.Conv is nil and keeps nothing: the same steps, everything read and
+// composed afresh.
+
 // warmth is what the turn keeps of its conversation for the next turn.
 type warmth struct {
 	kept *warm.Conv // nil when the Runner has no Warm: nothing is kept
@@ -22,13 +30,45 @@ type warmth struct {
 	touched bool
 }
 
-// What a turn keeps for the conversation's next turn in this process lives
-// in package warm: the turn takes it back when it opens the conversation
-// (open), reads the window's events and makes its messages through it
-// (readWindow, warm.Conv.Messages), hands it each event it appends, and
-// puts it back when it ends well (close). Without a Runner's Warm, its
-// warm.Conv is nil and keeps nothing: the same steps, everything read and
-// composed afresh.
+// keeping says whether the turn puts its conversation back for the next:
+// its Runner keeps conversations, and it ended well.
+func (t *turn) keeping() bool {
+	return t.warm.keep && t.warm.kept != nil && t.warm.kept.Conv != nil
+}
+
+// leaveFolder records the folder as the turn leaves it, for the next turn
+// to find it unchanged, and whether it stays open once its flock is let
+// go. A turn that took it warm and made, removed or renamed no name in it
+// leaves the key it found, without asking again.
+func (t *turn) leaveFolder() {
+	if !t.keeping() {
+		return
+	}
+	var err error
+	if t.warm.taken && !t.warm.touched && (t.once.ids == nil || !t.once.ids.Made()) {
+		t.warm.kept.Folder = t.warm.folder
+	} else {
+		t.warm.kept.Folder, err = t.folderNow()
+	}
+	t.warm.keep = err == nil
+	t.lock.keepDir = t.warm.keep && t.lock.locked
+}
+
+// putBack puts the conversation back in the Runner's Warm for its next
+// turn, with its folder open as fd when it stays open, and the id index.
+func (t *turn) putBack(fd int) {
+	k := t.warm.kept
+	if t.lock.keepDir {
+		k.KeepDir(fd)
+	}
+	k.Last = t.last
+	k.KeepIDs(t.once.ids)
+	t.once.ids = nil
+	if t.r.HoldHome {
+		k.HoldHome(&t.r.home)
+	}
+	t.r.Warm.Put(t.r.Agent.Name, t.thread, k)
+}
 
 // dropWarm keeps nothing of the turn for the next: what it wrote is not
 // known.
