@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/turn"
@@ -80,7 +81,7 @@ func BenchmarkTurn(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := turn.WriteCopy(context.Background(), f, "ada", conv); err != nil {
+				if _, err := chatcopy.Write(context.Background(), f, "ada", conv); err != nil {
 					b.Fatal(err)
 				}
 				f.Close()

@@ -21,7 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/fleet"
 	"lnk.dev/linkharness/harness/server"
-	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 )
 
 const usage = `usage: lnk-link-harness serve --home DIR --key-file F [--listen ADDR] [--agent NAME]
@@ -75,9 +75,9 @@ func serve(args, environ []string) error {
 	// next turn while it is in use: let go of when the process goes idle
 	// and when an agent sleeps. What it keeps open between turns is
 	// counted in the budget.
-	warm := &turn.Warm{Pool: budget.NewPool(plan.Cached())}
-	o.Shared = newShared(environ, log, warm, budget.NewTurns(plan.MaxTurns))
-	opts := server.Options{Log: log, Warm: warm, CloseIdle: o.CloseIdle, Metrics: o.Metrics, Turns: o.Turns}
+	cache := &warm.Cache{Pool: budget.NewPool(plan.Cached())}
+	o.Shared = newShared(environ, log, cache, budget.NewTurns(plan.MaxTurns))
+	opts := server.Options{Log: log, Warm: cache, CloseIdle: o.CloseIdle, Metrics: o.Metrics, Turns: o.Turns}
 	if fl.idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, fl.idleFree
 		o.FreeMemory, o.IdleFree = freeMemory, fl.idleFree

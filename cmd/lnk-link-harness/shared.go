@@ -18,16 +18,16 @@ import (
 	"lnk.dev/linkharness/harness/fleet"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
-	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 )
 
 // newShared is what the agents of a process share: the environment main
 // read, the logger, the warm cache, the bound on turns, the clients of the
 // model proxy and tool servers, the model facts, the histograms, and how
 // an agent's conversations are opened and its key read.
-func newShared(environ []string, log *slog.Logger, warm *turn.Warm, turns *budget.Turns) fleet.Shared {
+func newShared(environ []string, log *slog.Logger, cache *warm.Cache, turns *budget.Turns) fleet.Shared {
 	return fleet.Shared{
-		Environ: environ, Log: log, Warm: warm, Turns: turns,
+		Environ: environ, Log: log, Warm: cache, Turns: turns,
 		// The process's one client of the model proxy, speaking HTTP/1.1
 		// on the turn's goroutine (model.Transport): a kept connection
 		// costs no goroutine, and the idle ones, at most

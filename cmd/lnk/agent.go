@@ -11,6 +11,7 @@ import (
 
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/cmd/internal/stores"
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/turn"
@@ -184,9 +185,9 @@ func cmdChatShow(args []string, getenv func(string) string) error {
 	}
 	defer conv.Close()
 	w := bufio.NewWriter(os.Stdout)
-	write := turn.WriteCopy
+	write := chatcopy.Write
 	if *withSummaries {
-		write = turn.WriteCopyWithSummaries
+		write = chatcopy.WriteWithSummaries
 	}
 	if _, err := write(context.Background(), w, a.Name, conv); err != nil {
 		w.Flush() // what was whole before the damage

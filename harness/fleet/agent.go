@@ -21,6 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
 )
 
@@ -31,7 +32,7 @@ import (
 type Shared struct {
 	Environ []string         // the process's environment, as main read it
 	Log     *slog.Logger     // the process's one logger
-	Warm    *turn.Warm       // what turns keep for their conversations' next; nil keeps nothing
+	Warm    *warm.Cache      // what turns keep for their conversations' next; nil keeps nothing
 	Turns   *budget.Turns    // the turns in flight, bounded; nil: no bound
 	Model   *http.Client     // the model proxy's client, its idle connections the process's
 	Tools   *http.Client     // the tool servers' client, its idle connections the process's

@@ -3,6 +3,7 @@ package home
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,4 +66,50 @@ func Serving(dir string) error {
 		return err
 	}
 	return unix.Close(fd)
+}
+
+// Hold is an agent's home held shared (LockShared) while a turn of it
+// runs or a conversation of it is kept warm, so lnk agent chat convert and
+// repair, which hold it exclusive, never run beside a turn, and an agent
+// with neither holds no descriptor for it. The first reference opens and
+// locks the folder, the last closes it. The zero value holds nothing; it
+// is safe for concurrent use.
+type Hold struct {
+	mu sync.Mutex
+	// guarded by mu
+	fd   int // the home folder, open and locked while refs > 0
+	refs int
+}
+
+// Take holds the home at dir, or is ErrConverting while convert or
+// repair holds it.
+func (h *Hold) Take(dir string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refs == 0 {
+		fd, err := LockShared(dir)
+		if err != nil {
+			return err
+		}
+		h.fd = fd
+	}
+	h.refs++
+	return nil
+}
+
+// Ref adds a reference to a home held already.
+func (h *Hold) Ref() {
+	h.mu.Lock()
+	h.refs++
+	h.mu.Unlock()
+}
+
+// Drop lets go of a reference; the last closes the folder.
+func (h *Hold) Drop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refs--; h.refs == 0 {
+		unix.Close(h.fd)
+		h.fd = -1
+	}
 }

@@ -63,3 +63,19 @@ func sep(b *strings.Builder) {
 		b.WriteString("\n\n")
 	}
 }
+
+// WithNote is msgs with note added to the last user message, or as a user
+// message of its own after an assistant's.
+func WithNote(msgs []model.Message, note string) []model.Message {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != "user" {
+		return append(msgs, model.Message{Role: "user", Text: note})
+	}
+	out := append([]model.Message(nil), msgs...)
+	if out[n-1].Text != "" {
+		out[n-1].Text += "\n\n" + note
+	} else {
+		out[n-1].Text = note
+	}
+	return out
+}

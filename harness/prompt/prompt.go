@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/model"
+	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -216,3 +217,20 @@ func (b *Builder) user() *model.Message {
 
 // Unanswered is the answer given to a call left without one.
 const Unanswered = "This call was not answered: the turn that made it ended first."
+
+// EventTokens is an event's rough share of the prompt, in tokens (see
+// window.Tokens): its head, text, thinking and calls; a summary's includes
+// the words that open it (SummaryHead).
+func EventTokens(e *event.Event) int {
+	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
+	for _, c := range e.Calls {
+		n += window.Tokens(c.Name) + len(c.Args)/4
+	}
+	if e.Type == event.TypeSummary {
+		n += summaryHeadTokens
+	}
+	return n + 4
+}
+
+// summaryHeadTokens is the rough count of the words opening a summary.
+var summaryHeadTokens = window.Tokens(SummaryHead)

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"lnk.dev/linkharness/store/event"
 )
 
 // Stable names the sections that change least, Link's base through who you
@@ -265,4 +268,41 @@ func CacheKey(agent, thread string) string {
 	h.Write([]byte(thread))
 	var sum [sha256.Size]byte
 	return "lnk-" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// cacheThreadKey is the key of a fork's first event naming the thread
+// whose provider cache key (CacheKey) its requests carry: the conversation
+// it was forked from, or that one's origin. A fork's prompt is its
+// origin's up to the replaced message, and so is its cache key (OpenAI's
+// prompt_cache_key, sent before the messages), so the cache holds.
+const cacheThreadKey = "cache_thread"
+
+// CacheThreadOf returns cache_thread among an event's other keys (its
+// Extra), or "".
+func CacheThreadOf(extra []byte) string {
+	if len(extra) == 0 || !bytes.Contains(extra, []byte(`"`+cacheThreadKey+`"`)) {
+		return ""
+	}
+	var v struct {
+		CacheThread string `json:"cache_thread"`
+	}
+	if json.Unmarshal(append(append([]byte{'{'}, extra...), '}'), &v) != nil {
+		return ""
+	}
+	return v.CacheThread
+}
+
+// WithCacheThread is extra with cache_thread set to thread, its own copy:
+// a fork's origin keeps the cache_thread it holds, which is its own
+// origin's.
+func WithCacheThread(extra []byte, thread string) []byte {
+	out := append([]byte(nil), extra...)
+	if CacheThreadOf(extra) != "" {
+		return out
+	}
+	if len(out) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+cacheThreadKey+`":`...)
+	return event.AppendString(out, thread)
 }

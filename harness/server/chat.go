@@ -6,8 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/store"
 )
 
@@ -44,7 +44,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread 
 	// Made from the events: held until it is whole, or past holdBytes,
 	// so damage met before then is an error status.
 	h := &holding{w: w, contentType: "text/markdown; charset=utf-8"}
-	if _, err := turn.WriteCopy(r.Context(), h, ag.Name, conv); err != nil {
+	if _, err := chatcopy.Write(r.Context(), h, ag.Name, conv); err != nil {
 		s.cut(w, h, ag.Name, thread, err)
 		return
 	}

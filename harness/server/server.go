@@ -13,6 +13,7 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 )
 
 // MaxBodyBytes is the largest request body taken.
@@ -62,7 +63,7 @@ type Options struct {
 	// conversations between turns (the agents' runners share it): let go
 	// of once the process has run no turn for IdleFree, with the rest of
 	// what turns held, so an idle process holds no conversation open.
-	Warm *turn.Warm
+	Warm *warm.Cache
 }
 
 // DefaultIdleFree is how long a server runs no turn before it closes its
@@ -85,7 +86,7 @@ type Server struct {
 	freeMemory func()
 	closeIdle  func()
 	idleFree   time.Duration
-	warm       *turn.Warm
+	warm       *warm.Cache
 	crew       crew // the goroutines turns run on
 
 	freeMu sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/harness/warm"
 )
 
 // What a conversation's turn kept for its next is used by the next, and
@@ -13,7 +14,7 @@ import (
 // leaves, so an idle or gone agent holds no conversation open; between
 // turns that follow each other it is kept.
 func TestIdleReleasesWarm(t *testing.T) {
-	w := &turn.Warm{}
+	w := &warm.Cache{}
 	f := newFixture(t, nil, func(r *turn.Runner) { r.Warm = w })
 	f.srv.warm = w
 	i := 0

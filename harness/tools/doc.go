@@ -50,5 +50,6 @@
 //
 // A conversation narrowed to fewer tools keeps the list in tools.json beside
 // its events: {"tools":["memory","file__read"]}, each entry a whole tool or
-// one call. A later list narrows it again and never widens it (Narrow).
+// one call; or its store keeps it, where the store narrows in one step
+// (Narrowing). A later list narrows it again and never widens it (Narrow).
 package tools

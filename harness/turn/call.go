@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"lnk.dev/linkharness/harness/facts"
@@ -79,10 +78,10 @@ func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Re
 	}
 	freq := *req
 	freq.Model = providerModel(fs.Provider(), fs.Model.Name)
-	if t.composed != nil {
+	if t.comp.sections != nil {
 		// The fallback's own instructions in the first's place, the rest of
 		// the prompt the same.
-		freq.System, freq.SystemStable = t.systemFor(s, t.composed, fs.Model.Name)
+		freq.System, freq.SystemStable = t.systemFor(s, t.comp.sections, fs.Model.Name)
 	}
 	freq.Window, freq.MaxTokens = size, room
 	return fs, &freq, nil
@@ -143,26 +142,8 @@ func (t *turn) modelFacts(ctx context.Context, s *settings.Settings) (facts.Mode
 	return m, book, nil
 }
 
-// runtimeTTL is how long what a runtime said of a model is kept: a turn
-// asks before every call, and a runtime says the same until a model is
-// pulled again or set otherwise.
-const runtimeTTL = time.Minute
-
 // describeTimeout bounds asking a runtime about a model.
 const describeTimeout = 5 * time.Second
-
-// runtimeCache holds what runtimes said of their models, by base URL and
-// model, for runtimeTTL. Its zero value is ready; it is safe for
-// concurrent use.
-type runtimeCache struct {
-	mu   sync.Mutex // guards said
-	said map[string]runtimeSaid
-}
-
-type runtimeSaid struct {
-	rt model.Runtime
-	at time.Time
-}
 
 // runtime asks provider, when it is a runtime on the machine, what it runs
 // the model named name with.
@@ -178,12 +159,8 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	own := providerModel(provider, name)
 	key := strings.Join([]string{provider, t.r.getenv("LNK_MODEL_PROXY_" + strings.ToUpper(provider)), t.r.getenv("LNK_MODEL_PROXY"), own}, "\x00")
 	now := time.Now()
-	runtimes := &t.c.runtimes
-	runtimes.mu.Lock()
-	r, ok := runtimes.said[key]
-	runtimes.mu.Unlock()
-	if ok && now.Sub(r.at) < runtimeTTL {
-		return r.rt, true
+	if trained, runs, ok := t.c.runtimes.Said(key, now); ok {
+		return model.Runtime{Trained: trained, Runs: runs}, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
@@ -191,12 +168,7 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	if err != nil {
 		return model.Runtime{}, false
 	}
-	runtimes.mu.Lock()
-	if runtimes.said == nil {
-		runtimes.said = map[string]runtimeSaid{}
-	}
-	runtimes.said[key] = runtimeSaid{rt: rt, at: now}
-	runtimes.mu.Unlock()
+	t.c.runtimes.Keep(key, rt.Trained, rt.Runs, now)
 	return rt, true
 }
 
@@ -204,8 +176,8 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 // read once a turn: the window is sized and the answer priced with the
 // same facts, and the user's file is looked at once, not at each use.
 func (t *turn) factsBook() (*facts.Book, error) {
-	if t.facts != nil {
-		return t.facts, nil
+	if t.comp.facts != nil {
+		return t.comp.facts, nil
 	}
 	path, err := facts.UserPath(t.r.getenv)
 	if err != nil {
@@ -219,7 +191,7 @@ func (t *turn) factsBook() (*facts.Book, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.facts = book
+	t.comp.facts = book
 	return book, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
@@ -43,7 +44,7 @@ func TestNoCopyBesideADriversConversation(t *testing.T) {
 	}
 	defer conv.Close()
 	var made strings.Builder
-	if _, err := WriteCopy(ctx, &made, "ada", conv); err != nil {
+	if _, err := chatcopy.Write(ctx, &made, "ada", conv); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"one", "two", "three", "<!-- lnk:answer 6 -->"} {

@@ -56,77 +56,31 @@ func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	in := r.locks.holder(dir)
-	if in == nil || !in.end() {
+	in := r.locks.Holder(dir)
+	if in == nil || !in.End(ErrEnded) {
 		return Answer{}, fmt.Errorf("%w: %q", ErrNotRunning, thread)
 	}
 	select {
-	case <-in.gone:
+	case <-in.Gone():
 	case <-ctx.Done():
 		return Answer{}, ctx.Err()
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.ended == nil {
+	e := in.Ended()
+	if e == nil {
 		return Answer{Thread: thread}, nil
 	}
-	return *in.ended, nil
-}
-
-// holder returns the inbox of the turn holding key's conversation, or nil.
-func (k *keyedMutex) holder(key string) *inbox {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if e := k.m[key]; e != nil {
-		return e.in
-	}
-	return nil
-}
-
-// end asks the inbox's turn to end, and says whether it was running.
-func (in *inbox) end() bool {
-	in.mu.Lock()
-	if in.left {
-		in.mu.Unlock()
-		return false
-	}
-	in.endAsked = true
-	cancel := in.cancel
-	in.mu.Unlock()
-	if cancel != nil {
-		cancel(ErrEnded)
-	}
-	return true
-}
-
-// endWith sets how the turn is ended; asked to end already, it is ended now.
-func (in *inbox) endWith(cancel context.CancelCauseFunc) {
-	in.mu.Lock()
-	in.cancel = cancel
-	asked := in.endAsked
-	in.mu.Unlock()
-	if asked {
-		cancel(ErrEnded)
-	}
-}
-
-// leave marks the turn gone: End waits for it.
-func (in *inbox) leave() {
-	in.mu.Lock()
-	in.left = true
-	in.mu.Unlock()
-	close(in.gone)
+	return answerOf(in.Thread(), e), nil // the thread of the turn that ended
 }
 
 // endable is ctx ended by End too, with cause ErrEnded: the rounds' context.
 // The steps before them are not, so a turn asked to end has its message
 // written, and answers it marked ended.
 func (t *turn) endable(ctx context.Context) (context.Context, func()) {
-	if t.ending == nil {
+	if t.ops.ending == nil {
 		return ctx, func() {}
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(t.ending, func() { cancel(context.Cause(t.ending)) })
+	stop := context.AfterFunc(t.ops.ending, func() { cancel(context.Cause(t.ops.ending)) })
 	return rctx, func() { stop(); cancel(nil) }
 }
 
@@ -149,11 +103,8 @@ func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Ch
 		return nil, nil, fmt.Errorf("writing the ended answer: %w", err)
 	}
 	events = append(events, *e)
-	t.in.answered(e, reply != nil)
-	a := answerOf(t.thread, e)
-	t.in.mu.Lock()
-	t.in.ended = &a
-	t.in.mu.Unlock()
+	t.ops.in.Answered(e, reply != nil)
+	t.ops.in.SetEnded(e)
 	t.log().Info("turn ended", "answer", e.Seq)
 	t.r.Metrics.Did(metrics.OpEnd)
 	if reply == nil {
@@ -164,7 +115,7 @@ func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Ch
 
 // appendEndedAnswer is appendAnswer marked ended.
 func (t *turn) appendEndedAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []event.Event) (*event.Event, error) {
-	t.endMark = true
-	defer func() { t.endMark = false }()
+	t.ops.endMark = true
+	defer func() { t.ops.endMark = false }()
 	return t.appendAnswer(ctx, s, resp, cp, events)
 }

@@ -1,16 +1,16 @@
 package turn
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -121,20 +121,8 @@ func (r *Runner) toolsOf(ctx context.Context, thread string) (*tools.Only, error
 		return nil, err
 	}
 	defer conv.Close()
-	if meta, ok := ability[store.Meta](conv); ok {
-		b, err := meta.MetaGet(ctx, store.ToolsMeta)
-		switch {
-		case err == nil:
-			var kept []string
-			if err := json.Unmarshal(b, &kept); err != nil {
-				return nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
-			}
-			return &tools.Only{Entries: kept}, nil
-		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrUnsupported):
-			return nil, err
-		}
-	}
-	return tools.ReadOnly(r.Agent, thread)
+	meta, _ := ability[store.Meta](conv)
+	return tools.NarrowingOf(ctx, r.Agent, thread, meta)
 }
 
 // writeFork writes the fork's conversation: prefix, the first event naming
@@ -168,12 +156,12 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 	if err != nil {
 		return false, err
 	}
-	h, err := r.locks.lock(ctx, dir, nil)
+	h, err := r.locks.Lock(ctx, dir, nil)
 	if err != nil {
 		return false, err
 	}
-	defer h.unlock()
-	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, in: h.in, caller: ctx}
+	defer h.Unlock()
+	t := &turn{r: r, c: r.caches(), thread: name, dir: dir, ops: operations{in: h.In, caller: ctx}}
 	defer t.close()
 	s, err := t.settings()
 	if err != nil {
@@ -188,7 +176,8 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 		return true, nil
 	}
 	if only != nil {
-		if err := t.narrowTo(ctx, only.Entries); err != nil {
+		n, _ := ability[store.Narrower](t.conv)
+		if err := tools.NarrowNew(ctx, r.Agent, name, n, only.Entries); err != nil {
 			return false, err
 		}
 	}
@@ -198,9 +187,9 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 			if err := t.dec.Decode(ev, &e); err != nil {
 				return false, fmt.Errorf("event 1 of the conversation forked: %w", err)
 			}
-			origin := cmp.Or(cacheThreadOf(e.Extra), e.Thread)
+			origin := cmp.Or(prompt.CacheThreadOf(e.Extra), e.Thread)
 			e.Thread = name
-			e.Extra = withCacheThread(e.Extra, origin)
+			e.Extra = prompt.WithCacheThread(e.Extra, origin)
 			ev = event.Append(nil, &e)
 		}
 		if err := t.conv.Append(ctx, int64(i+1), ev); err != nil {
@@ -210,23 +199,10 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 	}
 	// What it holds was told where it came from: none of it is handed
 	// over as a dead process's.
-	if err := writeTold(r.Agent, name, int64(len(prefix))); err != nil {
+	if err := idempotency.WriteTold(dir, int64(len(prefix))); err != nil {
 		return false, err
 	}
 	return false, nil
-}
-
-// narrowTo narrows a new conversation's tools to entries, where its store
-// keeps them or in tools.json.
-func (t *turn) narrowTo(ctx context.Context, entries []string) error {
-	if n, ok := ability[store.Narrower](t.conv); ok {
-		_, err := n.NarrowTools(ctx, entries)
-		if !errors.Is(err, store.ErrUnsupported) {
-			return err
-		}
-	}
-	_, err := tools.NarrowFile(t.r.Agent, t.thread, entries)
-	return err
 }
 
 // ErrTaken comes from Import when the thread holds a conversation already.
@@ -250,58 +226,4 @@ func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error
 }
 
 // Running returns the threads whose turns run in this process, in no order.
-func (r *Runner) Running() []string {
-	r.locks.mu.Lock()
-	ins := make([]*inbox, 0, len(r.locks.m))
-	for _, e := range r.locks.m {
-		if e.in != nil {
-			ins = append(ins, e.in)
-		}
-	}
-	r.locks.mu.Unlock()
-	var out []string
-	for _, in := range ins {
-		in.mu.Lock()
-		if in.thread != "" && !in.left {
-			out = append(out, in.thread)
-		}
-		in.mu.Unlock()
-	}
-	return out
-}
-
-// cacheThreadKey is the key of a fork's first event naming the thread
-// whose provider cache key its requests carry: the conversation it was
-// forked from, or that one's origin. A fork's prompt is its origin's up to
-// the replaced message, and so is its cache key (OpenAI's
-// prompt_cache_key, sent before the messages), so the cache holds.
-const cacheThreadKey = "cache_thread"
-
-// cacheThreadOf returns cache_thread among an event's other keys, or "".
-func cacheThreadOf(extra []byte) string {
-	if len(extra) == 0 || !bytes.Contains(extra, []byte(`"`+cacheThreadKey+`"`)) {
-		return ""
-	}
-	var v struct {
-		CacheThread string `json:"cache_thread"`
-	}
-	if json.Unmarshal(append(append([]byte{'{'}, extra...), '}'), &v) != nil {
-		return ""
-	}
-	return v.CacheThread
-}
-
-// withCacheThread is extra with cache_thread set to thread, its own copy:
-// a fork's origin keeps the cache_thread it holds, which is its own
-// origin's.
-func withCacheThread(extra []byte, thread string) []byte {
-	out := append([]byte(nil), extra...)
-	if cacheThreadOf(extra) != "" {
-		return out
-	}
-	if len(out) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, `"`+cacheThreadKey+`":`...)
-	return event.AppendString(out, thread)
-}
+func (r *Runner) Running() []string { return r.locks.Threads() }

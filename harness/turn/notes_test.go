@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/memory"
 	"lnk.dev/linkharness/store/event"
@@ -104,7 +105,7 @@ func TestSummarySavesNotesFirst(t *testing.T) {
 			t.Errorf("request %d does not offer the tools", i)
 		}
 	}
-	if !strings.Contains(string(chain[2]), jsonString(NotesOnly)) {
+	if !strings.Contains(string(chain[2]), jsonString(summary.NotesOnly)) {
 		t.Errorf("the call of another tool was not answered unrun")
 	}
 	// The next turn composes its instructions with the note.

@@ -10,10 +10,21 @@ import (
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/event"
 )
+
+// folderLock is how the turn holds its conversation: the lease its store
+// keeps, or, for a store that keeps none, its folder's flock.
+type folderLock struct {
+	release func() // lets go of what was taken (see hold)
+	fd      int    // the conversation's folder, open and flocked, while locked
+	locked  bool
+	keepDir bool // the folder stays open when its flock is let go, for the next turn
+}
 
 // Opener opens the conversation kept in folder dir, which exists. What the
 // folder holds says how it is kept (a store.<driver> marker, events.zst, or
@@ -31,9 +42,9 @@ var ErrNoOpener = errors.New("turn: the runner has no Opener for its conversatio
 // open opens the conversation, takes its lease where its store keeps
 // leases, and checks its folder holds this thread; or takes it as its
 // last turn in this process left it, when nothing changed since (see
-// warm.go).
+// package warm).
 func (t *turn) open(ctx context.Context, kind string) error {
-	if w := t.r.Warm.take(t.r.Agent.Name, t.thread, t.dir); w != nil {
+	if w := t.r.Warm.Take(t.r.Agent.Name, t.thread, t.dir); w != nil {
 		if ok, err := t.openWarm(ctx, w); ok || err != nil {
 			return err
 		}
@@ -53,9 +64,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if err := t.hold(ctx, conv, -1); err != nil {
 		return err
 	}
-	if t.r.Warm != nil {
-		t.warm = &warmConv{dir: t.dir, conv: conv}
-	}
+	t.warm.kept = t.r.Warm.New(t.dir, conv)
 	if t.last == 0 {
 		if !made {
 			// A folder with no event yet may be one whose maker died
@@ -70,8 +79,8 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		t.read += int64(len(ev))
 		var e event.Event
 		if err := t.dec.Decode(ev, &e); err == nil {
-			first, t.startConn = e.Thread, e.Connection
-			t.cacheThread = cacheThreadOf(e.Extra)
+			first, t.comp.startConn = e.Thread, e.Connection
+			t.comp.cacheThread = prompt.CacheThreadOf(e.Extra)
 		}
 		return false
 	})
@@ -81,9 +90,7 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	if first != t.thread {
 		return fmt.Errorf("%w: %q holds %q, not %q", ErrThreadClash, t.dir, first, t.thread)
 	}
-	if t.warm != nil {
-		t.warm.startConn, t.warm.cacheThread = t.startConn, t.cacheThread
-	}
+	t.warm.kept.SetFirst(t.comp.startConn, t.comp.cacheThread)
 	return nil
 }
 
@@ -93,32 +100,32 @@ func (t *turn) open(ctx context.Context, kind string) error {
 // folder's path naming the folder it left, with the same times. It reports
 // false, w let go of and nothing held, when something changed: the
 // conversation is opened afresh.
-func (t *turn) openWarm(ctx context.Context, w *warmConv) (bool, error) {
-	conv, fd := w.conv, w.takeDir()
-	w.conv = nil // the turn's: closed when it ends unless kept again
+func (t *turn) openWarm(ctx context.Context, w *warm.Conv) (bool, error) {
+	conv, fd := w.Conv, w.TakeDir()
+	w.Conv = nil // the turn's: closed when it ends unless kept again
 	if err := t.hold(ctx, conv, fd); err != nil {
-		w.close()
+		w.Close()
 		return false, err
 	}
-	if folder, err := t.folderAt(); t.last != w.last || err != nil || folder != w.folder {
-		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.last)
-		t.release()
+	if folder, err := t.folderAt(); t.last != w.Last || err != nil || folder != w.Folder {
+		t.log().Debug("the conversation changed since its last turn here: composed afresh", "seq", t.last, "kept", w.Last)
+		t.lock.release()
 		t.conv.Close()
-		t.conv, t.release, t.last = nil, nil, 0
-		w.close() // the files kept with it
+		t.conv, t.lock.release, t.last = nil, nil, 0
+		w.Close() // the files kept with it
 		return false, nil
 	}
-	w.conv = conv
-	t.warm = w
-	t.folder, t.warmed = w.folder, true
-	t.startConn, t.cacheThread = w.startConn, w.cacheThread
+	w.Conv = conv
+	t.warm.kept = w
+	t.warm.folder, t.warm.taken = w.Folder, true
+	t.comp.startConn, t.comp.cacheThread = w.StartConn, w.CacheThread
 	return true, nil
 }
 
 // hold takes conv's lease where its store keeps leases, else the folder's
 // lock, on dirFD when it is not -1 (the folder as the turn before kept it
 // open), and reads its last seq. Held or not, t.conv is conv held and
-// t.release lets go of what was taken: it closes the folder, or only
+// t.lock.release lets go of what was taken: it closes the folder, or only
 // unlocks it when the turn keeps it (keepDir).
 func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) error {
 	// The lease before anything is read, so what the turn reads of the
@@ -132,7 +139,7 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 		}
 		return err
 	}
-	t.conv, t.release = held, release
+	t.conv, t.lock.release = held, release
 	if _, leased := held.(*store.Leased); !leased {
 		// A store that keeps no lease (the log, compact) is kept in this
 		// folder, so the folder's flock is its lease: a turn of another
@@ -144,16 +151,16 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 				return err
 			}
 		}
-		if err := flockFolder(ctx, t.caller, fd, t.dir); err != nil {
+		if err := flockFolder(ctx, t.ops.caller, fd, t.dir); err != nil {
 			unix.Close(fd)
 			return err
 		}
-		t.folderFD, t.locked = fd, true
-		t.release = func() {
-			t.locked = false
-			if !t.keepDir || unix.Flock(fd, unix.LOCK_UN) != nil {
+		t.lock.fd, t.lock.locked = fd, true
+		t.lock.release = func() {
+			t.lock.locked = false
+			if !t.lock.keepDir || unix.Flock(fd, unix.LOCK_UN) != nil {
 				unix.Close(fd)
-				t.keepDir = false
+				t.lock.keepDir = false
 			}
 			release()
 		}
@@ -185,25 +192,18 @@ func (r *Runner) Conversation(thread string) (store.Conversation, error) {
 	return r.Open(dir, "")
 }
 
-// folderKey tells a conversation's folder and its version: a name made,
-// removed or renamed in it changes its times.
-type folderKey struct {
-	dev, ino     uint64
-	mtime, ctime int64
-}
-
 // folderNow is the conversation's folder's key as the turn holds it
 // locked; the zero key for a store that keeps leases, whose folder holds
 // no events.
-func (t *turn) folderNow() (folderKey, error) {
-	if !t.locked {
-		return folderKey{}, nil
+func (t *turn) folderNow() (warm.Folder, error) {
+	if !t.lock.locked {
+		return warm.Folder{}, nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(t.folderFD, &st); err != nil {
-		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
+	if err := unix.Fstat(t.lock.fd, &st); err != nil {
+		return warm.Folder{}, fmt.Errorf("turn: %s: %w", t.dir, err)
 	}
-	return folderKeyOf(&st), nil
+	return warm.FolderOf(&st), nil
 }
 
 // folderAt is the key of the folder the conversation's path names now,
@@ -211,19 +211,15 @@ func (t *turn) folderNow() (folderKey, error) {
 // the key is the one it left, for a name removed, made or renamed in it,
 // or the folder itself, changes its times. The zero key for a store that
 // keeps leases.
-func (t *turn) folderAt() (folderKey, error) {
-	if !t.locked {
-		return folderKey{}, nil
+func (t *turn) folderAt() (warm.Folder, error) {
+	if !t.lock.locked {
+		return warm.Folder{}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(t.dir, &st); err != nil {
-		return folderKey{}, fmt.Errorf("turn: %s: %w", t.dir, err)
+		return warm.Folder{}, fmt.Errorf("turn: %s: %w", t.dir, err)
 	}
-	return folderKeyOf(&st), nil
-}
-
-func folderKeyOf(st *unix.Stat_t) folderKey {
-	return folderKey{dev: st.Dev, ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	return warm.FolderOf(&st), nil
 }
 
 // openFolder opens the conversation's folder dir, for its flock

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/hometest"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -41,49 +42,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// lines makes n lines of words, to give a section a realistic size.
-func lines(what string, n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "- %s %d: keep it the way the owner asked, and say so when it cannot be done.\n", what, i)
-	}
-	return b.String()
-}
-
-// populate gives an agent's home something for every section: a fully
-// populated agent.
-func populate(t testing.TB, dir, modelName string) {
-	t.Helper()
-	w := func(rel, text string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w("instructions/persona.md", "# Who you are\n\nYou are Link, Ada's assistant: calm, exact, brief.\n"+lines("Habit", 12))
-	w("instructions/owner.md", "# Who your owner is\n\nAda Lovelace, a mathematician in London, writes in English and French.\n"+lines("Preference", 8))
-	w("instructions/instruction.md", "# Standing instructions\n\n"+lines("Rule", 10))
-	w("instructions/models/anthropic/claude-opus-5-5/instruction.md", "Opus: think before calling a tool; keep answers short.\n")
-	w("instructions/models/anthropic/claude-sonnet-5/instruction.md", "Sonnet: answer at once when no tool is needed.\n")
-	w("instructions/models/openai/gpt-6-luna/instruction.md", "Luna: use the tools' own words for their results.\n")
-	w("memory/notes.md", "- Ada's daughter is called Byron.\n- The standup is at nine.\n")
-	w("skills/pdf/SKILL.md", "---\nname: pdf\ndescription: >\n  Fill and read PDF forms.\nlicense: MIT\n---\n# PDF\n\nThe instructions.\n")
-	w("skills/csv/SKILL.md", "---\nname: csv\ndescription: \"Read, sort and sum CSV files.\"\n---\n# CSV\n")
-	w("files/AGENTS.md", "# The workspace\n\n"+lines("Convention", 6))
-	w("files/engine/AGENTS.md", "# The engine\n\nRun go test ./... before a commit.\n")
-	w("files/engine/CLAUDE.md", "See AGENTS.md.\n") // read once, as AGENTS.md
-	w("files/notes/CLAUDE.md", "# Notes\n\nOne file a day, named by its date.\n")
-	w("files/todo.txt", "not a folder\n")
-	s := settings.Defaults()
-	s.Model.Name = modelName
-	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
-		t.Fatal(err)
-	}
-}
-
 var toolsFixture = []prompt.ToolText{
 	{Tool: "scheduler", Text: "Schedule with scheduler__at; a subagent answers in its own thread."},
 	{Tool: "memory", Text: "remember writes a note to your notes, a line a note; forget takes one out."},
@@ -98,7 +56,7 @@ func TestRequestGolden(t *testing.T) {
 			r, m := newRunner(t, &scripted.Script{Rules: []scripted.Rule{{Text: "Nothing is on today."}}})
 			at := time.Date(2026, 12, 2, 10, 45, 0, 0, time.UTC)
 			r.Now = func() time.Time { return at }
-			populate(t, r.Agent.Dir, modelName)
+			hometest.Populate(t, r.Agent.Dir, modelName)
 			ctx := context.Background()
 			from := Message{From: fromAda, Owner: true, Connection: "telegram"}
 			first := from
@@ -128,7 +86,7 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 	t.Helper()
 	ctx := context.Background()
 	dir, _ := r.Agent.Path(home.Chat, thread)
-	tt := &turn{r: r, c: r.caches(), thread: thread, dir: dir, tools: tools}
+	tt := &turn{r: r, c: r.caches(), thread: thread, dir: dir, tools: toolUse{words: tools}}
 	defer tt.close()
 	s, err := tt.settings()
 	if err != nil {
@@ -184,7 +142,7 @@ func TestPrefixKept(t *testing.T) {
 		provider, _, _ := strings.Cut(modelName, "/")
 		t.Run(provider, func(t *testing.T) {
 			r, m := newRunner(t, nil)
-			populate(t, r.Agent.Dir, modelName)
+			hometest.Populate(t, r.Agent.Dir, modelName)
 			ctx := context.Background()
 			var prev []byte
 			worst, total, reused := 1.0, 0, 0
@@ -236,7 +194,7 @@ func systemOf(t *testing.T, body string) string {
 // A new note changes the request only from the notes section on.
 func TestNoteChangesOnlyFromNotes(t *testing.T) {
 	r, m := newRunner(t, nil)
-	populate(t, r.Agent.Dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(t, r.Agent.Dir, "anthropic/claude-opus-5-5")
 	os.Remove(filepath.Join(r.Agent.Dir, "memory", "notes.md"))
 	ctx := context.Background()
 	if _, err := r.Message(ctx, "t", Message{Text: "one"}, nil); err != nil {
@@ -272,7 +230,7 @@ func TestNoteChangesOnlyFromNotes(t *testing.T) {
 // after it; a fallback's system prompt is the same, with its own file.
 func TestModelChangesOnlyItsSection(t *testing.T) {
 	r, m := newRunner(t, nil)
-	populate(t, r.Agent.Dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(t, r.Agent.Dir, "anthropic/claude-opus-5-5")
 	ctx := context.Background()
 	if _, err := r.Message(ctx, "t", Message{Text: "one"}, nil); err != nil {
 		t.Fatal(err)
@@ -344,7 +302,7 @@ func TestBadInputLeftOut(t *testing.T) {
 	log := logTo(r)
 	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	dir := r.Agent.Dir
-	populate(t, dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
 	outside := filepath.Join(t.TempDir(), "secret.md")
 	os.WriteFile(outside, []byte("THE SECRET"), 0o600)
 	os.Remove(filepath.Join(dir, "instructions", "owner.md"))
@@ -403,7 +361,7 @@ func TestBadInputLeftOut(t *testing.T) {
 func TestSkillsCachedUntilChanged(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	dir := r.Agent.Dir
-	populate(t, dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
 	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
 	compose := func() (string, int64) {
@@ -424,7 +382,7 @@ func TestSkillsCachedUntilChanged(t *testing.T) {
 	if !strings.Contains(changed, "- pdf: Only read PDFs.") || read == 0 || read > 100 {
 		t.Errorf("after the change, %d bytes read:\n%s", read, changed)
 	}
-	if n, b := r.caches().prompts.len(); n > 32 || b > 16<<10 {
+	if n, b := r.caches().prompts.Len(); n > 32 || b > 16<<10 {
 		t.Errorf("the cache holds %d entries, %d bytes", n, b)
 	}
 }
@@ -435,7 +393,7 @@ func TestRepositoryFollowsChanges(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	log := logTo(r)
 	dir := r.Agent.Dir
-	populate(t, dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
 	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
 	engine := filepath.Join(dir, "files", "engine")
@@ -487,7 +445,7 @@ func TestRepositoryFollowsChanges(t *testing.T) {
 func TestToolsSection(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	s := settings.Defaults()
-	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture[1:]}
+	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolUse{words: toolsFixture[1:]}}
 	system, _ := prompt.Compose(tt.sections(&s, &Message{}))
 	if !strings.Contains(system, "## memory\n\nremember writes") || strings.Contains(system, "scheduler") {
 		t.Errorf("the tools' section:\n%s", system)
@@ -504,14 +462,14 @@ func TestToolsSection(t *testing.T) {
 func composeWarm(tb testing.TB) func() {
 	tb.Helper()
 	dir := filepath.Join(tb.TempDir(), "ada")
-	populate(tb, dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(tb, dir, "anthropic/claude-opus-5-5")
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Now: func() time.Time { return time.Now().Add(time.Hour) }}
 	s, err := settings.Read(filepath.Join(dir, "config.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	m := &Message{Text: "hi", Connection: "telegram"}
-	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture}
+	tt := &turn{r: r, c: r.caches(), thread: "t", tools: toolUse{words: toolsFixture}}
 	tt.compose(tt.sections(&s, m))
 	return func() {
 		tt.read = 0
@@ -548,10 +506,10 @@ func BenchmarkCompose(b *testing.B) {
 // BenchmarkComposeJoin is the join alone, the sections already read.
 func BenchmarkComposeJoin(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "ada")
-	populate(b, dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(b, dir, "anthropic/claude-opus-5-5")
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
-	sections := (&turn{r: r, c: r.caches(), thread: "t", tools: toolsFixture}).sections(&s, &Message{})
+	sections := (&turn{r: r, c: r.caches(), thread: "t", tools: toolUse{words: toolsFixture}}).sections(&s, &Message{})
 	b.ReportAllocs()
 	for b.Loop() {
 		prompt.Compose(sections)

@@ -2,13 +2,11 @@ package turn
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -389,154 +388,6 @@ func TestTakenByFailedTurn(t *testing.T) {
 	}
 }
 
-// BenchmarkIDsPerTurn is what the id index costs a turn: opened, a new
-// message's id looked for and not found, added, the index closed; in an
-// index of n messages, for the cost not to grow with n.
-func BenchmarkIDsPerTurn(b *testing.B) {
-	for _, n := range []int{1000, 100000} {
-		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
-			dir := b.TempDir()
-			x, err := openIDs(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			entries := make([]idEntry, n)
-			for i := range entries {
-				entries[i] = idEntry{idHash(fmt.Sprintf("m-%d", i)), int64(2*i + 1)}
-			}
-			if err := x.put(entries); err != nil {
-				b.Fatal(err)
-			}
-			seq := int64(2*n + 1)
-			x.setThrough(seq)
-			x.close()
-			ids := make([]string, 0, 1<<16)
-			for i := range cap(ids) {
-				ids = append(ids, fmt.Sprintf("new-%d", i))
-			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				x, err := openIDs(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				id := ids[i%len(ids)]
-				if found, err := x.find(id); err != nil || len(found) != 0 {
-					b.Fatal(found, err)
-				}
-				seq += 2
-				if err := x.add(id, seq); err != nil {
-					b.Fatal(err)
-				}
-				x.close()
-				i++
-				if i%len(ids) == 0 { // every id added: start again from the n
-					b.StopTimer()
-					os.Remove(filepath.Join(dir, IDsFile))
-					x, _ := openIDs(dir)
-					x.put(entries)
-					x.setThrough(seq)
-					x.close()
-					b.StartTimer()
-				}
-			}
-		})
-	}
-}
-
-// The index finds every id added across its doublings, and one damaged,
-// full with a wrong count, or of another size is made again, never trusted.
-func TestIDIndex(t *testing.T) {
-	dir := t.TempDir()
-	x, err := openIDs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 1000
-	for i := range n {
-		if err := x.add(fmt.Sprintf("id-%d", i), int64(i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	x.close()
-	if x, err = openIDs(dir); err != nil || x.through != n || x.lastMsg != n || x.count != n {
-		t.Fatalf("reopened: %+v %v", x, err)
-	}
-	for i := range n {
-		if seqs, err := x.find(fmt.Sprintf("id-%d", i)); err != nil || !slices.Contains(seqs, int64(i+1)) {
-			t.Fatalf("id-%d: %v %v", i, seqs, err)
-		}
-	}
-	if seqs, _ := x.find("never"); len(seqs) != 0 {
-		t.Errorf("an id never added found at %v", seqs)
-	}
-	// Every slot taken, the header saying one: an add makes it again.
-	full := make([]byte, idsMinSize*idsSlot)
-	for i := 0; i < len(full); i += idsSlot {
-		binary.LittleEndian.PutUint64(full[i:], uint64(i+7))
-		binary.LittleEndian.PutUint64(full[i+8:], 1)
-	}
-	x.close()
-	path := filepath.Join(dir, IDsFile)
-	x = &idIndex{path: path}
-	if x.f, err = os.OpenFile(path, os.O_RDWR|os.O_TRUNC, 0); err != nil {
-		t.Fatal(err)
-	}
-	x.slots, x.count = idsMinSize, 1
-	x.f.WriteAt(full, idsHeader)
-	if err := x.add("after", 99); err != nil {
-		t.Fatal(err)
-	}
-	if seqs, err := x.find("after"); err != nil || !slices.Contains(seqs, 99) || x.slots <= idsMinSize {
-		t.Errorf("after a full table: %v %v, %d slots", seqs, err, x.slots)
-	}
-	x.close()
-	for _, damage := range [][]byte{[]byte("not an index"), nil, append([]byte(idsMagic), make([]byte, 40)...)} {
-		os.WriteFile(path, damage, 0o600)
-		x, err := openIDs(dir)
-		if err != nil || x.through != 0 || x.count != 0 {
-			t.Errorf("%q: %+v %v", damage, x, err)
-		}
-		x.close()
-	}
-}
-
-// A conversation's first index is made in its place, not beside it and
-// renamed (a folder where the one beside would go shows it); one left half
-// made there, short or with no header yet, is damaged and made again.
-func TestIDIndexMadeInPlace(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, IDsFile)
-	if err := os.Mkdir(path+".new", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	x, err := openIDs(dir)
-	if err != nil {
-		t.Fatalf("a new index: %v", err)
-	}
-	if err := x.add("m-1", 1); err != nil {
-		t.Fatal(err)
-	}
-	x.close()
-	if x, err = openIDs(dir); err != nil || x.through != 1 || x.count != 1 {
-		t.Fatalf("reopened: %+v %v", x, err)
-	}
-	x.close()
-	os.Remove(path + ".new")
-	for _, half := range []int64{0, idsHeader + idsMinSize*idsSlot} { // made, nothing written; the table sized, no header
-		if err := os.Truncate(path, 0); err != nil {
-			t.Fatal(err)
-		}
-		os.Truncate(path, half)
-		x, err := openIDs(dir)
-		if err != nil || x.through != 0 || x.count != 0 || x.slots != idsMinSize {
-			t.Errorf("half made (%d bytes): %+v %v", half, x, err)
-		}
-		x.close()
-	}
-}
-
 // A conversation whose index was removed has it made again from the
 // events: a retry is still found.
 func TestIDIndexRemade(t *testing.T) {
@@ -552,7 +403,7 @@ func TestIDIndexRemade(t *testing.T) {
 		}
 	}
 	dir, _ := r.Agent.Path(home.Chat, "t")
-	if err := os.Remove(filepath.Join(dir, IDsFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, idempotency.IndexFile)); err != nil {
 		t.Fatal(err)
 	}
 	asked := len(m.Requests())

@@ -6,6 +6,7 @@ import (
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store/event"
 )
@@ -24,19 +25,19 @@ import (
 // where it starts.
 func (t *turn) makeRoom(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event) ([]event.Event, error) {
 	for range 4 { // each pass leaves at least half the share
-		t.items = windowItems(t.items, events, t.tokensOf(events))
-		items := t.items
+		t.win.items = window.Items(t.win.items, events, t.tokensOf(events))
+		items := t.win.items
 		total := 0
 		for _, it := range items {
 			total += it.Tokens
 		}
-		if total <= t.share {
+		if total <= t.sum.share {
 			return events, nil
 		}
 		for i := range items {
 			items[i].CanStart = items[i].CanStart || events[i].Type == event.TypeAnswer && len(events[i].Calls) > 0
 		}
-		stay, ok := window.Cut(items, t.share)
+		stay, ok := window.Cut(items, t.sum.share)
 		if !ok {
 			return events, nil // one call's round alone fills it: nothing can leave
 		}
@@ -46,7 +47,7 @@ func (t *turn) makeRoom(ctx context.Context, s *settings.Settings, req *model.Re
 				next.TokensBefore += int64(it.Tokens)
 			}
 		}
-		t.madeRoom = true
+		t.sum.madeRoom = true
 		sum, err := t.summarizeFirst(ctx, s, req, events[:stay], &events[stay], next)
 		if err != nil {
 			t.log().Warn("summary before an answer not written; what leaves is dropped", "through", items[stay].Seq-1, "error", err)
@@ -54,7 +55,7 @@ func (t *turn) makeRoom(ctx context.Context, s *settings.Settings, req *model.Re
 			for i := range items {
 				items[i].CanStart = events[i].Type == event.TypeMessage
 			}
-			if stay, ok = window.Cut(items, t.share); !ok {
+			if stay, ok = window.Cut(items, t.sum.share); !ok {
 				return events, nil
 			}
 			*cp = window.Checkpoint{Start: items[stay].Seq, TokensBefore: cp.TokensBefore}
@@ -82,20 +83,20 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	if len(stay.Calls) > 0 {
 		name = stay.Calls[0].Name
 	}
-	notes := s.Window.SaveNotes && t.offer != nil && t.offer.Offered(prompt.NotesTool) && ownerSpoke(leaving)
+	notes := s.Window.SaveNotes && t.tools.offer != nil && t.tools.offer.Offered(prompt.NotesTool) && summary.OwnerSpoke(leaving)
 	ask := prompt.SummaryAskFirst(name, notes)
-	budget := t.share - window.Tokens(ask) - 8
+	budget := t.sum.share - window.Tokens(ask) - 8
 	k, used := len(leaving), 0
-	for k > 0 && used+eventTokens(&leaving[k-1]) <= budget {
+	for k > 0 && used+prompt.EventTokens(&leaving[k-1]) <= budget {
 		k--
-		used += eventTokens(&leaving[k])
+		used += prompt.EventTokens(&leaving[k])
 	}
 	msgs := prompt.CallsAsText(prompt.Messages(leaving[k:]))
 	if len(msgs) == 0 {
 		return nil, ErrNoSummary
 	}
 	sreq := *req
-	sreq.Messages, sreq.Prefix = withNote(msgs, ask), nil
+	sreq.Messages, sreq.Prefix = prompt.WithNote(msgs, ask), nil
 	sreq.CacheThrough = 0
 	ss := *s
 	resp, u, calls, err := t.askSummary(ctx, &ss, &sreq, notes)
@@ -104,9 +105,9 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 	}
 	var e *event.Event
 	if err == nil {
-		c := &compaction{through: stay.Seq - 1, window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
+		c := &summary.Ask{Through: stay.Seq - 1, Window: event.Window{Start: next.Start, StartTime: stay.Time, TokensBefore: next.TokensBefore}}
 		r := *resp
-		r.Usage, r.Cost = u.Usage, u.cost
+		r.Usage, r.Cost = u.Usage, u.Cost
 		e, err = t.appendSummary(ctx, &ss, c, &r, calls)
 	}
 	t.countSummary(&ss, err, u)
@@ -117,12 +118,12 @@ func (t *turn) summarizeFirst(ctx context.Context, s *settings.Settings, req *mo
 // before its answer: the notes change them from there on. The share is
 // counted again with them.
 func (t *turn) recompose(req *model.Request) {
-	if t.msg == nil || t.set == nil {
+	if t.comp.msg == nil || t.comp.set == nil {
 		return
 	}
-	t.composed = t.sections(t.set, t.msg)
-	req.System, req.SystemStable = t.compose(t.composed)
-	t.share = window.Share(req.Window, req.MaxTokens, window.Tokens(req.System)+toolsTokens(req.Tools), t.set.Window.Margin)
+	t.comp.sections = t.sections(t.comp.set, t.comp.msg)
+	req.System, req.SystemStable = t.compose(t.comp.sections)
+	t.sum.share = window.Share(req.Window, req.MaxTokens, window.Tokens(req.System)+toolsTokens(req.Tools), t.comp.set.Window.Margin)
 }
 
 // toolsTokens is the rough share of the prompt the tools offered take:

@@ -2,14 +2,11 @@ package turn
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -18,6 +15,12 @@ import (
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
+
+// toolUse is the tools the turn offers.
+type toolUse struct {
+	offer *tools.Turn       // what it offers, and the sessions it opened
+	words []prompt.ToolText // what they say of themselves, set before the prompt is composed
+}
 
 // MaxRounds is the most rounds of tool calls a turn makes. The model is then
 // asked once more, told to call nothing, so a model stuck in a loop still
@@ -38,12 +41,12 @@ const LastRoundNote = "[You have used every round of tool calls this turn may ma
 // came meanwhile. It returns the answer the turn's own message is told (the
 // first that calls nothing) and events with everything the turn appended.
 func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event, onText func(string)) (*event.Event, []event.Event, error) {
-	if t.offer != nil {
-		req.Tools = t.offer.Tools()
+	if t.tools.offer != nil {
+		req.Tools = t.tools.offer.Tools()
 	}
 	first := 0
-	if t.resumed != 0 { // the calls the turn that ended first made and never ran
-		if calls := unansweredCalls(events, t.resumed); len(calls) > 0 {
+	if t.once.resumed != 0 { // the calls the turn that ended first made and never ran
+		if calls := idempotency.Unanswered(events, t.once.resumed); len(calls) > 0 {
 			results, err := t.runCalls(ctx, calls)
 			events = append(events, results...)
 			if err != nil {
@@ -72,7 +75,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	}
 	for round := first; ; round++ {
 		if round > MaxRounds {
-			t.in.close() // the call for those that steered it past the last round is the turn's last
+			t.ops.in.Close() // the call for those that steered it past the last round is the turn's last
 		}
 		var err error
 		if events, err = t.takeSteers(ctx, events); err != nil {
@@ -86,7 +89,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if last {
 			note = LastRoundNote
 		}
-		t.messages(req, events, s.Provider(), len(req.Tools) == 0, note)
+		t.warm.kept.Messages(req, events, s.Provider(), len(req.Tools) == 0, note)
 		said.Reset()
 		resp, err := t.callModel(ctx, s, req, func(frag string) {
 			said.WriteString(frag)
@@ -107,7 +110,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		}
 		events = append(events, *answer)
 		if len(resp.Calls) == 0 {
-			t.in.answered(answer, reply == nil)
+			t.ops.in.Answered(answer, reply == nil)
 			if reply == nil {
 				reply = answer
 			}
@@ -142,7 +145,7 @@ func (t *turn) keepSaid(ctx context.Context, s *settings.Settings, cp window.Che
 }
 
 // roundsSpent is how many rounds the turns before spent on the message at
-// t.resumed: the answers after it, each one model call. They are read from
+// t.once.resumed: the answers after it, each one model call. They are read from
 // the conversation, since the window may begin after the message.
 func (t *turn) roundsSpent(ctx context.Context) (int, error) {
 	n := 0
@@ -151,7 +154,7 @@ func (t *turn) roundsSpent(ctx context.Context) (int, error) {
 		derr error
 	)
 	err := t.conv.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-		if seq <= t.resumed {
+		if seq <= t.once.resumed {
 			return false
 		}
 		t.read += int64(len(ev))
@@ -168,22 +171,6 @@ func (t *turn) roundsSpent(ctx context.Context) (int, error) {
 		err = derr
 	}
 	return n, err
-}
-
-// withNote is msgs with note added to the last user message, or as a user
-// message of its own after an assistant's.
-func withNote(msgs []model.Message, note string) []model.Message {
-	n := len(msgs)
-	if n == 0 || msgs[n-1].Role != "user" {
-		return append(msgs, model.Message{Role: "user", Text: note})
-	}
-	out := append([]model.Message(nil), msgs...)
-	if out[n-1].Text != "" {
-		out[n-1].Text += "\n\n" + note
-	} else {
-		out[n-1].Text = note
-	}
-	return out
 }
 
 // runCalls runs one round's calls at once and appends each tool's answer as
@@ -213,7 +200,7 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 			// Ended by the turn's time: said so, and written past it, so
 			// the call is not made again.
 			if a.r.Error != "" {
-				a.r = tools.Result{Error: fmt.Sprintf("The turn ran past its time of %v before the tool answered: the call to %s was given up.", t.timeout, a.c.Name)}
+				a.r = tools.Result{Error: fmt.Sprintf("The turn ran past its time of %v before the tool answered: the call to %s was given up.", t.ops.timeout, a.c.Name)}
 			}
 			wctx = context.WithoutCancel(ctx)
 		case endedBy(ctx):
@@ -242,10 +229,10 @@ func resultEvent(now time.Time, c event.Call, r tools.Result) event.Event {
 
 // call runs one call on the tools the conversation was offered.
 func (t *turn) call(ctx context.Context, c event.Call) tools.Result {
-	if t.offer == nil || !t.offer.Offered(c.Name) {
+	if t.tools.offer == nil || !t.tools.offer.Offered(c.Name) {
 		return tools.Result{Error: fmt.Sprintf("There is no tool named %s in this conversation.", c.Name)}
 	}
-	return t.offer.Call(ctx, t.thread, c.Name, c.Args)
+	return t.tools.offer.Call(ctx, t.thread, c.Name, c.Args)
 }
 
 // beginTools narrows the conversation's tools when the message says so
@@ -263,76 +250,21 @@ func (t *turn) beginTools(ctx context.Context, m *Message) error {
 	if off == nil {
 		return err
 	}
-	t.offer = off
+	t.tools.offer = off
 	for _, in := range off.Instructions() {
-		t.tools = append(t.tools, prompt.ToolText{Tool: in.Tool, Text: in.Text})
+		t.tools.words = append(t.tools.words, prompt.ToolText{Tool: in.Tool, Text: in.Text})
 	}
 	return err
 }
 
 // narrowing is the conversation's narrowing, narrowed first by later when
-// the message brings a list: in one step by a store that can and reads it
-// back (store.Narrower and store.Meta, found under the turn's lease), else
-// in tools.json beside the events.
+// the message brings a list (see tools.Narrowing), its store's abilities
+// found under the turn's lease.
 func (t *turn) narrowing(ctx context.Context, later []string) (*tools.Only, error) {
 	if later != nil {
 		later = t.r.Tools.Expand(later)
 	}
-	n, isNarrower := ability[store.Narrower](t.conv)
-	meta, hasMeta := ability[store.Meta](t.conv)
-	if isNarrower && hasMeta {
-		only, err := t.storeNarrowing(ctx, n, meta, later)
-		if !errors.Is(err, store.ErrUnsupported) {
-			return only, err
-		}
-	}
-	if later != nil {
-		return tools.NarrowFile(t.r.Agent, t.thread, later)
-	}
-	return tools.ReadOnly(t.r.Agent, t.thread)
-}
-
-// storeNarrowing is narrowing kept in the conversation's store.
-func (t *turn) storeNarrowing(ctx context.Context, n store.Narrower, meta store.Meta, later []string) (*tools.Only, error) {
-	if err := t.moveToolsFile(ctx, n); err != nil {
-		return nil, err
-	}
-	if later != nil {
-		kept, err := n.NarrowTools(ctx, later)
-		if err != nil {
-			return nil, err
-		}
-		return &tools.Only{Entries: kept}, nil
-	}
-	b, err := meta.MetaGet(ctx, store.ToolsMeta)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var kept []string
-	if err := json.Unmarshal(b, &kept); err != nil {
-		return nil, fmt.Errorf("%w: side datum %q: %v", store.ErrCorrupt, store.ToolsMeta, err)
-	}
-	return &tools.Only{Entries: kept}, nil
-}
-
-// moveToolsFile narrows the store's list by a tools.json beside a
-// conversation its store narrows, and removes the file once the store
-// holds it: a list written there before (by a turn that did not look under
-// its lease) is never lost, so nothing it took away comes back.
-func (t *turn) moveToolsFile(ctx context.Context, n store.Narrower) error {
-	file, err := tools.ReadOnly(t.r.Agent, t.thread)
-	if file == nil || err != nil {
-		return err
-	}
-	if _, err := n.NarrowTools(ctx, file.Entries); err != nil {
-		return err
-	}
-	path, err := t.r.Agent.Path(home.ChatTools, t.thread)
-	if err != nil {
-		return err
-	}
-	return os.Remove(path)
+	n, _ := ability[store.Narrower](t.conv)
+	meta, _ := ability[store.Meta](t.conv)
+	return tools.Narrowing(ctx, t.r.Agent, t.thread, n, meta, later)
 }

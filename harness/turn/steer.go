@@ -2,13 +2,25 @@ package turn
 
 import (
 	"context"
-	"sync"
+	"time"
 
+	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/store/event"
 )
 
+// operations is what reaches the turn from outside while it runs, and
+// what ends it.
+type operations struct {
+	in      *running.Inbox[Message] // the messages that steer it, and End
+	caller  context.Context         // the caller's: bounds waiting for another process's turn, as for one here
+	ending  context.Context         // ended by End: its rounds end with it, so an end always finds the message written
+	endMark bool                    // the answer appended next is marked ended
+	timeout time.Duration           // the turn's whole time, [turn] timeout
+}
+
 // Steering. A message sent to a conversation while a turn of it runs in
-// this process steers that turn rather than waiting for a turn of its own:
+// this process steers that turn rather than waiting for a turn of its own
+// (package running hands it over):
 //
 //   - The running turn appends it, with its head, at its next step's end:
 //     once the model call it is in has its answer appended, or the round of
@@ -30,162 +42,6 @@ import (
 //     So does a message carrying Link-Tools (a turn's tools are fixed when
 //     it begins), and one whose id the conversation already holds.
 
-// inbox takes the messages that steer one running turn. It is safe for
-// concurrent use: senders offer, the turn takes. The zero value is open
-// and empty; a nil *inbox takes nothing.
-type inbox struct {
-	mu sync.Mutex
-	// guarded by mu
-	closed  bool
-	waiting []*steer // offered, not yet taken by the turn
-	taken   []*steer // appended by the turn, told at its end
-
-	endAsked bool                    // End asked the turn to end
-	cancel   context.CancelCauseFunc // ends the turn; nil until it begins
-	ended    *Answer                 // the answer the turn wrote marked ended
-	left     bool                    // the turn let the conversation go
-	thread   string                  // the turn's thread, once it is taken
-
-	gone chan struct{} // closed once the turn let the conversation go; End waits on it
-}
-
-// steer is one message offered to a running turn, and its sender's side.
-type steer struct {
-	m      Message
-	onText func(string) // the sender's, given the text of model calls after its message was taken
-	done   chan steered // one send: what the sender is told
-
-	// set by the turn
-	told   *event.Event // the answer to tell
-	shared bool         // told to an earlier message's caller as well
-}
-
-// steered is what a steering message's sender is told.
-type steered struct {
-	a       Answer
-	err     error
-	refused bool // not taken: it waits for a turn of its own
-}
-
-// offer hands m to the turn, or says it comes too late (nil).
-func (in *inbox) offer(m Message, onText func(string)) *steer {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.closed {
-		return nil
-	}
-	s := &steer{m: m, onText: onText, done: make(chan steered, 1)}
-	in.waiting = append(in.waiting, s)
-	return s
-}
-
-// take returns the messages waiting, for the turn to append.
-func (in *inbox) take() []*steer {
-	if in == nil {
-		return nil
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	w := in.waiting
-	in.waiting = nil
-	return w
-}
-
-// accept records s as appended: from now on it hears the turn's text and
-// is told its answer.
-func (in *inbox) accept(s *steer) {
-	in.mu.Lock()
-	in.taken = append(in.taken, s)
-	in.mu.Unlock()
-}
-
-// closeIfNone closes the inbox when nothing waits, and says whether it did:
-// the turn's answer is then given. Nil is closed.
-func (in *inbox) closeIfNone() bool {
-	if in == nil {
-		return true
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if len(in.waiting) > 0 {
-		return false
-	}
-	in.closed = true
-	return true
-}
-
-// close takes no more messages; those waiting are still the turn's to take.
-func (in *inbox) close() {
-	if in == nil {
-		return
-	}
-	in.mu.Lock()
-	in.closed = true
-	in.mu.Unlock()
-}
-
-// text gives a fragment of a model call's text to every taken sender.
-func (in *inbox) text(frag string) {
-	if in == nil {
-		return
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, s := range in.taken {
-		if s.onText != nil {
-			s.onText(frag)
-		}
-	}
-}
-
-// answered marks the answer a, which calls nothing, as the one to tell
-// every taken sender not told one yet; shared says a is told to an earlier
-// message's caller already (the turn's own, or a sender before).
-func (in *inbox) answered(a *event.Event, shared bool) {
-	if in == nil {
-		return
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, s := range in.taken {
-		if s.told == nil {
-			s.told, s.shared = a, shared
-			shared = true
-		}
-	}
-}
-
-// finish ends the turn's taking: the taken are told their answer, the
-// waiting that it never took are refused, to wait for a turn of their own.
-// A taken message with no answer after it (the turn failed first) is
-// refused too: its own turn finds it written and goes on from there, so it
-// is answered, never dropped with the turn's error.
-func (in *inbox) finish(thread string) {
-	if in == nil {
-		return
-	}
-	in.mu.Lock()
-	in.closed = true
-	taken, waiting := in.taken, in.waiting
-	in.taken, in.waiting = nil, nil
-	in.mu.Unlock()
-	for _, s := range taken {
-		switch {
-		case s.told == nil: // the turn ended without an answer after it
-			s.done <- steered{refused: true}
-		default:
-			a := answerOf(thread, s.told)
-			a.Shared = s.shared
-			s.done <- steered{a: a}
-		}
-	}
-	for _, s := range waiting {
-		s.done <- steered{refused: true}
-	}
-}
-
-func (in *inbox) refuse(s *steer) { s.done <- steered{refused: true} }
-
 // answerOf is the Answer of answer event e.
 func answerOf(thread string, e *event.Event) Answer {
 	return Answer{Thread: thread, Seq: e.Seq, Text: e.Text, Usage: e.Usage, Ended: Ended(e)}
@@ -193,30 +49,30 @@ func answerOf(thread string, e *event.Event) Answer {
 
 // takeSteers appends the messages waiting to steer the turn and returns
 // events with them. A message the conversation already holds (see
-// repeat.go) is refused: its own turn finds it taken, and tells its answer
-// or goes on from it.
+// package idempotency) is refused: its own turn finds it taken, and tells
+// its answer or goes on from it.
 func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Event, error) {
-	waiting := t.in.take()
+	waiting := t.ops.in.Take()
 	for i, s := range waiting {
-		seen, err := t.seenBefore(ctx, &s.m, events)
+		seen, err := t.seenBefore(ctx, &s.M, events)
 		if err != nil {
 			for _, s := range waiting[i:] {
-				t.in.refuse(s)
+				t.ops.in.Refuse(s)
 			}
 			return events, err
 		}
 		if seen {
-			t.in.refuse(s)
+			t.ops.in.Refuse(s)
 			continue
 		}
-		e, err := t.appendMessage(ctx, s.m)
+		e, err := t.appendMessage(ctx, s.M)
 		if err != nil {
 			for _, s := range waiting[i:] {
-				t.in.refuse(s)
+				t.ops.in.Refuse(s)
 			}
 			return events, err
 		}
-		t.in.accept(s)
+		t.ops.in.Accept(s)
 		events = append(events, e)
 	}
 	return events, nil
@@ -227,7 +83,7 @@ func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Ev
 // be asked again. With none waiting, the inbox closes: the answer is the
 // turn's, and a message from now on waits for a turn of its own.
 func (t *turn) steeredAfter(ctx context.Context, events []event.Event) ([]event.Event, bool, error) {
-	for !t.in.closeIfNone() {
+	for !t.ops.in.CloseIfNone() {
 		n := len(events)
 		var err error
 		if events, err = t.takeSteers(ctx, events); err != nil || len(events) > n {
@@ -235,13 +91,4 @@ func (t *turn) steeredAfter(ctx context.Context, events []event.Event) ([]event.
 		}
 	}
 	return events, false, nil
-}
-
-func holdsID(events []event.Event, id string) bool {
-	for i := range events {
-		if events[i].Type == event.TypeMessage && events[i].ID == id {
-			return true
-		}
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
@@ -116,20 +117,8 @@ func waitTurn(t *testing.T, r *Runner, thread string, waiting, refs int) {
 		t.Fatal(err)
 	}
 	for {
-		r.locks.mu.Lock()
-		var in *inbox
-		n := 0
-		if e := r.locks.m[dir]; e != nil {
-			in, n = e.in, e.refs
-		}
-		r.locks.mu.Unlock()
-		if in != nil && n == refs {
-			in.mu.Lock()
-			w := len(in.waiting)
-			in.mu.Unlock()
-			if w == waiting {
-				return
-			}
+		if n, w, held := r.locks.Queue(dir); held && n == refs && w == waiting {
+			return
 		}
 		runtime.Gosched()
 	}
@@ -188,7 +177,7 @@ func checkCopy(t *testing.T, r *Runner, thread string) {
 	}
 	defer conv.Close()
 	var whole strings.Builder
-	if _, err := WriteCopy(context.Background(), &whole, r.Agent.Name, conv); err != nil {
+	if _, err := chatcopy.Write(context.Background(), &whole, r.Agent.Name, conv); err != nil {
 		t.Fatal(err)
 	}
 	got := readCopy(t, r, thread)

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -166,10 +168,10 @@ func TestSummaryAfterTheAnswer(t *testing.T) {
 	}
 	defer conv.Close()
 	var plain, shown strings.Builder
-	if _, err := WriteCopy(context.Background(), &plain, "ada", conv); err != nil {
+	if _, err := chatcopy.Write(context.Background(), &plain, "ada", conv); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteCopyWithSummaries(context.Background(), &shown, "ada", conv); err != nil {
+	if _, err := chatcopy.WriteWithSummaries(context.Background(), &shown, "ada", conv); err != nil {
 		t.Fatal(err)
 	}
 	if plain.String() != string(b) {
@@ -263,7 +265,7 @@ func TestSummaryRequestGolden(t *testing.T) {
 			}})
 			at := time.Date(2026, 12, 2, 10, 45, 0, 0, time.UTC)
 			r.Now = func() time.Time { return at }
-			populate(t, r.Agent.Dir, modelName)
+			hometest.Populate(t, r.Agent.Dir, modelName)
 			s, err := settings.Read(filepath.Join(r.Agent.Dir, "config.json"))
 			if err != nil {
 				t.Fatal(err)
@@ -372,37 +374,6 @@ func TestSummaryCostReported(t *testing.T) {
 	for _, e := range ofType(ev, event.TypeAnswer) {
 		if e.Cost <= 0 || e.CostSource != event.CostPriced {
 			t.Errorf("answer %d: cost %v %q", e.Seq, e.Cost, e.CostSource)
-		}
-	}
-}
-
-// What a summary's calls cost together: the sum of what the provider
-// reported where it reported every one, else nothing reported, and the
-// tokens priced.
-func TestSpent(t *testing.T) {
-	reported := func(usd float64) model.Response {
-		return model.Response{Usage: event.Usage{Input: 1}, Cost: model.Cost{USD: usd, Reported: true}}
-	}
-	priced := model.Response{Usage: event.Usage{Input: 1}}
-	for _, tc := range []struct {
-		name  string
-		calls []model.Response
-		want  model.Cost
-	}{
-		{"none", nil, model.Cost{}},
-		{"one reported", []model.Response{reported(0.25)}, model.Cost{USD: 0.25, Reported: true}},
-		{"one reported as nothing", []model.Response{reported(0)}, model.Cost{Reported: true}},
-		{"two reported", []model.Response{reported(0.25), reported(0.5)}, model.Cost{USD: 0.75, Reported: true}},
-		{"reported, then not", []model.Response{reported(0.25), priced}, model.Cost{}},
-		{"not, then reported", []model.Response{priced, reported(0.25)}, model.Cost{}},
-		{"not, then reported twice", []model.Response{priced, reported(0.25), reported(0.5)}, model.Cost{}},
-	} {
-		var u spent
-		for i := range tc.calls {
-			u.add(&tc.calls[i])
-		}
-		if u.cost != tc.want || u.Input != int64(len(tc.calls)) {
-			t.Errorf("%s: %+v, want %+v", tc.name, u, tc.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/store"
 )
 
@@ -15,7 +16,7 @@ func TestMarkTold(t *testing.T) {
 	r := &Runner{Agent: home.Agent{Name: "ada", Dir: t.TempDir()}}
 	dir, _ := r.Agent.Path(home.Chat, "web:1")
 	pend, _ := r.Agent.Path(home.ChatPending, "web:1")
-	if n, err := readTold(dir, pend); err != nil || n != 0 {
+	if n, err := idempotency.ReadTold(dir, pend); err != nil || n != 0 {
 		t.Fatalf("before any: %d %v", n, err)
 	}
 	for _, seq := range []int64{2, 6, 4} {
@@ -23,7 +24,7 @@ func TestMarkTold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := readTold(dir, pend); err != nil || n != 6 {
+	if n, err := idempotency.ReadTold(dir, pend); err != nil || n != 6 {
 		t.Errorf("told %d %v, want 6", n, err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".told.*")); len(left) != 0 {
@@ -35,7 +36,7 @@ func TestMarkTold(t *testing.T) {
 		"":    0, // made, not yet written
 	} {
 		os.WriteFile(filepath.Join(dir, "told"), []byte(body), 0o600)
-		if n, err := readTold(dir, pend); err != nil || n != want {
+		if n, err := idempotency.ReadTold(dir, pend); err != nil || n != want {
 			t.Errorf("told file %q: %d %v, want %d", body, n, err, want)
 		}
 	}
@@ -48,7 +49,7 @@ func TestMarkTold(t *testing.T) {
 	}
 	for _, bad := range []string{"x\n", "1234567890123456789012345678901234\n"} {
 		os.WriteFile(filepath.Join(dir, "told"), []byte(bad), 0o600)
-		if _, err := readTold(dir, pend); !errors.Is(err, store.ErrCorrupt) {
+		if _, err := idempotency.ReadTold(dir, pend); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("told file %.20q read: %v, want ErrCorrupt", bad, err)
 		}
 	}
@@ -63,13 +64,13 @@ func TestToldKeptBefore(t *testing.T) {
 	pend, _ := r.Agent.Path(home.ChatPending, "web:1")
 	os.MkdirAll(pend, 0o700)
 	os.WriteFile(filepath.Join(pend, "told"), []byte("00000000000000000005 00000000000000000005\n"), 0o600)
-	if n, err := readTold(dir, pend); err != nil || n != 5 {
+	if n, err := idempotency.ReadTold(dir, pend); err != nil || n != 5 {
 		t.Fatalf("told kept in the pending folder: %d %v, want 5", n, err)
 	}
 	if err := r.MarkTold("web:1", 7); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := readTold(dir, pend); err != nil || n != 7 {
+	if n, err := idempotency.ReadTold(dir, pend); err != nil || n != 7 {
 		t.Errorf("after marking 7: %d %v", n, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "told")); err != nil {

@@ -14,11 +14,16 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
+	"lnk.dev/linkharness/harness/instructions"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -74,7 +79,7 @@ type Runner struct {
 	Log     *slog.Logger        // a failed turn, a fallback, a lease taken over; nil logs nothing
 
 	// Untold, when not nil, is given each answer that a process which died
-	// wrote and never told (see told.go), once, by the next turn of its
+	// wrote and never told (see package idempotency), once, by the next turn of its
 	// conversation: the server keeps it for _link/recover. A caller of
 	// Message that tells its answers marks each told with MarkTold.
 	Untold func(thread string, a Answer)
@@ -90,9 +95,9 @@ type Runner struct {
 	Settings *settings.Settings
 
 	// Warm, when not nil, keeps what a conversation's turn composed for
-	// its next turn in this process (see warm.go): the process's, shared
-	// by its Runners. Nil: each turn reads and composes all of it.
-	Warm *Warm
+	// its next turn in this process (see package warm): the process's,
+	// shared by its Runners. Nil: each turn reads and composes all of it.
+	Warm *warm.Cache
 
 	// Turns, when not nil, bounds the turns in flight in the process, the
 	// process's, shared by its Runners: a message that would begin a turn
@@ -105,22 +110,22 @@ type Runner struct {
 	Facts *facts.Cache
 
 	// HoldHome has each turn hold the agent's home shared while it runs,
-	// and while what it composed is kept warm (see homeHold), so lnk agent
+	// and while what it composed is kept warm (see home.Hold), so lnk agent
 	// chat convert and repair, which hold it exclusive, never run beside a
 	// turn: a message while they run is home.ErrConverting, nothing of it
 	// written.
 	HoldHome bool
 
-	locks    keyedMutex
-	home     homeHold // the home's lock while a turn runs or a conversation is warm, with HoldHome
-	telling  tellings // answers given and not yet marked told
+	locks    running.Turns[Message] // the conversations' turns in this process, and their inboxes
+	home     home.Hold              // the home's lock while a turn runs or a conversation is warm, with HoldHome
+	telling  idempotency.Tellings   // answers given and not yet marked told
 	cache    atomic.Pointer[runnerCache]
 	storeErr atomic.Pointer[error] // why the last open of a conversation's store failed; nil once one opened
 }
 
 // Message is a message to the agent.
 type Message struct {
-	ID         string // the sender's message id: the same id twice is one message (see repeat.go)
+	ID         string // the sender's message id: the same id twice is one message (see package idempotency)
 	Text       string
 	From       event.Sender
 	Owner      bool
@@ -180,7 +185,7 @@ func (m *Message) Check() error {
 // ctx only bounds waiting for the conversation's previous turn, in this
 // process or another (ErrBusy), until a turn has taken the message to
 // steer it: one handed back then has its own turn whatever ctx says, so it
-// is never dropped. A message taken before (see repeat.go) is told its
+// is never dropped. A message taken before (see package idempotency) is told its
 // answer again, or has its turn go on. Only the Runner's Stop and the
 // turn's time ([turn] timeout, ErrTimeout) end a turn before its end.
 //
@@ -196,42 +201,44 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 	if err != nil {
 		return Answer{}, err
 	}
-	var refusedBy *inbox // a turn that refused the message is not offered it again
+	var refusedBy *running.Inbox[Message] // a turn that refused the message is not offered it again
 	for {
 		var (
-			s     *steer
-			to    *inbox
-			offer func(*inbox) bool
+			s     *running.Steer[Message]
+			to    *running.Inbox[Message]
+			offer func(*running.Inbox[Message]) bool
 		)
 		if m.Tools == nil { // a list of tools narrows from a turn's beginning
-			offer = func(in *inbox) bool {
+			offer = func(in *running.Inbox[Message]) bool {
 				if in == refusedBy {
 					return false
 				}
-				s, to = in.offer(m, onText), in
+				s, to = in.Offer(m, onText), in
 				return s != nil
 			}
 		}
-		h, err := r.locks.lock(ctx, dir, offer)
+		h, err := r.locks.Lock(ctx, dir, offer)
 		if err != nil {
 			return Answer{}, err
 		}
 		if h == nil {
-			res := <-s.done
-			if res.refused {
+			res := s.Wait()
+			if res.Refused {
 				// Handed back: it waits for a turn of its own however
 				// long, its caller gone or not, as it would have been
 				// answered in the turn that handed it back.
 				refusedBy, ctx = to, context.WithoutCancel(ctx)
 				continue
 			}
-			return res.a, res.err
+			a := answerOf(to.Thread(), res.Told) // the thread of the turn it steered
+			a.Shared = res.Shared
+			return a, nil
 		}
 		// A message handed back by the turn it steered was taken: it has
 		// its turn whatever the bound, as it would have had in that one.
 		if refusedBy == nil {
 			if err := r.Turns.Begin(); err != nil {
-				h.unlock()
+				h.Unlock()
 				return Answer{}, err
 			}
 		} else {
@@ -251,12 +258,12 @@ func (r *Runner) Full(thread string) bool {
 		return false
 	}
 	dir, err := r.Agent.Path(home.Chat, thread)
-	return err == nil && !r.locks.held(dir)
+	return err == nil && !r.locks.Held(dir)
 }
 
 // take takes the turn of a conversation it holds, in the place Message
 // took for it.
-func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Message, onText func(string)) (Answer, error) {
+func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir string, m Message, onText func(string)) (Answer, error) {
 	var ends ends // what the turn lets go of when it ends, in reverse
 	detached := false
 	defer func() {
@@ -265,7 +272,7 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 		}
 	}()
 	ends.add(r.Turns.End)
-	ends.add(h.unlock)
+	ends.add(h.Unlock)
 	if r.Stop != nil && r.Stop.Err() != nil {
 		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
 	}
@@ -278,33 +285,31 @@ func (r *Runner) take(ctx context.Context, h *hold, thread, dir string, m Messag
 	}
 	ending, endTurn := context.WithCancelCause(ctx)
 	ends.add(func() { endTurn(nil) })
-	h.in.endWith(endTurn)
-	h.in.mu.Lock()
-	h.in.thread = thread
-	h.in.mu.Unlock()
+	h.In.EndWith(endTurn)
+	h.In.SetThread(thread)
 
 	if r.HoldHome {
-		if err := r.home.take(r.Agent.Dir); err != nil {
+		if err := r.home.Take(r.Agent.Dir); err != nil {
 			return Answer{}, err
 		}
-		ends.add(r.home.drop)
+		ends.add(r.home.Drop)
 	}
 	start := r.now()
-	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, in: h.in, caller: caller, ending: ending}
+	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller, ending: ending}}
 	ends.add(t.close)
 	a, err := t.answer(ctx, m, onText)
-	after := t.after
+	after := t.sum.after
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
 	}
 	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
 		err = fmt.Errorf("%w: %v", ErrEnded, err)
 	}
-	t.keep = err == nil
+	t.warm.keep = err == nil
 	if err == nil && r.Untold != nil && a.Seq != 0 {
-		r.telling.add(dir, t.lastAnswer) // its callers mark it told
+		r.telling.Add(dir, t.once.lastAnswer) // its callers mark it told
 	}
-	t.in.finish(thread) // from here a message waits for a turn of its own
+	t.ops.in.Finish() // from here a message waits for a turn of its own
 	took := r.now().Sub(start)
 	r.Metrics.Turn(took, err, t.read, t.written)
 	if err != nil {
@@ -358,109 +363,58 @@ func (t *turn) log() *slog.Logger {
 	return l
 }
 
-// turn is one turn's state, gone when the turn ends.
+// turn is one turn's state, gone when the turn ends: what every step
+// uses, and beside it what each step owns.
 type turn struct {
-	r      *Runner
-	c      *runnerCache // the Runner's, as the turn began
-	thread string
-	dir    string
-	in     *inbox          // the messages that steer it
-	caller context.Context // the caller's: bounds waiting for another process's turn, as for one here
-	ending context.Context // ended by End: its rounds end with it, so an end always finds the message written
-	conv   store.Conversation
-	dec    event.Decoder
-	buf    []byte
-
-	warm *warmConv // what the turn keeps for the next, when its Runner has a Warm
-
-	winToks  []int         // the tokens of the window's events, as the turn holds them (tokensOf)
-	winFirst int64         // the seq of the window's first event they count
-	winLast  int64         // and of the last
-	items    []window.Item // scratch for the window's items, given back with the window's slice
-	keep     bool          // the turn ended well: warm is kept
-	folderFD int           // the conversation's folder, open and flocked, while locked
-	locked   bool
-	keepDir  bool // the folder stays open when its flock is let go, for the next turn
-	// folder is the folder's key as a warm turn found it, and touched
-	// says the turn made, removed or renamed a name in it (or may have):
-	// untouched, the key is the one to leave, without asking again.
-	folder  folderKey
-	warmed  bool
-	touched bool
-
-	startConn   string             // the connection of the conversation's first message, as open read it
-	cacheThread string             // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
-	tools       []prompt.ToolText  // what the tools the turn offers say of themselves, set before the prompt is composed
-	offer       *tools.Turn        // the tools the turn offers, and the sessions it opened
-	composed    []prompt.Section   // the prompt's sections as this turn read them, for a fallback model
-	paths       homePaths          // the paths the prompt reads, set when it is composed
-	release     func()             // lets the conversation's lease go, for a store that keeps leases
-	window      *windowSlice       // the slices the window is decoded into, given back when the turn ends
-	ids         *idIndex           // the conversation's id index; nil once it could not be written
-	resumed     int64              // the seq of the message when a turn that ended first took it: this one goes on from it
-	timeout     time.Duration      // the turn's whole time, [turn] timeout
-	after       *compaction        // the summary to ask for once the answer is given; nil when none is due
-	share       int                // the conversation's share of the window, in rough tokens
-	madeRoom    bool               // the window outgrew its room between rounds, and what left was summarized or dropped
-	msg         *Message           // the turn's message, and
-	set         *settings.Settings // its settings, for composing the instructions again
-	facts       *facts.Book        // the model facts as the turn first read them (factsBook)
-	missingTurn uint64             // the turn's number in the prompt's missing files (see unchanged); 0 before it looks at one
-
+	r       *Runner
+	c       *runnerCache // the Runner's, as the turn began
+	thread  string
+	dir     string
+	conv    store.Conversation
+	dec     event.Decoder
+	buf     []byte
 	last    int64 // the conversation's last seq, as this turn has written it
 	seq     int64 // the seq of the turn's message, once written
-	endMark bool  // the answer appended next is marked ended
+	read    int64 // the bytes it read, of the conversation and the home
+	written int64 // and wrote
 
-	lastAnswer int64 // the seq of the last answer appended that calls nothing: the one told last
-	read       int64
-	written    int64
+	lock  folderLock   // open: the lease, or the folder's lock
+	warm  warmth       // open and close: what it keeps for the next turn
+	once  onceState    // the id index, and a message taken before
+	ops   operations   // what reaches the turn while it runs, and its time
+	comp  composing    // compose: the prompt as it read it
+	tools toolUse      // the tools it offers
+	win   windowState  // readWindow: the window's events and their counts
+	sum   summaryState // rounds: the window's share, and the summary due after the answer
 }
 
+// close lets go of what the turn holds, or puts it back for the next turn
+// where it is kept (see warm.go).
 func (t *turn) close() {
-	t.flushIDs(t.keep && t.warm != nil && t.warm.conv != nil)
+	t.flushIDs(t.keeping())
 	t.giveWindow()
-	t.offer.End()
+	t.tools.offer.End()
 	if d, ok := t.conv.(store.Deferred); ok {
 		// A turn that ended between its message and its answer makes the
 		// message durable, and lets go of what a store holds for it (the
 		// log's writers' lock), whether the conversation is closed or kept.
 		if err := d.Commit(context.Background()); err != nil {
 			t.log().Error("the message not made durable", "error", err)
-			t.keep = false
+			t.warm.keep = false
 		}
 	}
-	if t.keep && t.warm != nil && t.warm.conv != nil {
-		var err error
-		if t.warmed && !t.touched && (t.ids == nil || !t.ids.made) {
-			t.warm.folder = t.folder
-		} else {
-			t.warm.folder, err = t.folderNow()
-		}
-		t.keep = err == nil
-		t.keepDir = t.keep && t.locked
+	t.leaveFolder()
+	fd := t.lock.fd
+	if t.lock.release != nil {
+		t.lock.release()
 	}
-	fd := t.folderFD
-	if t.release != nil {
-		t.release()
-	}
-	if t.keep && t.warm != nil && t.warm.conv != nil {
-		if t.keepDir {
-			t.warm.dirFD, t.warm.dirOpen = fd, true
-		}
-		t.warm.last = t.last
-		t.warm.ids, t.ids = t.ids, nil
-		if t.r.HoldHome && t.warm.home == nil {
-			t.warm.home = &t.r.home
-			t.r.home.ref()
-		}
-		t.r.Warm.put(t.r.Agent.Name, t.thread, t.warm)
+	if t.keeping() {
+		t.putBack(fd)
 		return
 	}
-	t.ids.discard() // its header written above, or let lag if the turn meant to keep it
-	t.ids = nil
-	if t.warm != nil { // what it kept open goes with it
-		t.warm.closeFiles()
-	}
+	t.once.ids.Discard() // its header written above, or let lag if the turn meant to keep it
+	t.once.ids = nil
+	t.warm.kept.CloseFiles() // what it kept open goes with it
 	if t.conv != nil {
 		t.conv.Close()
 	}
@@ -473,15 +427,15 @@ func (t *turn) close() {
 func (r *Runner) Rest() {
 	r.Warm.Forget(r.Agent.Name)
 	r.cache.Store(nil)
-	r.locks.rest()
-	r.telling.rest()
+	r.locks.Rest()
+	r.telling.Rest()
 }
 
 // runnerCache is what a Runner's turns keep of what they read, until Rest.
 type runnerCache struct {
-	prompts  promptCache  // what the prompt read of the agent's files, until they change
-	facts    facts.Cache  // the user's model facts, until they change, when the Runner has no Facts
-	runtimes runtimeCache // what runtimes said of their models, for a minute
+	prompts  instructions.Cache // what the turn read of the agent's home, until its files change
+	facts    facts.Cache        // the user's model facts, until they change, when the Runner has no Facts
+	runtimes facts.Runtimes     // what runtimes said of their models, for a minute
 }
 
 // caches is what the Runner's turns keep, made when the last Rest let go
@@ -520,11 +474,11 @@ func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answ
 // withTimeout is ctx ended at the turn's time, [turn] timeout, with a
 // cause that is ErrTimeout and says the time.
 func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.Context, context.CancelFunc) {
-	t.timeout = time.Duration(s.Turn.Timeout)
-	if t.timeout <= 0 {
-		t.timeout = DefaultTimeout
+	t.ops.timeout = time.Duration(s.Turn.Timeout)
+	if t.ops.timeout <= 0 {
+		t.ops.timeout = DefaultTimeout
 	}
-	return context.WithTimeoutCause(ctx, t.timeout, fmt.Errorf("%w of %v", ErrTimeout, t.timeout))
+	return context.WithTimeoutCause(ctx, t.ops.timeout, fmt.Errorf("%w of %v", ErrTimeout, t.ops.timeout))
 }
 
 // pastTime says whether ctx, a turn's, was ended by the turn's time.
@@ -546,7 +500,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	case err != nil || a.Seq != 0:
 		return a, err
 	case at != 0:
-		t.seq, t.resumed = at, at
+		t.seq, t.once.resumed = at, at
 		if err := t.appendAgain(ctx, at); err != nil {
 			return Answer{}, err
 		}
@@ -558,19 +512,19 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.beginTools(ctx, &m); err != nil {
 		return Answer{}, err
 	}
-	t.msg, t.set = &m, &s
-	t.composed = t.sections(&s, &m)
-	system, stable := t.compose(t.composed)
+	t.comp.msg, t.comp.set = &m, &s
+	t.comp.sections = t.sections(&s, &m)
+	system, stable := t.compose(t.comp.sections)
 	size, room, err := t.windowSize(ctx, &s)
 	if err != nil {
 		return Answer{}, err
 	}
 	var offered []model.Tool
-	if t.offer != nil {
-		offered = t.offer.Tools()
+	if t.tools.offer != nil {
+		offered = t.tools.offer.Tools()
 	}
 	share := window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)
-	t.share = share
+	t.sum.share = share
 	events, cp, err := t.readWindow(ctx, share)
 	if err != nil {
 		return Answer{}, err
@@ -582,13 +536,13 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		Window:    size,
 
 		SystemStable: stable,
-		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.cacheThread, t.thread)),
+		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.comp.cacheThread, t.thread)),
 	}
 	text := func(frag string) {
 		if onText != nil {
 			onText(frag)
 		}
-		t.in.text(frag)
+		t.ops.in.Text(frag)
 	}
 	rctx, stop := t.endable(ctx)
 	defer stop()
@@ -601,149 +555,13 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	// full disk, a chat.md that is not a file) does not fail the turn. It
 	// is derived, and the next turn that can write it makes it again whole.
 	n := len(events)
-	if t.madeRoom {
+	if t.sum.madeRoom {
 		n = -1 // the turn's message may have left its window: made from the events
 	}
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.items = windowItems(t.items, all, t.tokensOf(all))
-	t.after = dueSummary(&s, req, all, t.items, cp, share, t.offer != nil && t.offer.Offered(prompt.NotesTool))
+	t.win.items = window.Items(t.win.items, all, t.tokensOf(all))
+	t.sum.after = summary.Due(&s, req, all, t.win.items, cp, share, t.tools.offer != nil && t.tools.offer.Offered(prompt.NotesTool))
 	return answerOf(t.thread, reply), nil
-}
-
-// appendEvent appends e durably, and with it the message appended
-// deferred before it, if any.
-func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
-	return t.put(ctx, e, t.conv.Append)
-}
-
-// put appends e with add: the conversation's Append, or its AppendDeferred.
-func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context, int64, []byte) error) error {
-	e.Seq = t.last + 1
-	if t.last == 0 {
-		e.Thread = t.thread
-	}
-	t.buf = event.Append(t.buf[:0], e)
-	if err := add(ctx, e.Seq, t.buf); err != nil {
-		t.dropWarm()
-		return err
-	}
-	t.written += int64(len(t.buf)) + 1
-	t.last = e.Seq
-	if e.Seq == 1 && t.warm != nil { // what open reads of the first event, for the next turn
-		t.warm.startConn, t.warm.cacheThread = e.Connection, cacheThreadOf(e.Extra)
-	}
-	t.keepEvent(t.buf)
-	return nil
-}
-
-// appendMessage appends the message with its head, written before the
-// model is asked, and returns its event. Where the store can
-// (store.Deferred), it is made durable by the sync of the next event, the
-// answer or the answer calling tools, which is made durable before any
-// tool runs: one sync for both. It is told to nobody before then, so a
-// crash that loses it loses no acknowledged event, and the caller's retry
-// (the same message id) writes it again as one message.
-func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error) {
-	now := t.r.now()
-	e := event.Event{
-		Time: now, Type: event.TypeMessage, ID: m.ID, From: m.From, Owner: m.Owner,
-		Connection: m.Connection, Text: m.Text,
-		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
-	}
-	add := t.conv.Append
-	if d, ok := t.conv.(store.Deferred); ok {
-		add = d.AppendDeferred
-	}
-	err := t.put(ctx, &e, add)
-	if err == nil {
-		t.seq = e.Seq
-		t.addID(m.ID, e.Seq)
-	}
-	return e, err
-}
-
-// appendAgain appends the message at seq, the conversation's last, again
-// with its own bytes, which makes it durable before the turn goes on from
-// it. It was written and maybe never made durable: deferred by a process
-// that died before its answer, or left by an answer's failed sync whose
-// cut failed too, readable and not on the disk, which no later sync
-// writes unless it is written again. A store takes the same bytes again
-// at a taken seq as success, and writes them again over themselves. Only
-// the last event is written again: the sync of an event after a message
-// made it durable too (store.Deferred).
-func (t *turn) appendAgain(ctx context.Context, seq int64) error {
-	if seq != t.last {
-		return nil
-	}
-	var again []byte
-	if _, err := t.eventAt(ctx, seq, func(ev []byte) error { again = append(again, ev...); return nil }); err != nil {
-		return err
-	}
-	if again == nil {
-		return nil
-	}
-	return t.conv.Append(ctx, seq, again)
-}
-
-func (t *turn) settings() (settings.Settings, error) {
-	if t.r.Settings != nil {
-		return *t.r.Settings, nil
-	}
-	path, err := t.r.Agent.Path(home.Config, "")
-	if err != nil {
-		return settings.Settings{}, err
-	}
-	// A home with no config.json has the defaults; while the home folder
-	// is unchanged, it still has none, told by the one stat of the folder
-	// the prompt's missing files share (see unchanged).
-	if t.missingTurn == 0 {
-		t.missingTurn = t.c.prompts.missing.Turn()
-	}
-	missing := &t.c.prompts.missing
-	gone, known := missing.Missing(path, t.missingTurn)
-	if gone {
-		return settings.Defaults(), nil
-	}
-	seen := t.c.prompts.kernelNow()
-	s, found, err := settings.ReadFound(path)
-	switch {
-	case err == nil && !found:
-		missing.Gone(path, t.missingTurn, seen)
-	case found && known:
-		missing.Forget(path)
-	}
-	return s, err
-}
-
-// appendAnswer appends the model's answer with what the provider reported
-// and the window's checkpoint.
-func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *model.Response, cp window.Checkpoint, events []event.Event) (*event.Event, error) {
-	e := event.Event{
-		Time: t.r.now(), Type: event.TypeAnswer, Text: resp.Text, Thinking: resp.Thinking, Calls: resp.Calls,
-		Model: s.Model.Name, Provider: s.Provider(), ResponseID: resp.ResponseID, Usage: resp.Usage,
-		LatencyMS: resp.Latency.Milliseconds(),
-		Window:    &event.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
-	}
-	e.Cost, e.CostSource = t.answerCost(s, resp.Usage, resp.Cost)
-	if t.endMark {
-		e.Extra = append([]byte(nil), endedKey...) // its own: a decoder reuses an event's Extra
-	}
-	u := resp.Usage
-	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
-	for i := range min(len(events), 2) { // the first, or the first after the summary opening the window
-		if events[i].Seq == cp.Start {
-			e.Window.StartTime = events[i].Time
-			break
-		}
-	}
-	if err := t.appendEvent(ctx, &e); err != nil {
-		return nil, err
-	}
-	if len(e.Calls) == 0 {
-		t.lastAnswer = e.Seq
-		t.log().Debug("answer written", "answer", e.Seq)
-	}
-	return &e, nil
 }

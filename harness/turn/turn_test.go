@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -30,7 +33,7 @@ func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Warm: &Warm{}}, model
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Warm: &warm.Cache{}}, model
 }
 
 // openLog keeps the tests' conversations as logs: the programs wire the
@@ -147,7 +150,7 @@ func writeConversation(t testing.TB, dir, thread string, n int) {
 // A turn reads only the tail it needs: in a conversation of 20,000 events
 // it reads back to the last checkpoint, not the whole file. The first turn
 // of a conversation written without its id index reads every event once,
-// to make it (see ids.go).
+// to make it (see idempotency.Index).
 func TestReadsOnlyTheTail(t *testing.T) {
 	r, m := newRunner(t, nil)
 	dir, _ := r.Agent.Path(home.Chat, "long")
@@ -156,7 +159,7 @@ func TestReadsOnlyTheTail(t *testing.T) {
 	if _, err := r.Message(context.Background(), "long", Message{ID: "first", Text: "the index is made"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, IDsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, idempotency.IndexFile)); err != nil {
 		t.Fatalf("no id index: %v", err)
 	}
 	before := r.Metrics.BytesRead()
@@ -263,8 +266,8 @@ func TestOneTurnAtATime(t *testing.T) {
 			t.Errorf("%s ends with a %s", th, last.Type)
 		}
 	}
-	if len(r.locks.m) != 0 {
-		t.Errorf("locks held after the turns: %d", len(r.locks.m))
+	if n := r.locks.Len(); n != 0 {
+		t.Errorf("locks held after the turns: %d", n)
 	}
 }
 
@@ -297,7 +300,7 @@ func TestCopyRemade(t *testing.T) {
 	var whole strings.Builder
 	conv, _ := r.Conversation("c")
 	defer conv.Close()
-	if _, err := WriteCopy(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
+	if _, err := chatcopy.Write(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
 		t.Fatalf("the copy added to differs from one made from the events (%v):\n%s\n---\n%s", err, c, whole.String())
 	}
 }

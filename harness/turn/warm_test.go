@@ -3,7 +3,6 @@ package turn
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,10 +12,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 )
@@ -45,7 +47,7 @@ type warmRun struct {
 // runConversation takes n turns of one conversation in a fresh home at
 // dir, with a Warm or without, another Runner taking a turn before turn
 // interloper, each Runner's clock a minute a call from the same start.
-func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web string) warmRun {
+func runConversation(t *testing.T, dir, modelName string, n int, withWarm bool, web string) warmRun {
 	// web "" offers no tools: the calls the model makes anyway are
 	// answered as calls of no tool, and every request writes them as text.
 	t.Helper()
@@ -63,7 +65,7 @@ func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web 
 		at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 		return func() time.Time { at = at.Add(time.Minute); return at }
 	}
-	newRunner := func(w *Warm) *Runner {
+	newRunner := func(w *warm.Cache) *Runner {
 		a := home.Agent{Name: "ada", Dir: dir}
 		r := &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Warm: w}
 		if web != "" {
@@ -72,9 +74,9 @@ func runConversation(t *testing.T, dir, modelName string, n int, warm bool, web 
 		}
 		return r
 	}
-	var w *Warm
-	if warm {
-		w = &Warm{}
+	var w *warm.Cache
+	if withWarm {
+		w = &warm.Cache{}
 	}
 	r, other := newRunner(w), newRunner(nil)
 	t.Cleanup(w.Release)
@@ -185,41 +187,6 @@ func sameRequests(t *testing.T, modelName string, n int, web string) {
 	t.Logf("%d turns, %d summaries asked, %d tool results: the same bytes; a warm turn read at most %d bytes, the turn after another process's %d", n, sums, results, most, warm.read[after])
 }
 
-// A Warm keeps at most its bounds: past the count, or the bytes, the
-// conversation used least lately goes; one over the bytes alone is never
-// kept; Forget lets go of one agent's.
-func TestWarmBounds(t *testing.T) {
-	w := &Warm{MaxConversations: 3, MaxBytes: 1000}
-	conv := func(size int) *warmConv { return &warmConv{dir: "d", size: []int{size / 2}} }
-	for i := range 5 {
-		w.put("ada", fmt.Sprint(i), conv(100))
-	}
-	if n, b := w.Len(); n != 3 || b != 300 {
-		t.Fatalf("%d conversations, %d bytes: want the 3 used last, 300 bytes", n, b)
-	}
-	for _, th := range []string{"0", "1"} {
-		if w.take("ada", th, "d") != nil {
-			t.Errorf("thread %s, used least lately, still kept", th)
-		}
-	}
-	w.put("ada", "big", conv(800)) // 300+800 > 1000: the least lately used goes
-	if n, b := w.Len(); n != 3 || b != 1000 || w.take("ada", "2", "d") != nil {
-		t.Fatalf("%d conversations, %d bytes: want 3, 1000, thread 2 gone", n, b)
-	}
-	w.put("ada", "huge", conv(2000))
-	if w.take("ada", "huge", "d") != nil {
-		t.Error("a conversation over the bytes alone kept")
-	}
-	if c := w.take("ada", "big", "elsewhere"); c != nil {
-		t.Error("a conversation kept in another folder taken")
-	}
-	w.put("bob", "x", conv(10))
-	w.Forget("ada")
-	if n, _ := w.Len(); n != 1 || w.take("bob", "x", "d") == nil {
-		t.Errorf("Forget of one agent: %d conversations left", n)
-	}
-}
-
 // writeWindow writes n events of one window, messages and answers in
 // turn, about 150 bytes of text each, every answer's window starting at
 // the first event: a conversation of n messages, all of them sent.
@@ -269,13 +236,13 @@ func BenchmarkWarmTurn(b *testing.B) {
 	defer model.Close()
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
 	for _, n := range []int{0, 800} {
-		for _, warm := range []bool{false, true} {
-			b.Run(fmt.Sprintf("window=%d/warm=%v", n, warm), func(b *testing.B) {
+		for _, withWarm := range []bool{false, true} {
+			b.Run(fmt.Sprintf("window=%d/warm=%v", n, withWarm), func(b *testing.B) {
 				dir := filepath.Join(b.TempDir(), "ada")
 				os.Mkdir(dir, 0o700)
 				r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
-				if warm {
-					r.Warm = &Warm{}
+				if withWarm {
+					r.Warm = &warm.Cache{}
 					defer r.Warm.Release()
 				}
 				chat, _ := r.Agent.Path(home.Chat, "bench")
@@ -316,7 +283,7 @@ func TestWarmTurnAllocs(t *testing.T) {
 	allocs := func(n int) float64 {
 		dir := filepath.Join(t.TempDir(), "ada")
 		os.Mkdir(dir, 0o700)
-		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Warm: &Warm{}}
+		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Warm: &warm.Cache{}}
 		defer r.Warm.Release()
 		chat, _ := r.Agent.Path(home.Chat, "t")
 		if n > 0 {
@@ -366,30 +333,6 @@ func TestWarmFolderReplaced(t *testing.T) {
 	}
 }
 
-// A conversation with no turn for the Warm's Idle is let go of: taken
-// after it, nothing is there; and the next put of any lets it go.
-func TestWarmIdle(t *testing.T) {
-	now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
-	w := &Warm{Idle: time.Minute, Now: func() time.Time { return now }}
-	w.put("ada", "quiet", &warmConv{dir: "d"})
-	w.put("ada", "busy", &warmConv{dir: "d"})
-	now = now.Add(50 * time.Second)
-	if c := w.take("ada", "busy", "d"); c == nil {
-		t.Fatal("a conversation used 50 s ago let go of")
-	} else {
-		w.put("ada", "busy", c)
-	}
-	now = now.Add(20 * time.Second) // quiet for 70 s, busy for 20
-	w.put("bob", "x", &warmConv{dir: "d"})
-	if n, _ := w.Len(); n != 2 {
-		t.Errorf("%d conversations kept, want the two used within the minute", n)
-	}
-	now = now.Add(2 * time.Minute)
-	if w.take("ada", "busy", "d") != nil {
-		t.Error("a conversation idle for 2 minutes taken")
-	}
-}
-
 // A warm conversation keeps its files open between turns (its folder, its
 // id index, its copy for people, its told file), the folder unlocked; a
 // copy a person replaced or wrote to is made again whole rather than
@@ -421,33 +364,25 @@ func TestWarmKeepsFiles(t *testing.T) {
 		}
 		defer conv.Close()
 		var want bytes.Buffer
-		if _, err := WriteCopy(ctx, &want, "ada", conv); err != nil {
+		if _, err := chatcopy.Write(ctx, &want, "ada", conv); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want.Bytes())
 		}
 	}
-	kept := func() *warmConv {
-		t.Helper()
-		r.Warm.mu.Lock()
-		defer r.Warm.mu.Unlock()
-		c := r.Warm.kept[warmKey{"ada", "t"}]
-		if c == nil {
-			t.Fatal("the conversation is not kept")
-		}
-		return c
-	}
+	// The files kept open with the conversation, as the process holds them.
+	kept := []string{chat, filepath.Join(chat, idempotency.IndexFile), copyPath, filepath.Join(chat, idempotency.ToldName)}
 
 	send("1")
 	send("2")
-	c := kept()
+	before := r.Metrics.BytesRead()
 	send("2b")
-	if kept() != c {
-		t.Fatal("a turn that changed nothing in the folder left its conversation to be composed afresh")
+	if read := r.Metrics.BytesRead() - before; read != 0 {
+		t.Fatalf("a turn that changed nothing in the folder read %d bytes: it left its conversation to be composed afresh", read)
 	}
-	if !c.dirOpen || c.ids == nil || !c.copy.open || !c.toldOpen {
-		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	if open := heldOpen(t, kept...); !open[0] || !open[1] || !open[2] || !open[3] {
+		t.Fatalf("kept open: folder %v, ids %v, copy %v, told %v; want all", open[0], open[1], open[2], open[3])
 	}
 	// The folder kept open holds no lock between turns: another process's
 	// turn may take it.
@@ -470,7 +405,7 @@ func TestWarmKeepsFiles(t *testing.T) {
 	send("3")
 	copyIsWhole("after the copy was replaced")
 	send("4")
-	if c := kept(); !c.copy.open {
+	if !heldOpen(t, copyPath)[0] {
 		t.Fatal("the copy is not kept open again")
 	}
 	// Written to in place, the folder as it was: the size left is not the
@@ -490,14 +425,14 @@ func TestWarmKeepsFiles(t *testing.T) {
 		t.Errorf("message 2 sent again: %+v, want its answer told again", a)
 	}
 	ev := events(t, r, "t")
-	x, err := openIDs(chat)
+	x, err := idempotency.OpenIndex(chat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x.through > ev[len(ev)-1].Seq {
-		t.Errorf("the index on disk holds messages through %d; the conversation ends at %d", x.through, ev[len(ev)-1].Seq)
+	if x.Through() > ev[len(ev)-1].Seq {
+		t.Errorf("the index on disk holds messages through %d; the conversation ends at %d", x.Through(), ev[len(ev)-1].Seq)
 	}
-	x.close()
+	x.Close()
 	r.Warm.Release()
 	if a := send("3"); !a.Repeat {
 		t.Errorf("message 3 sent again after the warm conversation was let go of: %+v, want its answer told again", a)
@@ -506,45 +441,36 @@ func TestWarmKeepsFiles(t *testing.T) {
 		t.Errorf("%d events after two messages sent again; want %d", n, len(ev))
 	}
 	send("6")
-	c = kept()
+	if n, _ := r.Warm.Len(); n != 1 {
+		t.Fatal("the conversation is not kept")
+	}
 	r.Rest()
-	if n, _ := r.Warm.Len(); n != 0 || c.dirOpen || c.ids != nil || c.copy.open || c.toldOpen {
-		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, c.dirOpen, c.ids != nil, c.copy.open, c.toldOpen)
+	open := heldOpen(t, kept...)
+	if n, _ := r.Warm.Len(); n != 0 || open[0] || open[1] || open[2] || open[3] {
+		t.Errorf("after Rest: %d kept, folder %v, ids %v, copy %v, told %v open; want nothing", n, open[0], open[1], open[2], open[3])
 	}
 }
 
-// A slot added again, by a turn catching up after a header that was not
-// written, is not added twice, and counts once.
-func TestIDIndexAddedAgain(t *testing.T) {
-	dir := t.TempDir()
-	x, err := openIDs(dir)
+// heldOpen says, of each of paths, whether the process holds it open:
+// one of its descriptors names it.
+func heldOpen(t *testing.T, paths ...string) []bool {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.add("a", 1); err != nil {
-		t.Fatal(err)
-	}
-	x.discard()
-	if x, err = openIDs(dir); err != nil || x.through != 0 || x.count != 0 {
-		t.Fatalf("reopened: %+v %v; want the header as it was", x, err)
-	}
-	if err := x.put([]idEntry{{idHash("a"), 1}}); err != nil {
-		t.Fatal(err)
-	}
-	x.setThrough(1)
-	x.close()
-	b, err := os.ReadFile(filepath.Join(dir, IDsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slots := 0
-	for i := idsHeader; i+idsSlot <= len(b); i += idsSlot {
-		if binary.LittleEndian.Uint64(b[i:]) != 0 {
-			slots++
+	open := map[string]bool{}
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil {
+			open[p] = true
 		}
 	}
-	if x, err = openIDs(dir); err != nil || x.count != 1 || slots != 1 {
-		t.Errorf("%d slots taken, count %d (%v); want 1", slots, x.count, err)
+	out := make([]bool, len(paths))
+	for i, p := range paths {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		out[i] = open[p]
 	}
-	x.close()
+	return out
 }

@@ -11,6 +11,15 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// windowState is the window as the turn holds it.
+type windowState struct {
+	slice *windowSlice  // the slices the window is decoded into, given back when the turn ends
+	toks  []int         // the tokens of the window's events (tokensOf)
+	first int64         // the seq of the window's first event they count
+	last  int64         // and of the last
+	items []window.Item // scratch for the window's items, given back with the window's slice
+}
+
 // maxWindowRead bounds how much of a conversation one turn reads back,
 // whatever the window: a window of tokens is at most about this many bytes.
 const maxWindowRead = 64 << 20
@@ -31,12 +40,12 @@ type windowSlice struct {
 // keepWindow makes events, or a larger slice the turn's events grew into,
 // the slice its turn gives back when it ends.
 func (t *turn) keepWindow(events []event.Event) {
-	if t.window == nil {
-		t.window = windowSlices.Get().(*windowSlice)
-		t.items, t.winToks = t.window.items[:0], t.window.toks[:0]
+	if t.win.slice == nil {
+		t.win.slice = windowSlices.Get().(*windowSlice)
+		t.win.items, t.win.toks = t.win.slice.items[:0], t.win.slice.toks[:0]
 	}
-	if cap(events) > cap(t.window.events) {
-		t.window.events = events[:0]
+	if cap(events) > cap(t.win.slice.events) {
+		t.win.slice.events = events[:0]
 	}
 }
 
@@ -44,32 +53,32 @@ func (t *turn) keepWindow(events []event.Event) {
 // and gives it back with the items' slice. Nothing of the window may be
 // used after.
 func (t *turn) giveWindow() {
-	if t.window == nil {
+	if t.win.slice == nil {
 		return
 	}
-	w := t.window.events[:cap(t.window.events)]
+	w := t.win.slice.events[:cap(t.win.slice.events)]
 	clear(w)
-	t.window.events = w[:0]
-	if cap(t.items) > cap(t.window.items) {
-		t.window.items = t.items[:0]
+	t.win.slice.events = w[:0]
+	if cap(t.win.items) > cap(t.win.slice.items) {
+		t.win.slice.items = t.win.items[:0]
 	}
-	if cap(t.winToks) > cap(t.window.toks) {
-		t.window.toks = t.winToks[:0]
+	if cap(t.win.toks) > cap(t.win.slice.toks) {
+		t.win.slice.toks = t.win.toks[:0]
 	}
-	windowSlices.Put(t.window)
-	t.window, t.items, t.winToks = nil, nil, nil
+	windowSlices.Put(t.win.slice)
+	t.win.slice, t.win.items, t.win.toks = nil, nil, nil
 }
 
 // readWindow reads the tail the window needs, newest first, back to the
 // latest checkpoint's start (or the first event), and returns the window's
 // events oldest first with where it starts. It stops early once what it has
 // read is more than the share, since a window never reaches further back.
-// The events the turn's Warm kept are read in place of the store's when
+// The events the turn's warm.Conv kept are read in place of the store's when
 // they reach back as far: the same steps find the same window.
 func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
 	t.keepWindow(nil)
 	var (
-		events = t.window.events[:0]
+		events = t.win.slice.events[:0]
 		cp     = window.Checkpoint{Start: 1}
 		toks   []int // each event's tokens, counted once
 		sizes  []int // and its bytes in the store
@@ -96,28 +105,24 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		}
 		return true
 	}
-	if w := t.warm; w != nil && len(w.log) > 0 && w.log[len(w.log)-1].Seq == t.last {
+	if log, size, toks := t.warm.kept.Events(t.last); len(log) > 0 {
 		// The events kept reach back as far when the same steps stop among
 		// them, or they begin with the conversation.
 		stop := -1
-		for i := len(w.log) - 1; i >= 0; i-- {
-			if !more(&w.log[i], w.size[i], w.toks[i]) {
+		for i := len(log) - 1; i >= 0; i-- {
+			if !more(&log[i], size[i], toks[i]) {
 				stop = i
 				break
 			}
 		}
-		if stop >= 0 || w.log[0].Seq == 1 {
-			stop = max(stop, 0)
-			w.log, w.size, w.toks = w.log[stop:], w.size[stop:], w.toks[stop:]
-			if stop > len(w.log) { // most of it left the window: the memory of what left goes
-				w.log, w.size, w.toks = slices.Clone(w.log), slices.Clone(w.size), slices.Clone(w.toks)
-			}
-			if n := len(w.log) + 8; cap(events) < n { // the turn adds a few
+		if stop >= 0 || log[0].Seq == 1 {
+			log, toks = t.warm.kept.KeepFrom(max(stop, 0))
+			if n := len(log) + 8; cap(events) < n { // the turn adds a few
 				events = make([]event.Event, 0, n+n/4) // and the next turns a few more
 			}
-			events = append(events, w.log...)
+			events = append(events, log...)
 			t.keepWindow(events)
-			return t.windowFrom(events, w.toks, cp, share)
+			return t.windowFrom(events, toks, cp, share)
 		}
 		cp, found, tokens, bytes = window.Checkpoint{Start: 1}, false, 0, 0
 	}
@@ -129,9 +134,9 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		if derr = t.dec.Decode(ev, e); derr != nil {
 			return false
 		}
-		tok := eventTokens(e)
+		tok := prompt.EventTokens(e)
 		toks = append(toks, tok)
-		if t.warm != nil {
+		if t.warm.kept != nil {
 			sizes = append(sizes, len(ev))
 		}
 		return more(e, len(ev), tok)
@@ -149,10 +154,9 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	if t.warm != nil { // kept, in the log's order, for the next turn
+	if t.warm.kept != nil { // kept, in the log's order, for the next turn
 		slices.Reverse(sizes)
-		sizes = sizes[len(sizes)-len(events):]
-		t.warm.log, t.warm.size, t.warm.toks = slices.Clone(events), sizes, slices.Clone(toks)
+		t.warm.kept.KeepEvents(events, sizes[len(sizes)-len(events):], toks)
 	}
 	return t.windowFrom(events, toks, cp, share)
 }
@@ -164,8 +168,8 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	t.items = windowItems(t.items, events, toks)
-	events, items := opened(cp.Start, events, t.items)
+	t.win.items = window.Items(t.win.items, events, toks)
+	events, items := window.Opened(cp.Start, events, t.win.items)
 	next := window.Start(cp, items, share)
 	if next.Start != cp.Start && len(events) > 0 && events[0].Type == event.TypeSummary {
 		events, items = events[1:], items[1:] // the window moved past its summary: it starts bare
@@ -173,12 +177,12 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 	for len(events) > 0 && events[0].Seq < next.Start {
 		events, items = events[1:], items[1:]
 	}
-	t.winToks = slices.Grow(t.winToks[:0], len(items)+16) // and room for what the turn adds
+	t.win.toks = slices.Grow(t.win.toks[:0], len(items)+16) // and room for what the turn adds
 	for _, it := range items {
-		t.winToks = append(t.winToks, it.Tokens)
+		t.win.toks = append(t.win.toks, it.Tokens)
 	}
 	if len(events) > 0 {
-		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
+		t.win.first, t.win.last = events[0].Seq, events[len(events)-1].Seq
 	}
 	return events, next, nil
 }
@@ -188,78 +192,15 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 // those added since once. A window made anew (room made between rounds)
 // is counted afresh.
 func (t *turn) tokensOf(events []event.Event) []int {
-	n := len(t.winToks)
-	if len(events) == 0 || n > len(events) || events[0].Seq != t.winFirst || (n > 0 && events[n-1].Seq != t.winLast) {
-		t.winToks, n = t.winToks[:0], 0
+	n := len(t.win.toks)
+	if len(events) == 0 || n > len(events) || events[0].Seq != t.win.first || (n > 0 && events[n-1].Seq != t.win.last) {
+		t.win.toks, n = t.win.toks[:0], 0
 	}
 	for i := n; i < len(events); i++ {
-		t.winToks = append(t.winToks, eventTokens(&events[i]))
+		t.win.toks = append(t.win.toks, prompt.EventTokens(&events[i]))
 	}
 	if len(events) > 0 {
-		t.winFirst, t.winLast = events[0].Seq, events[len(events)-1].Seq
+		t.win.first, t.win.last = events[0].Seq, events[len(events)-1].Seq
 	}
-	return t.winToks[:len(events)]
+	return t.win.toks[:len(events)]
 }
-
-// windowItems is events as the window sees them, toks their tokens (nil:
-// counted here), in dst's memory when it has room.
-func windowItems(dst []window.Item, events []event.Event, toks []int) []window.Item {
-	items := slices.Grow(dst[:0], len(events))[:len(events)]
-	for i := range events {
-		e := &events[i]
-		n := 0
-		if toks != nil {
-			n = toks[i]
-		} else {
-			n = eventTokens(e)
-		}
-		items[i] = window.Item{Seq: e.Seq, Tokens: n, CanStart: e.Type == event.TypeMessage,
-			Ends: e.Type == event.TypeAnswer && len(e.Calls) == 0}
-		if e.Type == event.TypeSummary {
-			items[i].Through = max(e.Through, 1) // a summary is never taken for another event
-		}
-	}
-	return items
-}
-
-// opened puts the summary that opens a window starting at start (see
-// window.Opening) first, as the model sees it, and leaves out every other
-// summary: one covers what left before start, or is one the window moved
-// past. events and items are the window's from start on, in the log's order;
-// they are rearranged in place.
-func opened(start int64, events []event.Event, items []window.Item) ([]event.Event, []window.Item) {
-	if op := window.Opening(start, items); op > 0 {
-		s, it := events[op], items[op]
-		copy(events[1:op+1], events[:op])
-		copy(items[1:op+1], items[:op])
-		events[0], items[0] = s, it
-	}
-	k := 0
-	for i := range events {
-		if events[i].Type == event.TypeSummary && (i > 0 || items[0].Through != start-1) {
-			continue
-		}
-		if k != i {
-			events[k], items[k] = events[i], items[i]
-		}
-		k++
-	}
-	clear(events[k:])
-	return events[:k], items[:k]
-}
-
-// eventTokens is an event's rough share of the prompt; a summary's
-// includes the words that open it.
-func eventTokens(e *event.Event) int {
-	n := window.Tokens(e.Head) + window.Tokens(e.Text) + len(e.Thinking)/4
-	for _, c := range e.Calls {
-		n += window.Tokens(c.Name) + len(c.Args)/4
-	}
-	if e.Type == event.TypeSummary {
-		n += summaryHeadTokens
-	}
-	return n + 4
-}
-
-// summaryHeadTokens is the rough count of the words opening a summary.
-var summaryHeadTokens = window.Tokens(prompt.SummaryHead)

@@ -1,4 +1,4 @@
-package turn
+package instructions
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ const (
 // could keep its size, inode and time (git's "racy" files).
 const racyAge = 2 * time.Second
 
-// promptCache keeps what the prompt read of the agent's files (a file's
+// Cache keeps what the prompt read of the agent's files (a file's
 // text, a skill's parsed front matter, a folder's names), each under the
 // file's identity and change (device, inode, size, modification and change
 // times), so a turn with nothing changed opens and stats each file but
@@ -41,7 +41,7 @@ const racyAge = 2 * time.Second
 // maxCachedBytes of text. Nothing in it is more than a copy of the files:
 // a new process builds it again. The zero value is empty and ready; it is
 // safe for concurrent use.
-type promptCache struct {
+type Cache struct {
 	mu    sync.Mutex // guards files and bytes
 	files map[string]*cached
 	bytes int
@@ -54,7 +54,7 @@ type promptCache struct {
 
 // kernelNow is the time a folder's times are of, the kernel's clock, never
 // a Runner's own: it tells whether a folder's times had settled.
-func (c *promptCache) kernelNow() time.Time {
+func (c *Cache) kernelNow() time.Time {
 	if c.kernel != nil {
 		return c.kernel()
 	}
@@ -103,17 +103,18 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 // package missing): while that folder is unchanged, the file is missing
 // still, told by one stat of the folder a turn, shared by every missing
 // file in it, and none of the file's own.
-func (t *turn) unchanged(path string) (*cached, error) {
-	if t.missingTurn == 0 {
-		t.missingTurn = t.c.prompts.missing.Turn()
+func (r *Reader) unchanged(path string) (*cached, error) {
+	c := r.Cache
+	if r.missingTurn == 0 {
+		r.missingTurn = c.missing.Turn()
 	}
-	gone, known := t.c.prompts.missing.Missing(path, t.missingTurn)
+	gone, known := c.missing.Missing(path, r.missingTurn)
 	if gone {
 		return nil, os.ErrNotExist
 	}
 	var st unix.Stat_t
-	e := t.c.prompts.peek(path)
-	seen := t.c.prompts.kernelNow()
+	e := c.peek(path)
+	seen := c.kernelNow()
 	var err error
 	if e != nil {
 		err = lstatz(e.pathz, &st)
@@ -122,10 +123,10 @@ func (t *turn) unchanged(path string) (*cached, error) {
 	}
 	switch {
 	case err == unix.ENOENT:
-		t.c.prompts.missing.Gone(path, t.missingTurn, seen)
+		c.missing.Gone(path, r.missingTurn, seen)
 		return nil, os.ErrNotExist
 	case known:
-		t.c.prompts.missing.Forget(path)
+		c.missing.Forget(path)
 	}
 	if err != nil || e == nil {
 		return nil, nil
@@ -157,13 +158,13 @@ var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
 
 // peek returns path's entry, if any, as the cache holds it: whether the
 // file is still that version is for the caller to find out.
-func (c *promptCache) peek(path string) *cached {
+func (c *Cache) peek(path string) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.files[path]
 }
 
-func (c *promptCache) get(path string, k fileKey) *cached {
+func (c *Cache) get(path string, k fileKey) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.files[path]; e != nil && e.key == k {
@@ -174,7 +175,7 @@ func (c *promptCache) get(path string, k fileKey) *cached {
 
 // put keeps e for path unless the file changed too recently to tell a
 // next change by its key.
-func (c *promptCache) put(path string, e *cached, now time.Time) {
+func (c *Cache) put(path string, e *cached, now time.Time) {
 	if now.UnixNano()-e.key.mtime < int64(racyAge) || now.UnixNano()-e.key.ctime < int64(racyAge) {
 		return
 	}
@@ -207,8 +208,8 @@ func (e *cached) size() int {
 	return n
 }
 
-// len is how many entries the cache holds, and their bytes.
-func (c *promptCache) len() (int, int) {
+// Len is how many entries the cache holds, and their bytes.
+func (c *Cache) Len() (int, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.files), c.bytes
@@ -223,11 +224,11 @@ var errTooLarge = errors.New("over its most")
 // the entry from the bytes read, at most most of them (a skill's front
 // matter); otherwise the file must be UTF-8 text, its error kept in the
 // entry. A missing file is os.ErrNotExist.
-func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *cached, fresh bool, err error) {
-	if e, err := t.unchanged(path); err != nil || (e != nil && (parse != nil || len(e.text) <= most)) {
+func (r *Reader) readFile(path string, most int, parse func([]byte) *cached) (e *cached, fresh bool, err error) {
+	if e, err := r.unchanged(path); err != nil || (e != nil && (parse != nil || len(e.text) <= most)) {
 		return e, false, err
 	}
-	f, err := t.r.Agent.Open(path)
+	f, err := r.Agent.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -244,7 +245,7 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 	}
 	k, ok := keyOf(fi)
 	if ok {
-		if e := t.c.prompts.get(path, k); e != nil {
+		if e := r.Cache.get(path, k); e != nil {
 			return e, false, nil
 		}
 	}
@@ -252,7 +253,7 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 	if err != nil {
 		return nil, false, err
 	}
-	t.read += int64(len(b))
+	r.count(len(b))
 	switch {
 	case parse != nil:
 		e = parse(b)
@@ -264,7 +265,7 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 	}
 	e.key = k
 	if ok {
-		t.c.prompts.put(path, e, t.r.now())
+		r.Cache.put(path, e, r.now())
 	}
 	return e, true, nil
 }
@@ -274,11 +275,11 @@ func (t *turn) readFile(path string, most int, parse func([]byte) *cached) (e *c
 // and the path of each. A folder's name ends in "/", a symlink's in "@", a
 // file's in neither, and nothing else is listed. The entry is shared:
 // never change it.
-func (t *turn) list(path string) (*cached, error) {
-	if e, err := t.unchanged(path); err != nil || e != nil {
+func (r *Reader) list(path string) (*cached, error) {
+	if e, err := r.unchanged(path); err != nil || e != nil {
 		return e, err
 	}
-	f, err := t.r.Agent.Open(path)
+	f, err := r.Agent.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +293,7 @@ func (t *turn) list(path string) (*cached, error) {
 	}
 	k, ok := keyOf(fi)
 	if ok {
-		if e := t.c.prompts.get(path, k); e != nil {
+		if e := r.Cache.get(path, k); e != nil {
 			return e, nil
 		}
 	}
@@ -317,7 +318,7 @@ func (t *turn) list(path string) (*cached, error) {
 		e.paths[i] = filepath.Join(path, strings.TrimRight(n, "/@"))
 	}
 	if ok {
-		t.c.prompts.put(path, e, t.r.now())
+		r.Cache.put(path, e, r.now())
 	}
 	return e, nil
 }

@@ -1,4 +1,4 @@
-package turn
+package idempotency
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ import (
 
 // The id index. A message's id is found however far back it is, at a cost
 // per turn that does not grow with the conversation: each conversation's
-// folder holds IDsFile, a hash table on disk of the ids of its messages,
+// folder holds IndexFile, a hash table on disk of the ids of its messages,
 // each slot the id's hash and the seq of the message that carries it.
 // Finding an id reads one or two slots; adding one writes a slot and the
 // header; the table doubles (made again, written beside and renamed over)
@@ -41,22 +41,22 @@ import (
 //	  reserved [8]byte
 //	slots (slots × 16 bytes): hash uint64 (0: empty), seq int64
 const (
-	// IDsFile is the index's file name in a conversation's folder.
-	IDsFile    = "ids.index"
+	// IndexFile is the index's file name in a conversation's folder.
+	IndexFile  = "ids.index"
 	idsMagic   = "lnkids1\n"
 	idsHeader  = 48
 	idsSlot    = 16
 	idsMinSize = 64 // slots of a new table
 )
 
-// errIDsDamaged comes from openIDs when the file is not an index: it is
+// errIDsDamaged comes from OpenIndex when the file is not an index: it is
 // made again.
-var errIDsDamaged = errors.New("turn: id index damaged")
+var errIDsDamaged = errors.New("idempotency: id index damaged")
 
-// idHash is id's hash in the table; never 0, which marks an empty slot.
+// hash is id's hash in the table; never 0, which marks an empty slot.
 // The table outlives the process, so the hash is fixed: FNV-1a, 64 bits,
 // with 0 taken as 1.
-func idHash[S string | []byte](id S) uint64 {
+func hash[S string | []byte](id S) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(id); i++ {
 		h ^= uint64(id[i])
@@ -68,18 +68,18 @@ func idHash[S string | []byte](id S) uint64 {
 	return h
 }
 
-// idIndex is one conversation's open index. It is for one turn at a time,
+// Index is one conversation's open index. It is for one turn at a time,
 // the turn that holds the conversation; kept open between its turns in a
-// warm conversation (see warm.go), valid as long as that is: no other
+// warm conversation (see package warm), valid as long as that is: no other
 // turn wrote the conversation.
 //
-// Its header is written when the turn is done with it (flush), and in a
+// Its header is written when the turn is done with it (Flush), and in a
 // warm conversation only once it is idsHeaderLag messages behind: the
 // slots a turn adds are written as they are added, and a header behind
 // them (a process that died, a warm conversation let go of) says less
 // than the slots hold, so the next turn's catching up reads those few
 // events again and finds their slots there.
-type idIndex struct {
+type Index struct {
 	path    string
 	f       *os.File
 	slots   uint64
@@ -100,11 +100,11 @@ type idIndex struct {
 	}
 }
 
-// openIDs opens the index in dir, or makes an empty one (through 0) when
+// OpenIndex opens the index in dir, or makes an empty one (through 0) when
 // there is none or it is damaged.
-func openIDs(dir string) (*idIndex, error) {
-	path := filepath.Join(dir, IDsFile)
-	x := &idIndex{path: path}
+func OpenIndex(dir string) (*Index, error) {
+	path := filepath.Join(dir, IndexFile)
+	x := &Index{path: path}
 	f, err := osfile.Open(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, x.makeTable(nil, true)
@@ -123,7 +123,7 @@ func openIDs(dir string) (*idIndex, error) {
 	return x, nil
 }
 
-func (x *idIndex) readHeader() error {
+func (x *Index) readHeader() error {
 	fi, err := x.f.Stat()
 	if err != nil {
 		return fmt.Errorf("the id index: %w", err)
@@ -150,8 +150,8 @@ func (x *idIndex) readHeader() error {
 	return nil
 }
 
-// reset empties the index: it is made again from every event.
-func (x *idIndex) reset() error {
+// Reset empties the index: it is made again from every event.
+func (x *Index) Reset() error {
 	if x.f != nil {
 		x.f.Close()
 		x.f = nil
@@ -160,20 +160,20 @@ func (x *idIndex) reset() error {
 	return x.remake(nil)
 }
 
-// close writes the header (flush) and closes the file.
-func (x *idIndex) close() {
+// Close writes the header (Flush) and closes the file.
+func (x *Index) Close() {
 	if x != nil && x.f != nil {
-		x.flush()
+		x.Flush()
 		x.f.Close()
 		x.f = nil
 	}
 }
 
-// discard closes the file without writing the header: x may no longer be
+// Discard closes the file without writing the header: x may no longer be
 // the conversation's (a warm conversation let go of, another turn may
 // have written the index since), and a header behind costs only a
 // catching up.
-func (x *idIndex) discard() {
+func (x *Index) Discard() {
 	if x != nil && x.f != nil {
 		x.f.Close()
 		x.f = nil
@@ -184,21 +184,21 @@ func (x *idIndex) discard() {
 // warm conversation may say less than it holds.
 const idsHeaderLag = 32
 
-// lags says whether the header is idsHeaderLag messages or more behind.
-func (x *idIndex) lags() bool { return x.through-x.disk >= idsHeaderLag }
+// Lags says whether the header is idsHeaderLag messages or more behind.
+func (x *Index) Lags() bool { return x.through-x.disk >= idsHeaderLag }
 
-// flush writes the header when what it says changed.
-func (x *idIndex) flush() error {
+// Flush writes the header when what it says changed.
+func (x *Index) Flush() error {
 	if !x.dirty {
 		return nil
 	}
 	return x.writeHeader()
 }
 
-// find returns the seqs whose slots hold id's hash: the message with id is
+// Find returns the seqs whose slots hold id's hash: the message with id is
 // at one of them, or nowhere. Almost always one read of one slot.
-func (x *idIndex) find(id string) ([]int64, error) {
-	h := idHash(id)
+func (x *Index) Find(id string) ([]int64, error) {
+	h := hash(id)
 	var (
 		out  []int64
 		slot [idsSlot * 4]byte
@@ -226,26 +226,45 @@ func (x *idIndex) find(id string) ([]int64, error) {
 	return out, nil
 }
 
-// add adds id at seq, a message, and says the index holds every message
-// through seq.
-func (x *idIndex) add(id string, seq int64) error {
-	if err := x.put([]idEntry{{idHash(id), seq}}); err != nil {
+// Add adds id at seq, a message, and says the index holds every message
+// through seq. A message with no id is only recorded as the last.
+func (x *Index) Add(id string, seq int64) error {
+	if id == "" {
+		x.lastMsg = seq
+		x.SetThrough(seq)
+		return nil
+	}
+	if err := x.put([]entry{{hash(id), seq}}); err != nil {
 		return err
 	}
 	x.lastMsg = max(x.lastMsg, seq)
-	x.setThrough(seq)
+	x.SetThrough(seq)
 	return nil
 }
 
-// idEntry is one slot's contents.
-type idEntry struct {
+// Through is the seq through which the index holds every message.
+func (x *Index) Through() int64 { return x.through }
+
+// LastMsg is the seq of the conversation's last message, 0 for none.
+func (x *Index) LastMsg() int64 { return x.lastMsg }
+
+// Made says whether the file was made (again) since the index was opened,
+// or since Kept: a name was made in its folder.
+func (x *Index) Made() bool { return x.made }
+
+// Kept marks the index as taken open by a turn from the turn before: its
+// folder is as that turn left it, the file not made since.
+func (x *Index) Kept() { x.made = false }
+
+// entry is one slot's contents.
+type entry struct {
 	hash uint64
 	seq  int64
 }
 
 // put writes entries into their slots, the table doubled first when they
 // would fill it over half.
-func (x *idIndex) put(entries []idEntry) error {
+func (x *Index) put(entries []entry) error {
 	if (x.count+uint64(len(entries)))*2 > x.slots {
 		return x.remake(entries)
 	}
@@ -291,15 +310,15 @@ func (x *idIndex) put(entries []idEntry) error {
 	return nil
 }
 
-// setThrough records that every message through seq is held: in the
-// header, written by flush.
-func (x *idIndex) setThrough(seq int64) {
+// SetThrough records that every message through seq is held: in the
+// header, written by Flush.
+func (x *Index) SetThrough(seq int64) {
 	if seq > x.through {
 		x.through, x.dirty = seq, true
 	}
 }
 
-func (x *idIndex) writeHeader() error {
+func (x *Index) writeHeader() error {
 	b := x.buf[:]
 	clear(b)
 	copy(b, idsMagic)
@@ -318,13 +337,13 @@ func (x *idIndex) writeHeader() error {
 // remake writes the table again, twice as large as its ids and more need,
 // with more added, beside the old one, and renames it over. With no old
 // one (x.f nil) it is empty but for more, through 0.
-func (x *idIndex) remake(more []idEntry) error { return x.makeTable(more, false) }
+func (x *Index) remake(more []entry) error { return x.makeTable(more, false) }
 
 // makeTable is remake; inPlace, with no file at the index's path, it makes
 // the table there.
-func (x *idIndex) makeTable(more []idEntry, inPlace bool) error {
+func (x *Index) makeTable(more []entry, inPlace bool) error {
 	var (
-		old []idEntry
+		old []entry
 		err error
 	)
 	if x.f != nil && x.slots > 0 {
@@ -334,7 +353,7 @@ func (x *idIndex) makeTable(more []idEntry, inPlace bool) error {
 		}
 		for i := 0; i < len(table); i += idsSlot {
 			if h := binary.LittleEndian.Uint64(table[i:]); h != 0 {
-				old = append(old, idEntry{h, int64(binary.LittleEndian.Uint64(table[i+8:]))})
+				old = append(old, entry{h, int64(binary.LittleEndian.Uint64(table[i+8:]))})
 			}
 		}
 	} else {

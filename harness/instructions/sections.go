@@ -1,4 +1,4 @@
-package turn
+package instructions
 
 import (
 	"errors"
@@ -39,38 +39,39 @@ const (
 // skillMeta is a skill's entry in the prompt cache.
 type skillMeta = prompt.Skill
 
-// sections reads the prompt's sections, in settings.Sections' order, for
-// message m. Nothing wrong with a section stops the turn: a file that is
-// missing, over its most, not UTF-8, behind a symlink or outside the home
-// leaves its section (or, for the repository's and the skills, the files
-// and skills past the most) out, and the log says which and why.
-func (t *turn) sections(s *settings.Settings, m *Message) []prompt.Section {
-	t.paths = t.c.prompts.paths.get(t.r.Agent.Dir, sameString, func(string) homePaths { return makeHomePaths(t.r.Agent) })
+// Sections reads the prompt's sections, in settings.Sections' order: tools
+// are what the tools the turn offers say of themselves, conn the
+// connection the conversation started on. Nothing wrong with a section
+// stops the turn: a file that is missing, over its most, not UTF-8, behind
+// a symlink or outside the home leaves its section (or, for the
+// repository's and the skills, the files and skills past the most) out,
+// and the Log is told which and why.
+func (r *Reader) Sections(s *settings.Settings, tools []prompt.ToolText, conn string) []prompt.Section {
+	r.paths = r.Cache.paths.get(r.Agent.Dir, sameString, func(string) homePaths { return makeHomePaths(r.Agent) })
 	out := make([]prompt.Section, 0, len(settings.Sections))
 	for _, name := range settings.Sections {
-		out = append(out, prompt.Section{Name: name, Text: t.section(s, name, s.Model.Name, m)})
+		out = append(out, prompt.Section{Name: name, Text: r.section(s, name, s.Model.Name, tools, conn)})
 	}
 	return out
 }
 
-// systemFor is the system prompt, and its stable part's length, for the
-// model named: this turn's sections with that model's own instructions in
-// the model section's place, the rest the same. The models work calls it
-// for a fallback model.
-func (t *turn) systemFor(s *settings.Settings, sections []prompt.Section, modelName string) (string, int) {
+// SystemFor is the system prompt, and its stable part's length, for the
+// model named: sections, a turn's, with that model's own instructions in
+// the model section's place, the rest the same: a fallback model's.
+func (r *Reader) SystemFor(s *settings.Settings, sections []prompt.Section, modelName string) (string, int) {
 	out := slices.Clone(sections)
 	for i := range out {
 		if out[i].Name == "model" {
-			out[i].Text = t.section(s, "model", modelName, nil)
+			out[i].Text = r.section(s, "model", modelName, nil, "")
 		}
 	}
-	return t.compose(out)
+	return r.Compose(out)
 }
 
-// compose is prompt.Compose(sections), the string made for the last turn
+// Compose is prompt.Compose(sections), the string made for the last turn
 // when its sections are the same.
-func (t *turn) compose(sections []prompt.Section) (string, int) {
-	out := t.c.prompts.system.get(sections, slices.Equal, func(in []prompt.Section) systemOut {
+func (r *Reader) Compose(sections []prompt.Section) (string, int) {
+	out := r.Cache.system.get(sections, slices.Equal, func(in []prompt.Section) systemOut {
 		system, stable := prompt.Compose(in)
 		return systemOut{system, stable}
 	})
@@ -79,55 +80,55 @@ func (t *turn) compose(sections []prompt.Section) (string, int) {
 
 // section is one section's text: the spec's source for it (a file in the
 // home, or none), else Link's own.
-func (t *turn) section(s *settings.Settings, name, modelName string, m *Message) string {
+func (r *Reader) section(s *settings.Settings, name, modelName string, tools []prompt.ToolText, conn string) string {
 	most := mostOf(s, name)
 	switch src := s.Instructions[name].Source; {
 	case src == "none":
 		return ""
 	case strings.Contains(src, "://"):
-		t.leftOut(name, src, "a link is not read at a turn, which must not wait on another server nor change with it: save what it holds in the agent's home and name that file")
+		r.leftOut(name, src, "a link is not read at a turn, which must not wait on another server nor change with it: save what it holds in the agent's home and name that file")
 		return ""
 	case src != "":
 		if !filepath.IsAbs(src) {
-			src = filepath.Join(t.r.Agent.Dir, src) // from the home, never the process's folder
+			src = filepath.Join(r.Agent.Dir, src) // from the home, never the process's folder
 		}
-		return t.fileSection(name, src, most)
+		return r.fileSection(name, src, most)
 	}
 	var text string
 	switch name {
 	case "base":
 		text = prompt.Base
 	case "model":
-		path := t.c.prompts.modelPath.get([2]string{t.r.Agent.Dir, modelName}, sameKey, func(k [2]string) string {
-			path, _ := t.r.Agent.Path(home.ModelInstruction, k[1])
+		path := r.Cache.modelPath.get([2]string{r.Agent.Dir, modelName}, sameKey, func(k [2]string) string {
+			path, _ := r.Agent.Path(home.ModelInstruction, k[1])
 			return path
 		})
 		if path == "" {
 			return "" // a model name that is no folder has no file
 		}
-		return t.fileSection(name, path, most)
+		return r.fileSection(name, path, most)
 	case "tools":
-		text = t.c.prompts.tools.get(slices.Clip(t.tools), slices.Equal, prompt.Tools)
+		text = r.Cache.tools.get(slices.Clip(tools), slices.Equal, prompt.Tools)
 	case "environment":
-		text = prompt.Environment(t.paths.files, t.startConnection(m))
+		text = prompt.Environment(r.paths.files, conn)
 	case "repository":
-		return t.repository(most)
+		return r.repository(most)
 	case "skills":
-		return t.skills(most)
+		return r.skills(most)
 	case "persona", "owner", "instruction", "notes":
-		path := t.paths.notes
+		path := r.paths.notes
 		switch name {
 		case "persona":
-			path = t.paths.persona
+			path = r.paths.persona
 		case "owner":
-			path = t.paths.owner
+			path = r.paths.owner
 		case "instruction":
-			path = t.paths.instruction
+			path = r.paths.instruction
 		}
-		text := t.fileSection(name, path, most)
+		text := r.fileSection(name, path, most)
 		if name == "notes" {
-			if text = t.c.prompts.notes.get(text, sameString, prompt.Notes); len(text) > most {
-				t.leftOut(name, path, "with its heading, over the section's most: raise [instructions] notes most")
+			if text = r.Cache.notes.get(text, sameString, prompt.Notes); len(text) > most {
+				r.leftOut(name, path, "with its heading, over the section's most: raise [instructions] notes most")
 				return ""
 			}
 		}
@@ -136,7 +137,7 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 		text = prompt.Now
 	}
 	if len(text) > most {
-		t.leftOut(name, "", "over the section's most: raise its most in [instructions]")
+		r.leftOut(name, "", "over the section's most: raise its most in [instructions]")
 		return ""
 	}
 	return text
@@ -144,57 +145,50 @@ func (t *turn) section(s *settings.Settings, name, modelName string, m *Message)
 
 // fileSection is a file's text as a section: a missing file is an empty
 // section; one that cannot be taken is left out, and the log says why.
-func (t *turn) fileSection(name, path string, most int) string {
-	e, fresh, err := t.readFile(path, most, nil)
+func (r *Reader) fileSection(name, path string, most int) string {
+	e, fresh, err := r.readFile(path, most, nil)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return ""
 	case errors.Is(err, errTooLarge):
-		t.leftOut(name, path, err.Error()+": shorten it, or raise [instructions] "+name+" most")
+		r.leftOut(name, path, err.Error()+": shorten it, or raise [instructions] "+name+" most")
 		return ""
 	case errors.Is(err, home.ErrBadName):
-		t.leftOut(name, path, err.Error()+": files are read beneath the agent's home, never through a symlink")
+		r.leftOut(name, path, err.Error()+": files are read beneath the agent's home, never through a symlink")
 		return ""
 	case err != nil:
-		t.leftOut(name, path, err.Error())
+		r.leftOut(name, path, err.Error())
 		return ""
 	case e.err != nil:
 		if fresh {
-			t.leftOut(name, path, e.err.Error())
+			r.leftOut(name, path, e.err.Error())
 		}
 		return ""
 	}
 	return e.text
 }
 
-// leftOut says in the log what the prompt left out, and why.
-func (t *turn) leftOut(section, file, why string) {
-	t.log().Warn("instruction left out", "section", section, "file", file, "why", why)
-}
-
-// startConnection is the connection the conversation started on: that of
-// its first message, this one when it is the first.
-func (t *turn) startConnection(m *Message) string {
-	if t.last == 1 && m != nil {
-		return m.Connection
+// leftOut tells the Log what the prompt left out, and why.
+func (r *Reader) leftOut(section, file, why string) {
+	if r.Log != nil {
+		r.Log.LeftOut(section, file, why)
 	}
-	return t.startConn
 }
 
 // repository is the repository's section: AGENTS.md, else CLAUDE.md, of
 // the files folder and of each of its folders (by name, dot folders
 // skipped, at most maxRepoFolders), whole files until the section's most.
-func (t *turn) repository(most int) string {
-	files := t.paths.files
-	dir, err := t.list(files)
+func (r *Reader) repository(most int) string {
+	files := r.paths.files
+	dir, err := r.list(files)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			t.leftOut("repository", files, err.Error())
+			r.leftOut("repository", files, err.Error())
 		}
 		return ""
 	}
 	var found []prompt.RepoFile
-	if f, ok := t.repoFile(dir, "", most); ok {
+	if f, ok := r.repoFile(dir, "", most); ok {
 		found = append(found, f)
 	}
 	n := 0
@@ -204,44 +198,44 @@ func (t *turn) repository(most int) string {
 			continue
 		}
 		if n++; n > maxRepoFolders {
-			t.leftOut("repository", files, "more than 64 folders: the instructions of those after "+found[len(found)-1].Path+" are not read")
+			r.leftOut("repository", files, "more than 64 folders: the instructions of those after "+found[len(found)-1].Path+" are not read")
 			break
 		}
-		if f, ok := t.repoKept(dir.paths[i], name, most); ok {
+		if f, ok := r.repoKept(dir.paths[i], name, most); ok {
 			found = append(found, f)
 			continue
 		}
-		subDir, err := t.list(dir.paths[i])
+		subDir, err := r.list(dir.paths[i])
 		if err != nil {
 			continue
 		}
-		if f, ok := t.repoFile(subDir, name, most); ok {
+		if f, ok := r.repoFile(subDir, name, most); ok {
 			found = append(found, f)
 		}
 	}
-	out := t.c.prompts.repo.get(repoIn{found, most}, sameRepo, func(in repoIn) sectionOut {
+	out := r.Cache.repo.get(repoIn{found, most}, sameRepo, func(in repoIn) sectionOut {
 		text, left := prompt.Repository(in.files, in.most)
 		return sectionOut{text: text, left: left}
 	})
 	if len(out.left) > 0 {
-		t.leftOut("repository", strings.Join(out.left, ", "), "past the section's most: raise [instructions] repository most")
+		r.leftOut("repository", strings.Join(out.left, ", "), "past the section's most: raise [instructions] repository most")
 	}
 	return out.text
 }
 
 // repoFile is a folder's instructions: the first of prompt.RepoNames it
 // holds as a file. prefix is the folder's path in the files folder.
-func (t *turn) repoFile(dir *cached, prefix string, most int) (prompt.RepoFile, bool) {
+func (r *Reader) repoFile(dir *cached, prefix string, most int) (prompt.RepoFile, bool) {
 	for _, n := range prompt.RepoNames {
 		if path, ok := dir.child(n + "@"); ok {
-			t.leftOut("repository", path, "a symlink, never followed: make it a file")
+			r.leftOut("repository", path, "a symlink, never followed: make it a file")
 			continue
 		}
 		path, ok := dir.child(n)
 		if !ok {
 			continue
 		}
-		if text := t.fileSection("repository", path, most); text != "" {
+		if text := r.fileSection("repository", path, most); text != "" {
 			return prompt.RepoFile{Path: prefix + n, Text: text}, true
 		}
 	}
@@ -253,8 +247,8 @@ func (t *turn) repoFile(dir *cached, prefix string, most int) (prompt.RepoFile, 
 // prompt.RepoNames wins whatever else the folder holds now, so finding it
 // takes one lstat and no look at the folder. Anything else is not ok, and
 // the folder is read as repoFile reads it.
-func (t *turn) repoKept(path, prefix string, most int) (prompt.RepoFile, bool) {
-	dir := t.c.prompts.peek(path)
+func (r *Reader) repoKept(path, prefix string, most int) (prompt.RepoFile, bool) {
+	dir := r.Cache.peek(path)
 	if dir == nil {
 		return prompt.RepoFile{}, false
 	}
@@ -263,7 +257,7 @@ func (t *turn) repoKept(path, prefix string, most int) (prompt.RepoFile, bool) {
 	if !ok {
 		return prompt.RepoFile{}, false
 	}
-	e, err := t.unchanged(file)
+	e, err := r.unchanged(file)
 	if err != nil || e == nil || e.err != nil || e.text == "" || len(e.text) > most {
 		return prompt.RepoFile{}, false
 	}
@@ -272,20 +266,20 @@ func (t *turn) repoKept(path, prefix string, most int) (prompt.RepoFile, bool) {
 
 // skills is the skills' section: each skill's name and description from
 // its SKILL.md, parsed once per version of the file.
-func (t *turn) skills(most int) string {
-	path := t.paths.skills
-	dir, err := t.list(path)
+func (r *Reader) skills(most int) string {
+	path := r.paths.skills
+	dir, err := r.list(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			t.leftOut("skills", path, err.Error())
+			r.leftOut("skills", path, err.Error())
 		}
 		return ""
 	}
-	files := t.c.prompts.skillPaths.get(dir, sameEntry, func(dir *cached) []string {
+	files := r.Cache.skillPaths.get(dir, sameEntry, func(dir *cached) []string {
 		files := make([]string, len(dir.names))
 		for i, n := range dir.names {
 			if name, ok := strings.CutSuffix(n, "/"); ok {
-				files[i], _ = t.r.Agent.Path(home.Skill, name)
+				files[i], _ = r.Agent.Path(home.Skill, name)
 			}
 		}
 		return files
@@ -295,17 +289,17 @@ func (t *turn) skills(most int) string {
 		name, ok := strings.CutSuffix(n, "/")
 		if !ok {
 			if strings.HasSuffix(n, "@") {
-				t.leftOut("skills", dir.paths[i], "a symlink, never followed: make it a folder")
+				r.leftOut("skills", dir.paths[i], "a symlink, never followed: make it a folder")
 			}
 			continue
 		}
 		file := files[i]
 		if file == "" {
-			_, err := t.r.Agent.Path(home.Skill, name)
-			t.leftOut("skills", dir.paths[i], err.Error())
+			_, err := r.Agent.Path(home.Skill, name)
+			r.leftOut("skills", dir.paths[i], err.Error())
 			continue
 		}
-		e, fresh, err := t.readFile(file, maxSkillRead, func(b []byte) *cached {
+		e, fresh, err := r.readFile(file, maxSkillRead, func(b []byte) *cached {
 			s, err := prompt.ParseSkill(name, b)
 			return &cached{skill: s, err: err}
 		})
@@ -313,26 +307,26 @@ func (t *turn) skills(most int) string {
 		case errors.Is(err, os.ErrNotExist):
 			continue
 		case err != nil:
-			t.leftOut("skills", file, err.Error())
+			r.leftOut("skills", file, err.Error())
 			continue
 		case e.err != nil:
 			if fresh {
-				t.leftOut("skills", file, e.err.Error())
+				r.leftOut("skills", file, e.err.Error())
 			}
 			continue
 		}
 		if len(list) == maxSkills {
-			t.leftOut("skills", path, "more than 256 skills: those after "+list[len(list)-1].Name+" are not listed")
+			r.leftOut("skills", path, "more than 256 skills: those after "+list[len(list)-1].Name+" are not listed")
 			break
 		}
 		list = append(list, e.skill)
 	}
-	out := t.c.prompts.skills.get(skillsIn{list, most}, sameSkills, func(in skillsIn) sectionOut {
+	out := r.Cache.skills.get(skillsIn{list, most}, sameSkills, func(in skillsIn) sectionOut {
 		text, left := prompt.Skills(in.skills, in.most)
 		return sectionOut{text: text, nleft: left}
 	})
 	if out.nleft > 0 {
-		t.leftOut("skills", path, "the last skills by name, whole, past the section's most: raise [instructions] skills most")
+		r.leftOut("skills", path, "the last skills by name, whole, past the section's most: raise [instructions] skills most")
 	}
 	return out.text
 }

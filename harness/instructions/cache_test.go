@@ -1,4 +1,4 @@
-package turn
+package instructions
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/hometest"
 	"lnk.dev/linkharness/harness/settings"
 )
 
@@ -19,17 +20,18 @@ import (
 // made again, in a folder put in its folder's place.
 func TestMissingFilesSeenNextTurn(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ada")
-	populate(t, dir, "anthropic/claude-opus-5-5")
+	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
 	for _, rel := range []string{"instructions/persona.md", "memory", "instructions/models"} {
 		if err := os.RemoveAll(filepath.Join(dir, rel)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	c, a := &Cache{}, home.Agent{Name: "ada", Dir: dir}
+	now := func() time.Time { return time.Now().Add(time.Hour) }
 	// Each change is made settled: the folders' times are set back, each
 	// time to another second long past, and the kernel's clock read a
 	// second ahead, past the times Chtimes gives the folders' ctime.
-	r.caches().prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	c.kernel = func() time.Time { return time.Now().Add(time.Second) }
 	back := int64(1e9)
 	settle := func() {
 		t.Helper()
@@ -59,8 +61,8 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	compose := func() string {
-		tt := &turn{r: r, c: r.caches(), thread: "t"}
-		system, _ := tt.compose(tt.sections(&s, &Message{}))
+		rd := &Reader{Cache: c, Agent: a, Now: now}
+		system, _ := rd.Compose(rd.Sections(&s, nil, ""))
 		return system
 	}
 	const persona, notes, model = "You are Ada's clerk.", "The train is at six.", "Opus: be brief."
@@ -77,7 +79,7 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 	settle()
 	want("none there")
 	want("nothing changed")
-	if files, folders := r.caches().prompts.missing.Len(); files != 3 || folders != 2 {
+	if files, folders := c.missing.Len(); files != 3 || folders != 2 {
 		t.Errorf("%d missing files kept in %d folders, want 3 in 2 (instructions and the home)", files, folders)
 	}
 
@@ -122,8 +124,9 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
-	r.caches().prompts.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	c, a := &Cache{}, home.Agent{Name: "ada", Dir: dir}
+	c.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	config, _ := a.Path(home.Config, "")
 	back := int64(1e9)
 	settle := func() {
 		t.Helper()
@@ -134,7 +137,7 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 	}
 	model := func(step string) string {
 		t.Helper()
-		s, err := (&turn{r: r, c: r.caches(), thread: "t"}).settings()
+		s, err := (&Reader{Cache: c, Agent: a}).Settings(config)
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -148,7 +151,7 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 	if got := model("nothing changed"); got != def {
 		t.Errorf("nothing changed: model %q, want the default %q", got, def)
 	}
-	if files, _ := r.caches().prompts.missing.Len(); files != 1 {
+	if files, _ := c.missing.Len(); files != 1 {
 		t.Errorf("%d files kept missing, want config.json", files)
 	}
 	s := settings.Defaults()

@@ -1,0 +1,76 @@
+package turn
+
+import (
+	"lnk.dev/linkharness/harness/facts"
+	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/instructions"
+	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/settings"
+)
+
+// composing is what the turn read for its prompt.
+type composing struct {
+	home        instructions.Reader // what it read of the agent's home (see reader)
+	startConn   string              // the connection of the conversation's first message, as open read it
+	cacheThread string              // the thread whose cache key the conversation's requests carry: a fork's origin; "" is its own
+	sections    []prompt.Section    // the prompt's sections as this turn read them, for a fallback model
+	msg         *Message            // the turn's message, and
+	set         *settings.Settings  // its settings, for composing the instructions again
+	facts       *facts.Book         // the model facts as the turn first read them (factsBook)
+}
+
+// The turn reads what the agent's home says, its settings and its
+// instructions, through package instructions, which keeps what it read in
+// the Runner's cache until the files change.
+
+// reader is the turn's reader of its agent's home, made at its first use.
+func (t *turn) reader() *instructions.Reader {
+	if t.comp.home.Cache == nil {
+		t.comp.home = instructions.Reader{Cache: &t.c.prompts, Agent: t.r.Agent, Now: t.r.Now, Log: t, Read: &t.read}
+	}
+	return &t.comp.home
+}
+
+// settings are the agent's settings: those the Runner holds, else
+// config.json's.
+func (t *turn) settings() (settings.Settings, error) {
+	if t.r.Settings != nil {
+		return *t.r.Settings, nil
+	}
+	path, err := t.r.Agent.Path(home.Config, "")
+	if err != nil {
+		return settings.Settings{}, err
+	}
+	return t.reader().Settings(path)
+}
+
+// sections reads the prompt's sections for message m.
+func (t *turn) sections(s *settings.Settings, m *Message) []prompt.Section {
+	return t.reader().Sections(s, t.tools.words, t.startConnection(m))
+}
+
+// compose is the system prompt of sections, and its stable part's length.
+func (t *turn) compose(sections []prompt.Section) (string, int) {
+	return t.reader().Compose(sections)
+}
+
+// systemFor is the system prompt for the model named: this turn's
+// sections with that model's own instructions in the model section's
+// place. The models work calls it for a fallback model.
+func (t *turn) systemFor(s *settings.Settings, sections []prompt.Section, modelName string) (string, int) {
+	return t.reader().SystemFor(s, sections, modelName)
+}
+
+// startConnection is the connection the conversation started on: that of
+// its first message, this one when it is the first.
+func (t *turn) startConnection(m *Message) string {
+	if t.last == 1 && m != nil {
+		return m.Connection
+	}
+	return t.comp.startConn
+}
+
+// LeftOut says in the log what the prompt left out, and why.
+func (t *turn) LeftOut(section, file, why string) {
+	t.log().Warn("instruction left out", "section", section, "file", file, "why", why)
+}
