@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 
+	"lnk.dev/linkharness/harness/fork"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/turn"
 )
@@ -30,7 +31,7 @@ func cmdChatFork(args []string, getenv func(string) string) error {
 	servers, _ := tools.FromEnviron(os.Environ())
 	r := &turn.Runner{Agent: a, Getenv: getenv, HTTP: &http.Client{}, Open: opener.Open, Tools: tools.New(a, servers, tools.Options{})}
 	defer r.Tools.Close()
-	ans, err := r.Fork(context.Background(), pos[0], turn.Fork{Before: *before, Text: *text, ID: *id, Thread: *thread}, nil)
+	ans, err := fork.Make(context.Background(), r, pos[0], fork.Fork{Before: *before, Text: *text, ID: *id, Thread: *thread}, nil)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"net/http"
 
+	"lnk.dev/linkharness/harness/fork"
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/turn"
 )
 
 // end asks the conversation's running turn to end, and answers once it
@@ -79,7 +79,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, a *served, thread 
 	s.active.Add(1)
 	defer s.turns.Done()
 	defer s.idle()
-	ans, err := a.Runner.Fork(r.Context(), thread, turn.Fork{Before: *b.Before, Text: *b.Text, ID: b.ID, Thread: b.Thread}, nil)
+	ans, err := fork.Make(r.Context(), a.Runner, thread, fork.Fork{Before: *b.Before, Text: *b.Text, ID: b.ID, Thread: b.Thread}, nil)
 	if err != nil {
 		s.fail(w, name, thread, err)
 		return

@@ -5,153 +5,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
-	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
 
-// ErrBadFork comes when a fork cannot be made as asked: before is not an
-// owner message of the conversation, or the new thread is taken. Nothing
-// is written.
+// ErrBadFork comes when a fork cannot be made as asked (see package fork):
+// before is not an owner message of the conversation, or the new thread is
+// taken. Nothing is written.
 var ErrBadFork = errors.New("turn: bad fork")
 
-// Fork asks for a new conversation from an old one: its events before
-// Before, an owner message of the old one, then a message of Text in its
-// place.
-type Fork struct {
-	Before int64  // the seq of the owner message the fork replaces
-	Text   string // the new message's text
-	ID     string // the new message's id; may be empty
-	Thread string // the new conversation's thread; empty: <thread>:fork<before>, then .2, .3 … until one is free
-}
-
-// maxForkNames is how many default names a fork tries before it gives up.
-const maxForkNames = 1000
-
-// Fork makes a new conversation whose events are thread's before
-// f.Before, byte for byte with their times (the first one's thread key
-// alone names the new thread, as every conversation's first event does),
-// and its tool restrictions, then takes a turn on it with the new message:
-// sent as the old message was (its sender, owner, connection), answered
-// like any. The fork's prompt is the old one's up to the replaced message,
-// so the provider's cache of it holds. The new conversation is kept as a
-// new conversation is ([storage] conversations). The answer names the new
-// thread.
-func (r *Runner) Fork(ctx context.Context, thread string, f Fork, onText func(string)) (Answer, error) {
-	m := Message{ID: f.ID, Text: f.Text, Owner: true}
-	if err := m.Check(); err != nil {
-		return Answer{}, err
-	}
-	prefix, old, err := r.forkPrefix(ctx, thread, f.Before)
-	if err != nil {
-		return Answer{}, err
-	}
-	m.From, m.Connection = old.From, old.Connection
-	only, err := r.toolsOf(ctx, thread)
-	if err != nil {
-		return Answer{}, fmt.Errorf("the tools of %q: %w", thread, err)
-	}
-	name, err := r.writeFork(ctx, thread, f, prefix, only)
-	if err != nil {
-		return Answer{}, err
-	}
-	r.Metrics.Did(metrics.OpFork)
-	r.logger().Info("forked", "agent", r.Agent.Name, "thread", thread, "seq", f.Before, "fork", name)
-	return r.Message(ctx, name, m, onText)
-}
-
-// forkPrefix reads thread's events before before, each its own copy, and
-// the message at before, which must be an owner's.
-func (r *Runner) forkPrefix(ctx context.Context, thread string, before int64) ([][]byte, event.Event, error) {
-	var at event.Event
-	conv, err := r.Conversation(thread)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, at, fmt.Errorf("%w: no conversation %q", ErrBadFork, thread)
-	}
-	if err != nil {
-		return nil, at, err
-	}
-	defer conv.Close()
-	last, err := conv.Last(ctx)
-	if err != nil {
-		return nil, at, err
-	}
-	if before < 1 || before > last {
-		return nil, at, fmt.Errorf("%w: before %d is not a seq of %q, which has 1 to %d", ErrBadFork, before, thread, last)
-	}
-	var (
-		prefix [][]byte
-		dec    event.Decoder
-		derr   error
-	)
-	err = conv.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
-		if seq < before {
-			prefix = append(prefix, append([]byte(nil), ev...))
-			return true
-		}
-		derr = dec.Decode(ev, &at)
-		return false
-	})
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		return nil, at, err
-	}
-	switch {
-	case at.Type != event.TypeMessage:
-		return nil, at, fmt.Errorf("%w: seq %d of %q is of type %s, not an owner message", ErrBadFork, before, thread, at.Type)
-	case !at.Owner:
-		return nil, at, fmt.Errorf("%w: seq %d of %q is a message from %q, not from the owner", ErrBadFork, before, thread, at.From.Name)
-	}
-	return prefix, at, nil
-}
-
-// toolsOf is the tools thread was narrowed to, kept by its store or in
-// tools.json; nil when it never was.
-func (r *Runner) toolsOf(ctx context.Context, thread string) (*tools.Only, error) {
-	conv, err := r.Conversation(thread)
-	if err != nil {
-		return nil, err
-	}
-	defer conv.Close()
-	meta, _ := ability[store.Meta](conv)
-	return tools.NarrowingOf(ctx, r.Agent, thread, meta)
-}
-
-// writeFork writes the fork's conversation: prefix, the first event naming
-// the new thread, and the narrowing only. It returns the new thread.
-func (r *Runner) writeFork(ctx context.Context, thread string, f Fork, prefix [][]byte, only *tools.Only) (string, error) {
-	for i := 1; i <= maxForkNames; i++ {
-		name := f.Thread
-		if name == "" {
-			name = thread + ":fork" + strconv.FormatInt(f.Before, 10)
-			if i > 1 {
-				name += "." + strconv.Itoa(i)
-			}
-		}
-		taken, err := r.writeNew(ctx, name, prefix, only, true)
-		if err != nil || !taken {
-			return name, err
-		}
-		if f.Thread != "" {
-			return "", fmt.Errorf("%w: thread %q holds a conversation already", ErrBadFork, name)
-		}
-	}
-	return "", fmt.Errorf("%w: %q has %d forks before %d already", ErrBadFork, thread, maxForkNames, f.Before)
-}
-
-// writeNew writes events as the new conversation of name, narrowed to
+// WriteNew writes events as the new conversation of name, narrowed to
 // only, holding it as a turn does, and says whether it was taken (then
 // nothing is written). With rename, the first event is made to name the
-// new thread; else it is written as it is.
-func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, only *tools.Only, rename bool) (taken bool, err error) {
+// new thread; else it is written as it is. A fork and ASP's import write
+// through it.
+func (r *Runner) WriteNew(ctx context.Context, name string, prefix [][]byte, only *tools.Only, rename bool) (taken bool, err error) {
 	dir, err := r.Agent.Path(home.Chat, name)
 	if err != nil {
 		return false, err
@@ -213,16 +86,23 @@ var ErrTaken = errors.New("turn: the thread holds a conversation already")
 // kept as a new conversation is. A thread that holds a conversation
 // already is ErrTaken, and nothing is written.
 func (r *Runner) Import(ctx context.Context, thread string, events [][]byte, only *tools.Only) error {
-	taken, err := r.writeNew(ctx, thread, events, only, false)
+	taken, err := r.WriteNew(ctx, thread, events, only, false)
 	if err == nil && taken {
 		err = fmt.Errorf("%w: %q", ErrTaken, thread)
 	}
 	return err
 }
 
-// ToolsOf returns the tools thread was narrowed to, or nil when it never was.
+// ToolsOf returns the tools thread was narrowed to, kept by its store or in
+// tools.json, or nil when it never was.
 func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error) {
-	return r.toolsOf(ctx, thread)
+	conv, err := r.Conversation(thread)
+	if err != nil {
+		return nil, err
+	}
+	defer conv.Close()
+	meta, _ := ability[store.Meta](conv)
+	return tools.NarrowingOf(ctx, r.Agent, thread, meta)
 }
 
 // Running returns the threads whose turns run in this process, in no order.

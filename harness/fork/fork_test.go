@@ -1,21 +1,58 @@
-package turn
+package fork
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
+	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/turn"
+	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
+	eventlog "lnk.dev/linkharness/store/log"
 )
 
+// runner is an agent ada whose model, named model, is the scripted one,
+// its conversations kept as logs.
+func runner(t *testing.T, model string) (*turn.Runner, *scripted.Server) {
+	t.Helper()
+	srv, addr, err := scripted.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	root := t.TempDir()
+	dir := filepath.Join(root, "agents", "ada")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := settings.Defaults()
+	s.Model.Name = model
+	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String(), "LNK_HOME": root}
+	open := func(dir, kind string) (store.Conversation, error) {
+		if kind != "" && kind != "log" {
+			return nil, fmt.Errorf("the tests keep conversations as logs, not %q", kind)
+		}
+		return eventlog.Open(dir)
+	}
+	return &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] },
+		HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: open}, srv
+}
+
 // rawEvents reads a conversation's events as stored.
-func rawEvents(t *testing.T, r *Runner, thread string) [][]byte {
+func rawEvents(t *testing.T, r *turn.Runner, thread string) [][]byte {
 	t.Helper()
 	conv, err := r.Conversation(thread)
 	if err != nil {
@@ -33,6 +70,32 @@ func rawEvents(t *testing.T, r *Runner, thread string) [][]byte {
 	return out
 }
 
+// readEvents reads a conversation's events, decoded.
+func readEvents(t *testing.T, r *turn.Runner, thread string) []event.Event {
+	t.Helper()
+	var out []event.Event
+	var dec event.Decoder
+	for _, ev := range rawEvents(t, r, thread) {
+		var e event.Event
+		if err := dec.Decode(ev, &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// commonPrefix is how many bytes a and b begin with alike.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
 // A fork holds the old conversation's events before the owner message it
 // replaces, byte for byte (the first naming the new thread), then the new
 // message and its answer; its first request to the model is the old one's
@@ -46,21 +109,20 @@ func TestFork(t *testing.T) {
 }
 
 func testFork(t *testing.T, model string) {
-	r, m, _ := modelRunner(t, nil, withModel(model, ""), nil)
-	r.Metrics = &metrics.Agent{Name: "ada"}
+	r, m := runner(t, model)
 	ctx := context.Background()
 	for _, text := range []string{"one", "two", "three"} {
-		if _, err := r.Message(ctx, "t", Message{ID: text, Text: text, Owner: true, From: event.Sender{ID: "7", Name: "Ada"}, Connection: "web"}, nil); err != nil {
+		if _, err := r.Message(ctx, "t", turn.Message{ID: text, Text: text, Owner: true, From: event.Sender{ID: "7", Name: "Ada"}, Connection: "web"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := r.Message(ctx, "t", Message{Text: "not the owner", From: event.Sender{Name: "Bob"}}, nil); err != nil {
+	if _, err := r.Message(ctx, "t", turn.Message{Text: "not the owner", From: event.Sender{Name: "Bob"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	old := rawEvents(t, r, "t")
 	oldReq := m.Requests()[2] // the one answering "three", seq 5
 
-	a, err := r.Fork(ctx, "t", Fork{Before: 5, Text: "THREE"}, nil)
+	a, err := Make(ctx, r, "t", Fork{Before: 5, Text: "THREE"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,10 +165,10 @@ func testFork(t *testing.T, model string) {
 	}
 
 	// A fork of the fork, and a second fork at the same place.
-	if b, err := r.Fork(ctx, "t:fork5", Fork{Before: 3, Text: "TWO"}, nil); err != nil || b.Thread != "t:fork5:fork3" || b.Seq != 4 {
+	if b, err := Make(ctx, r, "t:fork5", Fork{Before: 3, Text: "TWO"}, nil); err != nil || b.Thread != "t:fork5:fork3" || b.Seq != 4 {
 		t.Errorf("a fork of the fork: %+v, %v", b, err)
 	}
-	if b, err := r.Fork(ctx, "t", Fork{Before: 5, Text: "three again"}, nil); err != nil || b.Thread != "t:fork5.2" {
+	if b, err := Make(ctx, r, "t", Fork{Before: 5, Text: "three again"}, nil); err != nil || b.Thread != "t:fork5.2" {
 		t.Errorf("a second fork: %+v, %v", b, err)
 	}
 	if got := r.Metrics.Ops(metrics.OpFork); got != 3 {
@@ -122,9 +184,9 @@ func testFork(t *testing.T, model string) {
 		{0, "is not a seq of"},
 		{99, "is not a seq of"},
 	} {
-		_, err := r.Fork(ctx, "t", Fork{Before: c.before, Text: "x", Thread: "refused"}, nil)
-		if !errors.Is(err, ErrBadFork) || !strings.Contains(err.Error(), c.why) {
-			t.Errorf("before %d: %v, want %v saying %q", c.before, err, ErrBadFork, c.why)
+		_, err := Make(ctx, r, "t", Fork{Before: c.before, Text: "x", Thread: "refused"}, nil)
+		if !errors.Is(err, turn.ErrBadFork) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("before %d: %v, want %v saying %q", c.before, err, turn.ErrBadFork, c.why)
 		}
 	}
 	if dir, _ := r.Agent.Path(home.Chat, "refused"); dir != "" {
@@ -132,7 +194,7 @@ func testFork(t *testing.T, model string) {
 			t.Errorf("a refused fork left %s", dir)
 		}
 	}
-	if _, err := r.Fork(ctx, "t", Fork{Before: 5, Text: "x", Thread: "t:fork5"}, nil); !errors.Is(err, ErrBadFork) {
-		t.Errorf("a fork onto a taken thread: %v, want %v", err, ErrBadFork)
+	if _, err := Make(ctx, r, "t", Fork{Before: 5, Text: "x", Thread: "t:fork5"}, nil); !errors.Is(err, turn.ErrBadFork) {
+		t.Errorf("a fork onto a taken thread: %v, want %v", err, turn.ErrBadFork)
 	}
 }
