@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/fleet"
 	"lnk.dev/linkharness/harness/server"
+	"lnk.dev/linkharness/harness/trace"
 	"lnk.dev/linkharness/harness/warm"
 )
 
@@ -77,6 +79,14 @@ func serve(args, environ []string) error {
 	// counted in the budget.
 	cache := &warm.Cache{Pool: budget.NewPool(plan.Cached())}
 	o.Shared = newShared(environ, log, cache, budget.NewTurns(plan.MaxTurns))
+	// Traces, with the standard OTEL_* variables set; without them the
+	// tracer is nil and a turn's spans cost nothing.
+	tracer, stopTraces, err := trace.New(fleet.Lookup(environ), trace.Options{Log: log, Errors: traceErrors()})
+	if err != nil {
+		return err
+	}
+	defer stopTraces(context.Background())
+	o.Tracer = tracer
 	opts := server.Options{Log: log, Warm: cache, CloseIdle: o.CloseIdle, Metrics: o.Metrics, Turns: o.Turns}
 	if fl.idleFree > 0 {
 		opts.FreeMemory, opts.IdleFree = freeMemory, fl.idleFree

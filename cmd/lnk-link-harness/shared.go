@@ -18,7 +18,9 @@ import (
 	"lnk.dev/linkharness/harness/fleet"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
+	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/harness/warm"
+	"lnk.dev/linkharness/store"
 )
 
 // newShared is what the agents of a process share: the environment main
@@ -121,4 +123,15 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// traceErrors are the failures a span names by their words (error.type);
+// any other is _OTHER, so no error's own text, which may quote what a
+// provider or a tool was sent, reaches a span.
+func traceErrors() []error {
+	return []error{
+		model.ErrTooLong, model.ErrUnavailable, model.ErrCut, model.ErrStalled, model.ErrMalformed,
+		model.ErrTooLarge, model.ErrTimeout, model.ErrUnreachable, turn.ErrToolFailed, turn.ErrTimeout,
+		turn.ErrStopped, turn.ErrEnded, turn.ErrBusy, budget.ErrFull, store.ErrSeqTaken, store.ErrCorrupt,
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"lnk.dev/linkharness/harness/server"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/trace"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
@@ -38,6 +39,7 @@ type Shared struct {
 	Tools   *http.Client     // the tool servers' client, its idle connections the process's
 	Facts   *facts.Cache     // the user's model facts, read once for every agent that shares LNK_HOME
 	Metrics *metrics.Process // the histograms every agent's times count into
+	Tracer  *trace.Tracer    // every turn's spans; nil traces nothing
 
 	// Stores makes the opener of an agent's conversations each time the
 	// agent is made (it joins, or wakes): main's one switch of the ways a
@@ -119,7 +121,7 @@ func (u Unit) agent(sh *Shared, ending context.Context) (server.Agent, io.Closer
 		return server.Agent{}, nil, fmt.Errorf("agent name %q: %w", name, err)
 	}
 	env := u.environ(sh.Environ)
-	getenv := lookup(env)
+	getenv := Lookup(env)
 	m := &metrics.Agent{Name: name, Process: sh.Metrics}
 	reach := Reach{Getenv: getenv, Environ: env, Synced: m.Synced, Log: sh.Log}
 	if u.store != "" {
@@ -137,7 +139,7 @@ func (u Unit) agent(sh *Shared, ending context.Context) (server.Agent, io.Closer
 	set := tools.New(agent, servers, tools.Options{Log: sh.Log, HTTP: sh.Tools})
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: sh.Model, Metrics: m, Log: sh.Log, Stop: ending,
-		Tools: set, Settings: u.settings, Warm: sh.Warm, Turns: sh.Turns, HoldHome: true,
+		Tools: set, Settings: u.settings, Warm: sh.Warm, Turns: sh.Turns, HoldHome: true, Tracer: sh.Tracer,
 	}
 	if _, own := u.Env["LNK_HOME"]; !own {
 		r.Facts = sh.Facts // the process's LNK_HOME, and so its model facts
@@ -199,11 +201,11 @@ func ready(r *turn.Runner, getenv func(string) string, opener Opener) error {
 	return nil
 }
 
-// lookup reads environ, a copy of the environment as os.Environ gives it:
+// Lookup reads environ, a copy of the environment as os.Environ gives it:
 // the last setting of a name counts. It looks through environ at each
 // call, as a turn asks for few names: an awake agent keeps no map of the
 // whole environment (some 2 KiB each).
-func lookup(environ []string) func(string) string {
+func Lookup(environ []string) func(string) string {
 	return func(k string) string {
 		for i := len(environ) - 1; i >= 0 && k != ""; i-- {
 			if v, ok := strings.CutPrefix(environ[i], k); ok && len(v) > 0 && v[0] == '=' {

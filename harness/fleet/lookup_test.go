@@ -13,7 +13,7 @@ func TestLookup(t *testing.T) {
 		{"NOEQUALS", ""}, // no value at all
 		{"", ""},
 	} {
-		if got := lookup(env)(c.name); got != c.want {
+		if got := Lookup(env)(c.name); got != c.want {
 			t.Errorf("lookup(%q) = %q, want %q", c.name, got, c.want)
 		}
 	}

@@ -90,7 +90,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		s.refuse(w, name, thread, http.StatusBadRequest, "body: no text")
 		return
 	}
-	m := turn.Message{ID: mb.ID, Text: *mb.Text, From: mb.From, Owner: mb.Owner, Connection: mb.Connection}
+	m := turn.Message{ID: mb.ID, Text: *mb.Text, From: mb.From, Owner: mb.Owner, Connection: mb.Connection, TraceFrom: r.Header}
 	if v, ok := r.Header["Link-Tools"]; ok { // a subagent's task narrowed to these tools
 		m.Tools = tools.ParseHeader(strings.Join(v, ","))
 	}

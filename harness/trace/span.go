@@ -90,6 +90,18 @@ func (tu Turn) TraceID() string {
 // End ends the turn's span; err, when not nil, marks it failed.
 func (tu Turn) End(err error) { end(tu.t, tu.span, err) }
 
+// SetStore says how the conversation is kept, once the turn has opened it:
+// its store spans from then on name it. Off, it does nothing.
+func (tu *Turn) SetStore(store string) {
+	if tu.span == nil || tu.who.Store == store {
+		return
+	}
+	tu.who.Store = store
+	if tu.span.IsRecording() {
+		tu.span.SetAttributes(StoreKey.String(store))
+	}
+}
+
 // Chat starts the span of a model call, chat <model>, made to provider
 // ("anthropic", "openai", "openrouter", "ollama").
 func (tu Turn) Chat(provider, model string) Chat { return chat(tu.t, tu.span, provider, model) }
@@ -136,6 +148,9 @@ func (tu Turn) Summary() Summary {
 	}
 	return Summary{t: tu.t, span: span, store: tu.who.Store}
 }
+
+// On says whether the summary's span is open: its children go under it.
+func (s Summary) On() bool { return s.span != nil }
 
 // Summary is the span of a summary. Its zero value does nothing.
 type Summary struct {

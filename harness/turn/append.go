@@ -28,7 +28,10 @@ func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context
 		e.Thread = t.thread
 	}
 	t.buf = event.Append(t.buf[:0], e)
-	if err := add(ctx, e.Seq, t.buf); err != nil {
+	sp := t.appendSpan(e.Seq, len(t.buf))
+	err := add(ctx, e.Seq, t.buf)
+	sp.End(err)
+	if err != nil {
 		t.dropWarm()
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/trace"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -61,8 +62,14 @@ func (t *turn) ask(ctx context.Context, provider string, req *model.Request, onT
 		return nil, err
 	}
 	start := t.r.now()
+	sp := t.chatSpan(provider, req.Model)
 	resp, err := c.Call(ctx, req, onText)
 	t.r.Metrics.Provider(provider).Call(t.r.now().Sub(start), err)
+	if resp != nil {
+		sp.End(trace.Answer{Model: resp.Model, Usage: resp.Usage, Finish: resp.StopReason}, err)
+	} else {
+		sp.End(trace.Answer{}, err)
+	}
 	return resp, err
 }
 

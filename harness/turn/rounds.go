@@ -185,8 +185,10 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 	for _, c := range calls {
 		go func() {
 			start := t.r.now()
+			sp := t.span.Tool(c.Name, c.ID)
 			r := t.call(ctx, c)
 			t.r.Metrics.Tool(t.r.now().Sub(start), r.Error != "")
+			sp.End(toolErr(r.Error != ""))
 			ch <- answered{c, r}
 		}()
 	}

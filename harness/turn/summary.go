@@ -11,14 +11,16 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/trace"
 	"lnk.dev/linkharness/store/event"
 )
 
 // summaryState is what the turn holds of its window's room.
 type summaryState struct {
-	share    int          // the conversation's share of the window, in rough tokens
-	madeRoom bool         // the window outgrew its room between rounds, and what left was summarized or dropped
-	after    *summary.Ask // the summary to ask for once the answer is given; nil when none is due
+	share    int           // the conversation's share of the window, in rough tokens
+	madeRoom bool          // the window outgrew its room between rounds, and what left was summarized or dropped
+	after    *summary.Ask  // the summary to ask for once the answer is given; nil when none is due
+	span     trace.Summary // the summary's span while it summarizes, its calls' and append's parent
 }
 
 // Summaries (see package summary, which decides when one is due and what
@@ -40,6 +42,8 @@ var ErrNoSummary = errors.New("turn: no summary")
 // asks again. It runs after the answer was given, so it returns no error:
 // it logs and counts one.
 func (t *turn) summarize(ctx context.Context, c *summary.Ask) {
+	t.sum.span = t.span.Summary()
+	defer func() { t.sum.span = trace.Summary{} }()
 	s := c.Settings
 	resp, u, calls, err := t.askSummary(ctx, &s, c.Continued(), c.Notes)
 	if err == nil {
@@ -48,6 +52,7 @@ func (t *turn) summarize(ctx context.Context, c *summary.Ask) {
 		_, err = t.appendSummary(ctx, &s, c, &r, calls)
 	}
 	t.countSummary(&s, err, u)
+	t.sum.span.End(err)
 	if err != nil {
 		t.log().Warn("summary not written; a later turn asks again", "through", c.Through, "error", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/trace"
 	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
@@ -105,6 +106,10 @@ type Runner struct {
 	// steers a running turn takes no place. Nil: no bound.
 	Turns *budget.Turns
 
+	// Tracer, when not nil, gives each turn its spans (see package trace);
+	// nil traces nothing.
+	Tracer *trace.Tracer
+
 	// Facts, when not nil, is the user's model facts as the process last
 	// read them, shared by its Runners. Nil: the Runner keeps its own.
 	Facts *facts.Cache
@@ -138,6 +143,10 @@ type Message struct {
 	// follows, at most once; Message returns that answer again. Without a
 	// summary, Message returns once the turn has let the conversation go.
 	Answered func(Answer)
+
+	// TraceFrom, when not nil, is the caller's request's header: the
+	// turn's span continues its traceparent and tracestate.
+	TraceFrom http.Header
 
 	// Detach, when not nil, is given what remains of a turn once Answered
 	// was told its answer and a summary follows: the summary, and letting
@@ -296,8 +305,12 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 	}
 	start := r.now()
 	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller, ending: ending}}
+	t.span = r.Tracer.Turn(caller, m.TraceFrom, trace.Who{Agent: r.Agent.Name, Conversation: thread})
+	var spanErr error
+	ends.add(func() { t.span.End(spanErr) }) // once all its children have ended
 	ends.add(t.close)
 	a, err := t.answer(ctx, m, onText)
+	spanErr = err
 	after := t.sum.after
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
@@ -386,6 +399,7 @@ type turn struct {
 	tools toolUse      // the tools it offers
 	win   windowState  // readWindow: the window's events and their counts
 	sum   summaryState // rounds: the window's share, and the summary due after the answer
+	span  trace.Turn   // the turn's span, its calls' and appends' parent (see trace.go)
 }
 
 // close lets go of what the turn holds, or puts it back for the next turn
@@ -486,6 +500,7 @@ func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), E
 
 // steps are a turn's steps once its settings are read.
 func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText func(string)) (Answer, error) {
+	t.span.SetStore(s.Storage.Conversations)
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
 	}
