@@ -14,7 +14,7 @@ import (
 
 // BenchmarkTurnSpans is what a turn's spans cost the turn: a turn with a
 // tool call (its message, two model calls, the tool, its result and the
-// answer appended, a sync), off and on, the spans batched to an exporter
+// answer appended), off and on, the spans batched to an exporter
 // that keeps nothing, as the OTLP exporter's goroutine would take them.
 func BenchmarkTurnSpans(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(
@@ -39,12 +39,11 @@ func BenchmarkTurnSpans(b *testing.B) {
 
 func spansOfTurn(ctx context.Context, tr *trace.Tracer, h http.Header, who trace.Who, a trace.Answer) {
 	tu := tr.Turn(ctx, h, who)
-	tu.Append(1, 100).End(nil)
+	tu.Append(1, 100, false).End(nil)
 	tu.Chat("anthropic", "claude-sonnet-4-5").End(a, nil)
 	tu.Tool("memory__search", "toolu_01").End(nil)
-	tu.Append(2, 100).End(nil)
+	tu.Append(2, 100, true).End(nil)
 	tu.Chat("anthropic", "claude-sonnet-4-5").End(a, nil)
-	tu.Append(3, 100).End(nil)
-	tu.Sync().End(nil)
+	tu.Append(3, 100, true).End(nil)
 	tu.End(nil)
 }

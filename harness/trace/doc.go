@@ -8,11 +8,11 @@
 // carried a W3C traceparent (and tracestate):
 //
 //	invoke_agent <agent>       SERVER    the turn: gen_ai.agent.name, gen_ai.conversation.id
-//	├── append <store>         INTERNAL  a store's append: lnk.store, lnk.store.seq, lnk.event.bytes
+//	├── append <store>         INTERNAL  a store's append: lnk.store, lnk.store.seq, lnk.event.bytes,
+//	│                                    lnk.store.sync (whether its time holds the sync that made it durable)
 //	├── chat <model>           CLIENT    a model call: gen_ai.provider.name, gen_ai.request.model,
 //	│                                    gen_ai.response.model, gen_ai.usage.*, gen_ai.response.finish_reasons
 //	├── execute_tool <tool>    INTERNAL  a tool call: gen_ai.tool.name, gen_ai.tool.call.id
-//	├── sync <store>           INTERNAL  a store's sync (the durable point of deferred appends)
 //	└── summarize <agent>      INTERNAL  a summary: its own chat and append below it
 //
 // The turn's span is SERVER, not the INTERNAL of the conventions' in-process

@@ -23,6 +23,11 @@ const (
 	SeqKey = attribute.Key("lnk.store.seq")
 	// BytesKey is the size of the event a store span appended.
 	BytesKey = attribute.Key("lnk.event.bytes")
+	// SyncKey says whether the append made the event durable (and any
+	// appended deferred before it) before it ended: its time holds the
+	// sync. False for a message appended deferred, made durable by the
+	// next append's sync.
+	SyncKey = attribute.Key("lnk.store.sync")
 )
 
 // Who is what a turn's span says of whose turn it is.
@@ -124,14 +129,10 @@ func (tu Turn) Tool(name, callID string) Tool {
 }
 
 // Append starts the span of one event's append to the store, append
-// <store>: its seq and its size in bytes.
-func (tu Turn) Append(seq int64, bytes int) Store {
-	return appendSpan(tu.t, tu.span, tu.who.Store, seq, bytes)
+// <store>: its seq, its size in bytes, and whether the append synced it.
+func (tu Turn) Append(seq int64, bytes int, sync bool) Store {
+	return appendSpan(tu.t, tu.span, tu.who.Store, seq, bytes, sync)
 }
-
-// Sync starts the span of the store's sync, sync <store>: the point where
-// deferred appends become durable.
-func (tu Turn) Sync() Store { return syncSpan(tu.t, tu.span, tu.who.Store) }
 
 // Summary starts the span of the turn's summary, summarize <agent>, the
 // parent of the summary's chat and append.
@@ -163,12 +164,9 @@ type Summary struct {
 func (s Summary) Chat(provider, model string) Chat { return chat(s.t, s.span, provider, model) }
 
 // Append starts the span of the summary's append, as Turn.Append.
-func (s Summary) Append(seq int64, bytes int) Store {
-	return appendSpan(s.t, s.span, s.store, seq, bytes)
+func (s Summary) Append(seq int64, bytes int, sync bool) Store {
+	return appendSpan(s.t, s.span, s.store, seq, bytes, sync)
 }
-
-// Sync starts the span of a sync of the summary's, as Turn.Sync.
-func (s Summary) Sync() Store { return syncSpan(s.t, s.span, s.store) }
 
 // End ends the summary's span; err, when not nil, marks it failed.
 func (s Summary) End(err error) { end(s.t, s.span, err) }
@@ -223,8 +221,7 @@ type Tool struct {
 // call failed, or the tool answered with an error.
 func (tl Tool) End(err error) { end(tl.t, tl.span, err) }
 
-// Store is the span of a store's append or sync. Its zero value does
-// nothing.
+// Store is the span of a store's append. Its zero value does nothing.
 type Store struct {
 	t    *Tracer
 	span oteltrace.Span
@@ -261,24 +258,13 @@ func chat(t *Tracer, parent oteltrace.Span, provider, model string) Chat {
 	return Chat{t: t, span: span}
 }
 
-func appendSpan(t *Tracer, parent oteltrace.Span, store string, seq int64, bytes int) Store {
+func appendSpan(t *Tracer, parent oteltrace.Span, store string, seq int64, bytes int, sync bool) Store {
 	if !live(parent) {
 		return Store{}
 	}
 	span := child(t, parent, "append "+store, oteltrace.SpanKindInternal)
 	if span.IsRecording() {
-		span.SetAttributes(StoreKey.String(store), SeqKey.Int64(seq), BytesKey.Int(bytes))
-	}
-	return Store{t: t, span: span}
-}
-
-func syncSpan(t *Tracer, parent oteltrace.Span, store string) Store {
-	if !live(parent) {
-		return Store{}
-	}
-	span := child(t, parent, "sync "+store, oteltrace.SpanKindInternal)
-	if span.IsRecording() {
-		span.SetAttributes(StoreKey.String(store))
+		span.SetAttributes(StoreKey.String(store), SeqKey.Int64(seq), BytesKey.Int(bytes), SyncKey.Bool(sync))
 	}
 	return Store{t: t, span: span}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,14 +38,14 @@ var errStalled = errors.New("model: stream stalled")
 
 // aTurn makes the spans of one turn as the turn will: its message appended,
 // a model call asking for a tool, the tool's call and result, a second model
-// call and its answer appended, a summary, and the store's sync. What the
+// call and its answer appended, and a summary. What the
 // turn knows that no span may hold (secret) is right beside each call, as
 // it is in the turn's own code.
 func aTurn(tr *trace.Tracer, h http.Header) (turnTrace string) {
 	message, args, result, key, thinking, answer := secret[0], secret[1], secret[2], secret[3], secret[4], secret[5]
 	h.Set("Authorization", "Bearer "+key)
 	tu := tr.Turn(context.Background(), h, trace.Who{Agent: "ada", Conversation: "chat:1", Store: "log"})
-	st := tu.Append(1, len(message))
+	st := tu.Append(1, len(message), false)
 	st.End(nil)
 
 	c := tu.Chat("anthropic", "claude-sonnet-4-5")
@@ -54,19 +55,18 @@ func aTurn(tr *trace.Tracer, h http.Header) (turnTrace string) {
 	tl := tu.Tool("memory__search", "toolu_01")
 	_ = args
 	tl.End(nil)
-	tu.Append(2, len(result)).End(nil)
+	tu.Append(2, len(result), true).End(nil)
 
 	c = tu.Chat("anthropic", "claude-sonnet-4-5")
 	c.End(trace.Answer{Model: "claude-sonnet-4-5-20250929", Usage: event.Usage{Input: 10, Output: 5, CacheRead: 1000}, Finish: "end_turn"}, nil)
-	tu.Append(3, len(answer)).End(nil)
+	tu.Append(3, len(answer), true).End(nil)
 
 	sm := tu.Summary()
 	sc := sm.Chat("anthropic", "claude-sonnet-4-5")
 	sc.End(trace.Answer{}, fmt.Errorf("%w: after 60s: %s", errStalled, message))
-	sm.Append(4, 120).End(nil)
+	sm.Append(4, 120, true).End(nil)
 	sm.End(errStalled)
 
-	tu.Sync().End(nil)
 	tu.End(nil)
 	return tu.TraceID()
 }
@@ -105,8 +105,8 @@ func checkTree(t *testing.T, spans []tracetest.Span) {
 		"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "ada", "gen_ai.conversation.id": "chat:1",
 	})
 	chats := byName["chat claude-sonnet-4-5"]
-	if len(spans) != 11 || len(chats) != 3 || len(byName["append log"]) != 4 {
-		t.Fatalf("spans %v, want 11: the turn, 3 chats, 4 appends, a tool, a summary, a sync", names(spans))
+	if len(spans) != 10 || len(chats) != 3 || len(byName["append log"]) != 4 {
+		t.Fatalf("spans %v, want 10: the turn, 3 chats, 4 appends, a tool, a summary", names(spans))
 	}
 	summary := one("summarize ada")
 	for _, s := range spans {
@@ -144,7 +144,11 @@ func checkTree(t *testing.T, spans []tracetest.Span) {
 			t.Errorf("append %v lacks its store, seq or bytes", s.Attrs)
 		}
 	}
-	want(t, one("sync log"), map[string]string{"lnk.store": "log"})
+	for _, s := range byName["append log"] {
+		if sync := s.Attrs["lnk.store.sync"]; sync != strconv.FormatBool(s.Attrs["lnk.store.seq"] != "1") {
+			t.Errorf("append of seq %s: lnk.store.sync %q; the message's is deferred, the others synced", s.Attrs["lnk.store.seq"], sync)
+		}
+	}
 	for _, c := range chats {
 		if c.Parent == summary.ID && (!c.Error || c.Attrs["gen_ai.usage.input_tokens"] != "" || c.Attrs["gen_ai.response.model"] != "") {
 			t.Errorf("the summary's chat, which failed: error %v, attributes %v; want failed, no usage or model", c.Error, c.Attrs)

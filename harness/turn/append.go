@@ -18,17 +18,24 @@ import (
 // appendEvent appends e durably, and with it the message appended
 // deferred before it, if any.
 func (t *turn) appendEvent(ctx context.Context, e *event.Event) error {
-	return t.put(ctx, e, t.conv.Append)
+	return t.put(ctx, e, false)
 }
 
-// put appends e with add: the conversation's Append, or its AppendDeferred.
-func (t *turn) put(ctx context.Context, e *event.Event, add func(context.Context, int64, []byte) error) error {
+// put appends e: durably with the conversation's Append, or, when
+// deferred and the store can (store.Deferred), with its AppendDeferred.
+func (t *turn) put(ctx context.Context, e *event.Event, deferred bool) error {
 	e.Seq = t.last + 1
 	if t.last == 0 {
 		e.Thread = t.thread
 	}
 	t.buf = event.Append(t.buf[:0], e)
-	sp := t.appendSpan(e.Seq, len(t.buf))
+	add := t.conv.Append
+	if d, ok := t.conv.(store.Deferred); ok && deferred {
+		add = d.AppendDeferred
+	} else {
+		deferred = false
+	}
+	sp := t.appendSpan(e.Seq, len(t.buf), !deferred)
 	err := add(ctx, e.Seq, t.buf)
 	sp.End(err)
 	if err != nil {
@@ -58,11 +65,7 @@ func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error
 		Connection: m.Connection, Text: m.Text,
 		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
 	}
-	add := t.conv.Append
-	if d, ok := t.conv.(store.Deferred); ok {
-		add = d.AppendDeferred
-	}
-	err := t.put(ctx, &e, add)
+	err := t.put(ctx, &e, true)
 	if err == nil {
 		t.seq = e.Seq
 		t.addID(m.ID, e.Seq)

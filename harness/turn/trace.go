@@ -15,8 +15,8 @@ import (
 // answered with an error: a known failure, named so on the span.
 var ErrToolFailed = errors.New("turn: the tool answered with an error")
 
-// parent is the span a model call or an append goes under: the summary's
-// while it summarizes, else the turn's.
+// chatSpan and appendSpan start a model call's span and an append's under
+// the summary's while it summarizes, else under the turn's.
 func (t *turn) chatSpan(provider, model string) trace.Chat {
 	if t.sum.span.On() {
 		return t.sum.span.Chat(provider, model)
@@ -24,11 +24,11 @@ func (t *turn) chatSpan(provider, model string) trace.Chat {
 	return t.span.Chat(provider, model)
 }
 
-func (t *turn) appendSpan(seq int64, bytes int) trace.Store {
+func (t *turn) appendSpan(seq int64, bytes int, sync bool) trace.Store {
 	if t.sum.span.On() {
-		return t.sum.span.Append(seq, bytes)
+		return t.sum.span.Append(seq, bytes, sync)
 	}
-	return t.span.Append(seq, bytes)
+	return t.span.Append(seq, bytes, sync)
 }
 
 // toolErr is what a tool call's span ends with: the call's failure, or
