@@ -127,6 +127,11 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 				}{frag})
 			}
 		}
+		m.OnTool = func(st turn.ToolStep) {
+			if gone.Err() == nil {
+				sse.toolStep(st)
+			}
+		}
 	}
 	// The caller is told once: as soon as the answer is given, before the
 	// turn summarizes, or when Message returns without one. One that left

@@ -20,6 +20,25 @@ import (
 type toolUse struct {
 	offer *tools.Turn       // what it offers, and the sessions it opened
 	words []prompt.ToolText // what they say of themselves, set before the prompt is composed
+	told  func(ToolStep)    // the message's OnTool, or nil
+}
+
+// ToolStep is a tool call as the turn makes it, told the turn's caller
+// (Message.OnTool) as the call is made, then again with its outcome.
+type ToolStep struct {
+	Name string // the tool, as the model called it: web__search
+	ID   string // the call's id, as the model gave it
+	Args []byte // the arguments as sent to the tool, JSON; nil in an outcome
+
+	Done   bool // an outcome: the tool answered, or the call was given up
+	Failed bool // the outcome is an error, said in the conversation and not here
+}
+
+// tell tells the turn's caller s, when it asked.
+func (u *toolUse) tell(s ToolStep) {
+	if u.told != nil {
+		u.told(s)
+	}
 }
 
 // MaxRounds is the most rounds of tool calls a turn makes. The model is then
@@ -183,6 +202,7 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 	}
 	ch := make(chan answered, len(calls))
 	for _, c := range calls {
+		t.tools.tell(ToolStep{Name: c.Name, ID: c.ID, Args: c.Args})
 		go func() {
 			start := t.r.now()
 			sp := t.span.Tool(c.Name, c.ID)
@@ -213,6 +233,7 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 			wctx = context.WithoutCancel(ctx)
 		}
 		e := resultEvent(t.r.now(), a.c, a.r)
+		t.tools.tell(ToolStep{Name: a.c.Name, ID: a.c.ID, Done: true, Failed: e.Error != ""})
 		if werr == nil {
 			werr = t.appendEvent(wctx, &e)
 		}
@@ -241,6 +262,7 @@ func (t *turn) call(ctx context.Context, c event.Call) tools.Result {
 // (Link-Tools), and begins the turn's use of the agent's tools: what it
 // offers, and what the tools say of themselves for the prompt.
 func (t *turn) beginTools(ctx context.Context, m *Message) error {
+	t.tools.told = m.OnTool
 	only, err := t.narrowing(ctx, m.Tools)
 	if err != nil {
 		return fmt.Errorf("the conversation's tools: %w", err)

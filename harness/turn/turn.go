@@ -148,6 +148,12 @@ type Message struct {
 	// turn's span continues its traceparent and tracestate.
 	TraceFrom http.Header
 
+	// OnTool, when not nil, is told each tool call of the message's own
+	// turn as it is made, and then its outcome, on the goroutine that
+	// calls onText, so the two are told in the order they happen: what a
+	// streamed answer's call and result events say.
+	OnTool func(ToolStep)
+
 	// Detach, when not nil, is given what remains of a turn once Answered
 	// was told its answer and a summary follows: the summary, and letting
 	// the conversation and the turn's place go. The caller runs it on a

@@ -34,7 +34,7 @@ func plan(s *Script, req *request, sum uint64) *answer {
 	if s != nil {
 		seed = s.Seed
 		for i := range s.Rules {
-			if s.Rules[i].matches(req.text, req.results) {
+			if s.Rules[i].matches(req.text, req.results, req.rounds) {
 				a.rule = &s.Rules[i]
 				break
 			}

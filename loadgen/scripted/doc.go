@@ -23,6 +23,7 @@
 //
 //	[[rule]]
 //	match = "weather"
+//	round = 1               # only after the first round's results; 2 after the second
 //	results = "yes"
 //	text = "Sunny. You asked: {text}"
 //	latency_ms = 20

@@ -15,6 +15,7 @@ type request struct {
 	usage   bool   // OpenAI: stream_options.include_usage
 	text    string // the last user text
 	results bool   // the last message carries tool results
+	rounds  int    // the rounds of tool results since the last user text
 	size    int    // the body's bytes
 	key     string // the conversation a prompt cache keeps it under: prompt_cache_key, else the model
 }
@@ -62,7 +63,7 @@ func parseRequest(p *fastjson.Parser, f format, body []byte) (*request, error) {
 		if len(items) == 0 {
 			return nil, errors.New("input: none")
 		}
-		r.text, r.results = responsesLast(items)
+		r.text, r.results, r.rounds = responsesLast(items)
 		return r, nil
 	}
 	msgs := v.GetArray("messages")
@@ -70,77 +71,99 @@ func parseRequest(p *fastjson.Parser, f format, body []byte) (*request, error) {
 		return nil, errors.New("messages: none")
 	}
 	if f == anthropic {
-		r.text, r.results = anthropicLast(msgs)
+		r.text, r.results, r.rounds = anthropicLast(msgs)
 	} else {
-		r.text, r.results = openAILast(msgs)
+		r.text, r.results, r.rounds = openAILast(msgs)
 	}
 	return r, nil
 }
 
-// responsesLast finds, in a Responses API input, the last user text and
-// whether the last item is a tool's output.
-func responsesLast(items []*fastjson.Value) (string, bool) {
-	results := string(items[len(items)-1].GetStringBytes("type")) == "function_call_output"
+// responsesLast finds, in a Responses API input, the last user text,
+// whether the last item is a tool's output, and the rounds of outputs
+// after the text: runs of function_call_output items.
+func responsesLast(items []*fastjson.Value) (string, bool, int) {
+	typ := func(i int) string { return string(items[i].GetStringBytes("type")) }
+	results := typ(len(items)-1) == "function_call_output"
 	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		if string(it.GetStringBytes("role")) != "user" {
-			continue
-		}
-		if t := it.GetStringBytes("content"); len(t) > 0 {
-			return string(t), results
-		}
-		var b strings.Builder
-		for _, p := range it.GetArray("content") {
-			if string(p.GetStringBytes("type")) != "input_text" {
-				continue
+		if t := responsesText(items[i]); t != "" {
+			rounds := 0
+			for j := i + 1; j < len(items); j++ {
+				if typ(j) == "function_call_output" && (j+1 == len(items) || typ(j+1) != "function_call_output") {
+					rounds++
+				}
 			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.Write(p.GetStringBytes("text"))
-		}
-		if b.Len() > 0 {
-			return b.String(), results
+			return t, results, rounds
 		}
 	}
-	return "", results
+	return "", results, 0
 }
 
-// anthropicLast finds the last user text and whether the last message
-// carries tool results.
-func anthropicLast(msgs []*fastjson.Value) (string, bool) {
+// responsesText is a Responses API item's text when it is the user's: its
+// content as a string, or its input_text parts joined.
+func responsesText(it *fastjson.Value) string {
+	if string(it.GetStringBytes("role")) != "user" {
+		return ""
+	}
+	if t := it.GetStringBytes("content"); len(t) > 0 {
+		return string(t)
+	}
+	var b strings.Builder
+	for _, p := range it.GetArray("content") {
+		if string(p.GetStringBytes("type")) != "input_text" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(p.GetStringBytes("text"))
+	}
+	return b.String()
+}
+
+// anthropicLast finds the last user text, whether the last message
+// carries tool results, and the rounds since the text.
+func anthropicLast(msgs []*fastjson.Value) (string, bool, int) {
 	results := false
 	for _, b := range msgs[len(msgs)-1].GetArray("content") {
 		if string(b.GetStringBytes("type")) == "tool_result" {
 			results = true
 		}
 	}
-	return lastUserText(msgs), results
+	text, rounds := lastUserText(msgs)
+	return text, results, rounds
 }
 
-// openAILast finds the last user text and whether the last message is a
-// tool result: Chat Completions' format, and Ollama's, which is like it.
-func openAILast(msgs []*fastjson.Value) (string, bool) {
+// openAILast finds the last user text, whether the last message is a tool
+// result, and the rounds since the text: Chat Completions' format, and
+// Ollama's, which is like it.
+func openAILast(msgs []*fastjson.Value) (string, bool, int) {
 	results := string(msgs[len(msgs)-1].GetStringBytes("role")) == "tool"
-	return lastUserText(msgs), results
+	text, rounds := lastUserText(msgs)
+	return text, results, rounds
 }
 
-// lastUserText is the text of the last user message that has one: its
-// content as a string, or its content array's text parts joined.
-func lastUserText(msgs []*fastjson.Value) string {
+// lastUserText is the text of the last user message that has one (its
+// content as a string, or its content array's text parts joined), and the
+// rounds of tool calls since it: the assistant's messages after it, each
+// one round's calls.
+func lastUserText(msgs []*fastjson.Value) (string, int) {
+	rounds := 0
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if string(m.GetStringBytes("role")) != "user" {
+			if string(m.GetStringBytes("role")) == "assistant" {
+				rounds++
+			}
 			continue
 		}
 		if t := m.GetStringBytes("content"); len(t) > 0 {
-			return string(t)
+			return string(t), rounds
 		}
 		if t := joinText(m.GetArray("content")); t != "" {
-			return t
+			return t, rounds
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // joinText joins the text parts of a content array.

@@ -49,6 +49,11 @@ type Rule struct {
 	// tool results, "no" only one whose does not, "any" or empty either.
 	Results string `toml:"results"`
 
+	// Round, over 0, matches only a request after exactly that many rounds
+	// of tool calls since the last user text: 1 is the request carrying
+	// the first round's results, 2 the second's. 0 matches any.
+	Round int `toml:"round"`
+
 	// Text is the answer's text; {text} in it stands for the last user text.
 	// A rule with no text, no calls and no thinking gives the default answer.
 	Text string `toml:"text"`
@@ -187,7 +192,7 @@ func (r *Rule) validate() error {
 			return fmt.Errorf("call %s: args %q is not a JSON object", c.Name, c.Args)
 		}
 	}
-	if r.AnswerBytes < 0 || r.LatencyMS < 0 || r.Chunks < 0 || r.ChunkMS < 0 || r.AfterChunks < 0 || r.RetryAfter < 0 || r.PingMS < 0 || r.TrickleMS < 0 {
+	if r.Round < 0 || r.AnswerBytes < 0 || r.LatencyMS < 0 || r.Chunks < 0 || r.ChunkMS < 0 || r.AfterChunks < 0 || r.RetryAfter < 0 || r.PingMS < 0 || r.TrickleMS < 0 {
 		return errors.New("a negative number")
 	}
 	if c := r.Usage.Cost; c != nil && !(*c >= 0 && *c <= math.MaxFloat64) {
@@ -217,9 +222,12 @@ func (r *Rule) validate() error {
 	return nil
 }
 
-// matches tells whether r answers a request with this last user text and,
-// or not, tool results.
-func (r *Rule) matches(text string, results bool) bool {
+// matches tells whether r answers a request with this last user text,
+// with or without tool results, rounds of them since the text.
+func (r *Rule) matches(text string, results bool, rounds int) bool {
+	if r.Round > 0 && r.Round != rounds {
+		return false
+	}
 	switch r.Results {
 	case "yes":
 		if !results {

@@ -68,6 +68,7 @@ func TestParseScript(t *testing.T) {
 	bad := []struct{ toml, says string }{
 		{"[[rule]]\nmatch = \"x\"\nlatency = 3\n", "latency"},
 		{"[[rule]]\nresults = \"maybe\"\n", "results"},
+		{"[[rule]]\nround = -1\n", "negative"},
 		{"[[rule]]\nstatus = 200\n", "status 200"},
 		{"[[rule]]\nstall = true\ncut = true\n", "more than one"},
 		{"[[rule]]\n[[rule.call]]\nname = \"a\"\nargs = \"[1]\"\n", "not a JSON object"},
@@ -212,6 +213,52 @@ func TestMatch(t *testing.T) {
 	for _, tt := range tests {
 		if _, _, b := post(t, base, tt.path, tt.body); !bytes.Contains(b, []byte(`"`+tt.want+`"`)) {
 			t.Errorf("%s: %s, want %q", tt.body, b, tt.want)
+		}
+	}
+}
+
+// A rule's round matches the request after that many rounds of tool calls
+// since the last user text, in each format: Anthropic's, Chat Completions'
+// and the Responses API's.
+func TestMatchRound(t *testing.T) {
+	s := &Script{Rules: []Rule{
+		{Match: "tool", Round: 1, Text: "after one"},
+		{Match: "tool", Round: 2, Text: "after two"},
+		{Match: "tool", Text: "any round"},
+	}}
+	_, base := listen(t, s)
+	call := `{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r"}]}`
+	anthropic := func(rounds int) string {
+		b := `{"model":"m","messages":[{"role":"user","content":"use a tool"}`
+		for range rounds {
+			b += "," + call
+		}
+		return b + `]}`
+	}
+	openAI := func(rounds int) string {
+		b := `{"model":"m","messages":[{"role":"user","content":"use a tool"}`
+		for range rounds {
+			b += `,{"role":"assistant","content":null,"tool_calls":[]},{"role":"tool","tool_call_id":"1","content":"r"},{"role":"tool","tool_call_id":"2","content":"r"}`
+		}
+		return b + `]}`
+	}
+	responses := func(rounds int) string {
+		b := `{"model":"m","input":[{"role":"user","content":"use a tool"}`
+		for range rounds {
+			b += `,{"type":"function_call","call_id":"1","name":"n","arguments":"{}"},{"type":"function_call","call_id":"2","name":"n","arguments":"{}"},` +
+				`{"type":"function_call_output","call_id":"1","output":"r"},{"type":"function_call_output","call_id":"2","output":"r"}`
+		}
+		return b + `]}`
+	}
+	for _, f := range []struct {
+		path string
+		body func(int) string
+	}{{"/v1/messages", anthropic}, {"/v1/chat/completions", openAI}, {"/v1/responses", responses}} {
+		for rounds, want := range []string{"any round", "after one", "after two", "any round"} {
+			if _, _, b := post(t, base, f.path, f.body(rounds)); !bytes.Contains(b, []byte(want)) {
+				t.Errorf("%s after %d rounds: %s, want %q", f.path, rounds, b, want)
+			}
 		}
 	}
 }
