@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/prompt"
@@ -116,13 +115,17 @@ func (r *Runner) forkPrefix(ctx context.Context, thread string, before int64) ([
 // toolsOf is the tools thread was narrowed to, kept by its store or in
 // tools.json; nil when it never was.
 func (r *Runner) toolsOf(ctx context.Context, thread string) (*tools.Only, error) {
-	conv, err := r.Conversation(thread)
+	dir, err := r.Folder(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := r.conversationIn(dir, thread)
 	if err != nil {
 		return nil, err
 	}
 	defer conv.Close()
 	meta, _ := ability[store.Meta](conv)
-	return tools.NarrowingOf(ctx, r.Agent, thread, meta)
+	return tools.NarrowingOf(ctx, dir, meta)
 }
 
 // writeFork writes the fork's conversation: prefix, the first event naming
@@ -152,7 +155,7 @@ func (r *Runner) writeFork(ctx context.Context, thread string, f Fork, prefix []
 // nothing is written). With rename, the first event is made to name the
 // new thread; else it is written as it is.
 func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, only *tools.Only, rename bool) (taken bool, err error) {
-	dir, err := r.Agent.Path(home.Chat, name)
+	dir, err := r.Folder(ctx, name)
 	if err != nil {
 		return false, err
 	}
@@ -177,7 +180,7 @@ func (r *Runner) writeNew(ctx context.Context, name string, prefix [][]byte, onl
 	}
 	if only != nil {
 		n, _ := ability[store.Narrower](t.conv)
-		if err := tools.NarrowNew(ctx, r.Agent, name, n, only.Entries); err != nil {
+		if err := tools.NarrowNew(ctx, dir, n, only.Entries); err != nil {
 			return false, err
 		}
 	}

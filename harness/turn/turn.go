@@ -197,7 +197,7 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 	if err := m.Check(); err != nil {
 		return Answer{}, err
 	}
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(ctx, thread)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -257,7 +257,7 @@ func (r *Runner) Full(thread string) bool {
 	if r.Turns == nil || r.Turns.Running() < r.Turns.Max() {
 		return false
 	}
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(context.Background(), thread)
 	return err == nil && !r.locks.Held(dir)
 }
 
