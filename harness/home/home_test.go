@@ -29,6 +29,10 @@ func TestThreadDir(t *testing.T) {
 		{".", "", true},
 		{"..", "", true},
 		{strings.Repeat("a", 200), strings.Repeat("a", 200), false},
+		// The readable part cut so the folder's name is at most 200
+		// bytes, the longest key a driver keeps; the hash of the whole.
+		{strings.Repeat("a", 199) + ":", strings.Repeat("a", 183) + "~jjvzbtu5hyoll6ud", false},
+		{strings.Repeat("a", 199) + ";", strings.Repeat("a", 183) + "~4fbc2ztt65tk7p6l", false},
 		{strings.Repeat("a", 201), "", true},
 		{strings.Repeat("a", 300), "", true},
 	} {
@@ -291,12 +295,26 @@ func TestFormerThreadDir(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]bool{
-		"web-1": true, "Web1": true, "telegram-42": true, "telegram-42~mxmekvd5hxz7cn2b": true,
-		"-~xnzarpe3lv6aj4jd": true, strings.Repeat("a", 200) + "~mxmekvd5hxz7cn2b": true,
-		"telegram-42~convert": false, "telegram-42~MXMEKVD5HXZ7CN2B": false, "x~mxmekvd5hxz7cn2": false,
-		"x~mxmekvd5hxz7cn2b~mxmekvd5hxz7cn2b": false, "~mxmekvd5hxz7cn2b": false, "a:b": false,
-		"events.sqlite": false, "events.pebble": false, "chat.md": false, "": false, ".": false, "..": false,
-		strings.Repeat("a", 201): false,
+		"web-1":                               true,
+		"Web1":                                true,
+		"telegram-42":                         true,
+		"telegram-42~mxmekvd5hxz7cn2b":        true,
+		"-~xnzarpe3lv6aj4jd":                  true,
+		"telegram-42~convert":                 false,
+		"telegram-42~MXMEKVD5HXZ7CN2B":        false,
+		"x~mxmekvd5hxz7cn2":                   false,
+		"x~mxmekvd5hxz7cn2b~mxmekvd5hxz7cn2b": false,
+		"~mxmekvd5hxz7cn2b":                   false,
+		"a:b":                                 false,
+		"events.sqlite":                       false,
+		"events.pebble":                       false,
+		"chat.md":                             false,
+		"":                                    false,
+		".":                                   false,
+		"..":                                  false,
+		strings.Repeat("a", 183) + "~mxmekvd5hxz7cn2b": true,
+		strings.Repeat("a", 184) + "~mxmekvd5hxz7cn2b": false,
+		strings.Repeat("a", 201):                       false,
 	} {
 		if got := IsThreadDir(name); got != want {
 			t.Errorf("IsThreadDir(%q) = %v, want %v", name, got, want)

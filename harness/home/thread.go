@@ -14,8 +14,9 @@ import (
 // other name, one holding a byte outside [A-Za-z0-9._-] or an upper-case
 // letter, which a case-insensitive disk (macOS's, by default) would fold
 // into another's, names a folder of two parts: the name with each byte
-// outside [A-Za-z0-9._-] made '-', for people to read, then '~' and a hash
-// of the whole name:
+// outside [A-Za-z0-9._-] made '-', for people to read (its first 183
+// bytes, so the folder's name is at most 200), then '~' and a hash of the
+// whole name:
 //
 //	telegram:42  chats/telegram-42~<16 characters>
 //	Web1         chats/Web1~<16 characters>
@@ -42,10 +43,12 @@ const (
 // hashAlphabet is RFC 4648's base32 alphabet, in lower case.
 const hashAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
 
-// MaxDirBytes is the longest folder name a thread makes: a readable part
-// as long as the longest name, the separator and the hash, well within the
-// 255 bytes a folder's name may have on every common disk.
-const MaxDirBytes = MaxThreadBytes + 1 + dirHashChars
+// MaxDirBytes is the longest folder name a thread makes, as long as the
+// longest name: a driver keeps a conversation under its folder's name, and
+// keeps keys of up to 200 bytes; well within the 255 bytes a folder's name
+// may have on every common disk. A readable part longer than what leaves
+// room for the separator and the hash is cut.
+const MaxDirBytes = MaxThreadBytes
 
 // ThreadDir returns the folder name of a thread: the name itself when it
 // is plain (every byte one of [a-z0-9._-]), else the name with each byte
@@ -100,7 +103,7 @@ func FormerThreadDir(thread string) (string, bool) {
 // (store.Reserved) or a conversion's beside a conversation's (~convert).
 func IsThreadDir(name string) bool {
 	readable, hash, hashed := strings.Cut(name, string(dirSep))
-	if hashed && !isHash(hash) {
+	if hashed && (!isHash(hash) || len(name) > MaxDirBytes) {
 		return false
 	}
 	if checkThread(readable) != nil || store.Reserved(readable) {
@@ -156,8 +159,10 @@ func formerDir(thread string) string {
 	return string(b)
 }
 
-// hashedDir is readable, dirSep and the hash of thread.
+// hashedDir is readable, cut to leave room within MaxDirBytes, dirSep and
+// the hash of thread.
 func hashedDir(readable, thread string) string {
+	readable = readable[:min(len(readable), MaxDirBytes-1-dirHashChars)]
 	sum := sha256.Sum256([]byte(thread))
 	var b strings.Builder
 	b.Grow(len(readable) + 1 + dirHashChars)
