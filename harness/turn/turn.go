@@ -31,8 +31,10 @@ import (
 
 // Errors a turn returns, besides the store's and the model's.
 var (
-	// ErrThreadClash comes when a thread's folder holds another thread,
-	// whose name maps to the same folder (telegram:42 and telegram-42).
+	// ErrThreadClash comes when a thread's folder holds another thread:
+	// only in a home written before every thread had a folder of its own,
+	// where a plain name (telegram-42) is the folder the rule then made of
+	// another's (telegram:42), whose conversation is kept there.
 	ErrThreadClash = errors.New("turn: thread folder holds another thread")
 	// ErrBadMessage comes when a message cannot be taken; nothing is written.
 	ErrBadMessage = errors.New("turn: bad message")
