@@ -38,9 +38,9 @@ func TestThreadsOfOneFormerFolder(t *testing.T) {
 }
 
 // A conversation made before the rule, in the folder the rule before made
-// of its name, keeps it: its next turns, a read of it and a fork of it find
-// it there, and nothing is made where its name makes a folder now. A name
-// that met it there is answered in a folder of its own.
+// of its name, keeps it: its next turns and a read of it find it there,
+// and nothing is made where its name makes a folder now. A name that met
+// it there is answered in a folder of its own.
 func TestFormerFolderKept(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	ctx := context.Background()
@@ -51,7 +51,7 @@ func TestFormerFolderKept(t *testing.T) {
 	if dir, err := r.Folder(ctx, "group:日本"); err != nil || dir != former {
 		t.Fatalf("the folder of group:日本: %q, %v; want %q", dir, err, former)
 	}
-	a, err := r.Message(ctx, "group:日本", Message{ID: "m3", Text: "again", Owner: true}, nil)
+	a, err := r.Message(ctx, "group:日本", Message{ID: "m3", Text: "again"}, nil)
 	if err != nil || a.Seq != 4 {
 		t.Fatalf("the next turn of a conversation made before: %+v, %v", a, err)
 	}
@@ -80,17 +80,6 @@ func TestFormerFolderKept(t *testing.T) {
 		t.Errorf("group:中国's folder names %q", ev[0].Thread)
 	}
 
-	// A fork of it is a new conversation, in the folder its name makes.
-	f, err := r.Fork(ctx, "group:日本", Fork{Before: 3, Text: "instead"}, nil)
-	if err != nil || f.Thread != "group:日本:fork3" || f.Seq != 4 {
-		t.Fatalf("fork: %+v, %v", f, err)
-	}
-	if ev := events(t, r, f.Thread); len(ev) != 4 || ev[0].Thread != f.Thread || ev[2].Text != "instead" {
-		t.Errorf("the fork's folder holds %+v", ev)
-	}
-	if ev := readLog(t, former); len(ev) != 4 {
-		t.Errorf("the fork changed the conversation forked: %d events", len(ev))
-	}
 }
 
 // In a home written before the rule, a plain name that is the folder the
