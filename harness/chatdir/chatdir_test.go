@@ -17,7 +17,7 @@ func openLog(dir, _ string) (store.Conversation, error) { return eventlog.Open(d
 
 // write makes folder dir of a's chats/ and, when thread is not empty, a
 // log in it whose first event names thread.
-func write(t *testing.T, a home.Agent, dir, thread string) string {
+func write(t testing.TB, a home.Agent, dir, thread string) string {
 	t.Helper()
 	path := filepath.Join(a.Dir, "chats", dir)
 	if err := os.MkdirAll(path, 0o700); err != nil {
@@ -96,5 +96,25 @@ func TestFindErrors(t *testing.T) {
 	write(t, a, "web-1~q4sngohbeycjengb", "")
 	if _, err := Find(ctx, a, "web:1", nil); err != nil {
 		t.Errorf("the rule's folder there, no opener: %v", err)
+	}
+}
+
+// BenchmarkFind is what every opener of a thread's folder pays to find
+// it: nothing but the name's rule for a plain name, a stat for another
+// whose folder is there, and a read of one event for a conversation made
+// before the rule.
+func BenchmarkFind(b *testing.B) {
+	a := home.Agent{Name: "ada", Dir: b.TempDir()}
+	write(b, a, "telegram-42~mxmekvd5hxz7cn2b", "telegram:42")
+	write(b, a, "group-------", "group:日本")
+	for _, thread := range []string{"web-1", "telegram:42", "group:日本"} {
+		b.Run(thread, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Find(context.Background(), a, thread, openLog); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
