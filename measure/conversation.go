@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -17,22 +18,11 @@ import (
 // the one the harness reads.
 const Thread = "measure-1"
 
-// threadDir is the folder name of a thread (FORMATS.md, "An agent's
-// home"): each character outside
-// [A-Za-z0-9._-] becomes '-'.
-func threadDir(thread string) string {
-	b := []byte(thread)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	return string(b)
-}
-
-// conversationPath is where the log of thread lives in an agent's home.
-func conversationPath(home, thread string) string {
-	return filepath.Join(home, "chats", threadDir(thread), "events.jsonl")
+// conversationPath is where the log of thread lives in the agent's home
+// dir: in the folder its name makes (FORMATS.md, "An agent's home"), as
+// the harness reads it.
+func conversationPath(dir, thread string) (string, error) {
+	return home.Agent{Dir: dir}.Path(home.ChatEvents, thread)
 }
 
 // windowBlock is how many events apart the written conversation's window
@@ -97,7 +87,10 @@ func AppendConversation(dst []byte, thread string, n int, now time.Time) []byte 
 // writeConversation writes events, AppendConversation's lines, as the log
 // of thread in home.
 func writeConversation(home, thread string, events []byte) error {
-	path := conversationPath(home, thread)
+	path, err := conversationPath(home, thread)
+	if err != nil {
+		return fmt.Errorf("measure: conversation of %s: %w", home, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("measure: conversation of %s: %w", home, err)
 	}

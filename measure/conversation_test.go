@@ -9,15 +9,20 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
-func TestThreadDir(t *testing.T) {
+// The conversation is written in the folder the harness reads a thread
+// from (FORMATS.md, "An agent's home").
+func TestConversationPath(t *testing.T) {
 	for in, want := range map[string]string{
-		"measure-1":   "measure-1",
-		"telegram:42": "telegram-42",
-		"a b/c.d_e":   "a-b-c.d_e",
+		"measure-1":   "/h/chats/measure-1/events.jsonl",
+		"telegram:42": "/h/chats/telegram-42~mxmekvd5hxz7cn2b/events.jsonl",
+		"a b.c_D":     "/h/chats/a-b.c_D~bbfigvq7dd4ambxk/events.jsonl",
 	} {
-		if got := threadDir(in); got != want {
-			t.Errorf("threadDir(%q) = %q, want %q", in, got, want)
+		if got, err := conversationPath("/h", in); err != nil || got != want {
+			t.Errorf("conversationPath(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+	if got, err := conversationPath("/h", "a/b"); err == nil {
+		t.Errorf("conversationPath(a/b) = %q, want an error", got)
 	}
 }
 

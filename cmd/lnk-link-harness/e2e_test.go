@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -227,7 +228,10 @@ chunks = 3
 	total := 0
 	for ti, thread := range threads {
 		total += len(got[ti])
-		dir := filepath.Join(h.home, "chats", strings.NewReplacer(":", "-").Replace(thread))
+		dir, err := home.Agent{Dir: h.home}.Path(home.Chat, thread)
+		if err != nil {
+			t.Fatal(err)
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
 		if err != nil {
 			t.Fatal(err)

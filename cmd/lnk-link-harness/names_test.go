@@ -82,7 +82,7 @@ func TestReservedThreadNames(t *testing.T) {
 			dirs = append(dirs, e.Name())
 		}
 	}
-	if got := strings.Join(dirs, " "); got != "a b telegram-42" {
-		t.Errorf("chats/ holds the folders %s, want a b telegram-42", got)
+	if got := strings.Join(dirs, " "); got != "a b telegram-42~mxmekvd5hxz7cn2b" {
+		t.Errorf("chats/ holds the folders %s, want a b telegram-42~mxmekvd5hxz7cn2b", got)
 	}
 }

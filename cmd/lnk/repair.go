@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 
+	"lnk.dev/linkharness/harness/chatdir"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store/compact"
 	eventlog "lnk.dev/linkharness/store/log"
@@ -32,7 +33,8 @@ func cmdChatRepair(args []string, getenv func(string) string) error {
 	}
 	defer release()
 	thread := pos[0]
-	dir, err := a.Path(home.Chat, thread)
+	ctx := context.Background()
+	dir, err := chatdir.Find(ctx, a, thread, opener.Open)
 	if err != nil {
 		return err
 	}
@@ -40,7 +42,7 @@ func cmdChatRepair(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	return repairChat(context.Background(), os.Stdout, a, thread, dir, kind)
+	return repairChat(ctx, os.Stdout, a, thread, dir, kind)
 }
 
 // repairChat repairs the conversation of thread in folder dir, kept the
@@ -93,7 +95,7 @@ func repairChat(ctx context.Context, w io.Writer, a home.Agent, thread, dir, kin
 	fmt.Fprintf(w, "kept %d events of %s, seqs 1 to %d\n", kept, thread, kept)
 	// The copy for people may show events moved out: the next answer
 	// makes it again from the events.
-	if path, err := a.Path(home.ChatCopy, thread); err == nil {
+	if path, err := home.In(dir, home.ChatCopy); err == nil {
 		if err := os.Remove(path); err == nil {
 			fmt.Fprintf(w, "removed %s, made again at the next answer\n", path)
 		} else if !errors.Is(err, fs.ErrNotExist) {

@@ -21,8 +21,8 @@ import (
 )
 
 // Suffix names the folder beside a conversation its new way is written
-// in. A thread's folder name never holds a '~', so no thread's folder has
-// it.
+// in. A thread's folder name holds a '~' only before the hash it ends
+// with (home.ThreadDir), so no thread's folder ends so.
 const Suffix = "~convert"
 
 // Stores reaches the ways of keeping a conversation, as a program wires

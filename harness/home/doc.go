@@ -21,6 +21,15 @@
 //	chats/events.sqlite            lnk-sqlite's file (and events.sqlite-wal, -shm)
 //	chats/events.pebble/           lnk-pebble's folder
 //
+// A thread's folder, <dir>, is never another thread's (ThreadDir): a
+// plain name, every byte of it one of [a-z0-9._-], is its own folder's
+// (web-1); any other name's folder is the name with each byte outside
+// [A-Za-z0-9._-] made '-', then '~' and a hash of the whole name
+// (telegram:42 is telegram-42~<16 characters of base32>). A conversation
+// made before this rule, in a folder of the readable part alone
+// (FormerThreadDir), keeps it: package chatdir finds which folder holds a
+// thread.
+//
 // No thread's folder bears a name a store or the harness keeps for itself
 // (store.Reserved), so no path Path makes of a thread is one of theirs.
 //

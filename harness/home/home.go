@@ -123,6 +123,35 @@ func (a Agent) Path(p Place, name string) (string, error) {
 	return "", fmt.Errorf("%w: unknown place %d", ErrBadName, p)
 }
 
+// ChatDir returns the path of the conversation's folder named dir under
+// the agent's chats/: a name IsThreadDir takes, as a listing of chats/
+// gives it, which a folder the rule before ThreadDir's made may bear too.
+func (a Agent) ChatDir(dir string) (string, error) {
+	if a.Dir == "" {
+		return "", fmt.Errorf("%w: agent %q has no home", ErrBadName, a.Name)
+	}
+	if !IsThreadDir(dir) {
+		return "", fmt.Errorf("%w: %q is no conversation's folder", ErrBadName, dir)
+	}
+	return join(a.Dir, []string{"chats", dir}), nil
+}
+
+// In returns the path of place p (Chat, ChatEvents … ChatPending) of the
+// conversation whose folder is dir: a path Path (Chat) or ChatDir gave,
+// or the folder package chatdir found holding a thread.
+func In(dir string, p Place) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("%w: no conversation's folder", ErrBadName)
+	}
+	switch p {
+	case Chat:
+		return dir, nil
+	case ChatEvents, ChatFrames, ChatCopy, ChatTools, ChatEnd, ChatPending:
+		return join(dir, []string{chatFile(p)}), nil
+	}
+	return "", fmt.Errorf("%w: place %d is not in a conversation's folder", ErrBadName, p)
+}
+
 // join is filepath.Join(dir, parts...) for parts that are each one clean
 // name, as Path's are once checked: when dir is clean and absolute too,
 // the names are put together as they are, with one allocation and no
@@ -159,47 +188,6 @@ func chatFile(p Place) string {
 		return "end"
 	}
 	return "pending"
-}
-
-// ThreadDir returns the folder name of a thread: each byte outside
-// [A-Za-z0-9._-] becomes '-' (telegram:42 is telegram-42). It refuses the
-// empty name, "." and "..", names over MaxThreadBytes, and names holding a
-// path separator or a control character, which no connection's thread
-// names hold and which only an attempt on the paths would send. It refuses
-// too a thread whose folder would bear a name the stores or the harness keep
-// for themselves beside the conversations' folders or in them
-// (store.Reserved: events.sqlite, events.pebble, store.sqlite, chat.md,
-// end …), which would be taken for the store's own file and break every
-// conversation it keeps. Two threads can map to one folder (telegram:42 and
-// telegram-42); the conversation keeps its whole name in its first event,
-// and a turn refuses a thread whose folder holds another.
-func ThreadDir(thread string) (string, error) {
-	switch {
-	case thread == "":
-		return "", fmt.Errorf("%w: empty thread name", ErrBadName)
-	case len(thread) > MaxThreadBytes:
-		return "", fmt.Errorf("%w: thread name of %d bytes, over %d", ErrBadName, len(thread), MaxThreadBytes)
-	case thread == "." || thread == "..":
-		return "", fmt.Errorf("%w: thread name %q", ErrBadName, thread)
-	case strings.ContainsAny(thread, "/\\"):
-		return "", fmt.Errorf("%w: thread name %q holds a path separator", ErrBadName, thread)
-	}
-	for i := 0; i < len(thread); i++ {
-		if thread[i] < 0x20 || thread[i] == 0x7f {
-			return "", fmt.Errorf("%w: thread name %q holds a control character", ErrBadName, thread)
-		}
-	}
-	b := []byte(thread)
-	for i, c := range b {
-		if !plainByte(c) {
-			b[i] = '-'
-		}
-	}
-	dir := string(b)
-	if store.Reserved(dir) {
-		return "", fmt.Errorf("%w: thread name %q: its folder would be %q, a name the stores keep for themselves", ErrBadName, thread, dir)
-	}
-	return dir, nil
 }
 
 // ModelParts splits a model name into its maker and model (maker/model, as

@@ -15,7 +15,7 @@ func TestThreadDir(t *testing.T) {
 		thread, dir string
 		bad         bool
 	}{
-		{"telegram:42", "telegram-42", false},
+		{"telegram:42", "telegram-42~mxmekvd5hxz7cn2b", false},
 		{"plain-name_1.x", "plain-name_1.x", false},
 		{"a/b", "", true},
 		{"../x", "", true},
@@ -23,12 +23,16 @@ func TestThreadDir(t *testing.T) {
 		{"a\x00b", "", true},
 		{"a\nb", "", true},
 		{"..x", "..x", false},
-		{"+1 555 0100", "-1-555-0100", false},
-		{"é", "--", false},
+		{"+1 555 0100", "-1-555-0100~43aixsmvswkjozyl", false},
+		{"é", "--~jkmvk7sagpbvhhpc", false},
 		{"", "", true},
 		{".", "", true},
 		{"..", "", true},
 		{strings.Repeat("a", 200), strings.Repeat("a", 200), false},
+		// The readable part cut so the folder's name is at most 200
+		// bytes, the longest key a driver keeps; the hash of the whole.
+		{strings.Repeat("a", 199) + ":", strings.Repeat("a", 183) + "~jjvzbtu5hyoll6ud", false},
+		{strings.Repeat("a", 199) + ";", strings.Repeat("a", 183) + "~4fbc2ztt65tk7p6l", false},
 		{strings.Repeat("a", 201), "", true},
 		{strings.Repeat("a", 300), "", true},
 	} {
@@ -62,8 +66,8 @@ func TestPath(t *testing.T) {
 		{Notes, "", "/h/ada/memory/notes.md"},
 		{Skill, "pdf", "/h/ada/skills/pdf/SKILL.md"},
 		{Files, "", "/h/ada/files"},
-		{Chat, "telegram:42", "/h/ada/chats/telegram-42"},
-		{ChatEvents, "telegram:42", "/h/ada/chats/telegram-42/events.jsonl"},
+		{Chat, "telegram:42", "/h/ada/chats/telegram-42~mxmekvd5hxz7cn2b"},
+		{ChatEvents, "telegram:42", "/h/ada/chats/telegram-42~mxmekvd5hxz7cn2b/events.jsonl"},
 		{ChatFrames, "t", "/h/ada/chats/t/events.zst"},
 		{ChatCopy, "t", "/h/ada/chats/t/chat.md"},
 		{ChatTools, "t", "/h/ada/chats/t/tools.json"},
@@ -123,16 +127,16 @@ func TestPathRefusesReservedNames(t *testing.T) {
 	}
 	for _, tc := range []struct{ thread, dir string }{
 		{"events", "events"},
-		{"events:sqlite", "events-sqlite"},
+		{"events:sqlite", "events-sqlite~di7xuwv55le63aja"},
 		{"my.events.sqlite", "my.events.sqlite"},
 		{"store", "store"},
 		{"chat.md.old", "chat.md.old"},
 		{"ending", "ending"},
-		{"pending:1", "pending-1"},
+		{"pending:1", "pending-1~qow5klyu2x75ttoo"},
 		{"x.torn.md", "x.torn.md"},
 		// A conversion's folder is <dir>~convert, and no thread's folder
-		// holds '~'.
-		{"x~convert", "x-convert"},
+		// ends so: a '~' in it is the hash's.
+		{"x~convert", "x-convert~4yccvvg3ikg3qk7d"},
 	} {
 		got, err := a.Path(Chat, tc.thread)
 		if want := "/h/ada/chats/" + tc.dir; err != nil || got != filepath.FromSlash(want) {
@@ -157,7 +161,7 @@ func FuzzPathInside(f *testing.F) {
 			if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
 				t.Fatalf("Path(%d, %q) = %q leaves the home", p, name, got)
 			}
-			if p == Chat && (store.Reserved(filepath.Base(got)) || strings.HasSuffix(got, "~convert")) {
+			if p == Chat && (store.Reserved(filepath.Base(got)) || strings.HasSuffix(got, "~convert") || !IsThreadDir(filepath.Base(got))) {
 				t.Fatalf("Path(Chat, %q) = %q, a name the stores keep", name, got)
 			}
 		}
@@ -267,5 +271,80 @@ func TestErrorsAreStores(t *testing.T) {
 		if !errors.Is(tc.err, tc.store) || !errors.Is(tc.err, tc.home) {
 			t.Errorf("%s: %v is not %v and %v", tc.name, tc.err, tc.store, tc.home)
 		}
+	}
+}
+
+// The folder the rule before made of a name is told where it is another
+// than the rule's; folders of either rule are told from a store's or a
+// conversion's.
+func TestFormerThreadDir(t *testing.T) {
+	for _, tc := range []struct {
+		thread, dir string
+		ok          bool
+	}{
+		{"telegram:42", "telegram-42", true},
+		{"Web1", "Web1", true},
+		{"group:日本", "group-------", true},
+		{"web-1", "", false}, // plain: the same folder under both
+		{"a/b", "", false},
+		{"events.x:1", "", false}, // its folder would bear a store's name
+	} {
+		dir, ok := FormerThreadDir(tc.thread)
+		if dir != tc.dir || ok != tc.ok {
+			t.Errorf("FormerThreadDir(%q) = %q, %v; want %q, %v", tc.thread, dir, ok, tc.dir, tc.ok)
+		}
+	}
+	for name, want := range map[string]bool{
+		"web-1":                               true,
+		"Web1":                                true,
+		"telegram-42":                         true,
+		"telegram-42~mxmekvd5hxz7cn2b":        true,
+		"-~xnzarpe3lv6aj4jd":                  true,
+		"telegram-42~convert":                 false,
+		"telegram-42~MXMEKVD5HXZ7CN2B":        false,
+		"x~mxmekvd5hxz7cn2":                   false,
+		"x~mxmekvd5hxz7cn2b~mxmekvd5hxz7cn2b": false,
+		"~mxmekvd5hxz7cn2b":                   false,
+		"a:b":                                 false,
+		"events.sqlite":                       false,
+		"events.pebble":                       false,
+		"chat.md":                             false,
+		"":                                    false,
+		".":                                   false,
+		"..":                                  false,
+		strings.Repeat("a", 183) + "~mxmekvd5hxz7cn2b": true,
+		strings.Repeat("a", 184) + "~mxmekvd5hxz7cn2b": false,
+		strings.Repeat("a", 201):                       false,
+	} {
+		if got := IsThreadDir(name); got != want {
+			t.Errorf("IsThreadDir(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestChatDirAndIn(t *testing.T) {
+	a := Agent{Name: "ada", Dir: "/h/ada"}
+	if got, err := a.ChatDir("telegram-42"); err != nil || got != "/h/ada/chats/telegram-42" {
+		t.Errorf("ChatDir(telegram-42) = %q, %v", got, err)
+	}
+	for _, bad := range []string{"..", "a/b", "events.sqlite", "x~convert", ""} {
+		if got, err := a.ChatDir(bad); !errors.Is(err, ErrBadName) {
+			t.Errorf("ChatDir(%q) = %q, %v; want ErrBadName", bad, got, err)
+		}
+	}
+	for p, want := range map[Place]string{
+		Chat: "/h/ada/chats/a-b", ChatEvents: "/h/ada/chats/a-b/events.jsonl", ChatFrames: "/h/ada/chats/a-b/events.zst",
+		ChatCopy: "/h/ada/chats/a-b/chat.md", ChatTools: "/h/ada/chats/a-b/tools.json", ChatEnd: "/h/ada/chats/a-b/end",
+		ChatPending: "/h/ada/chats/a-b/pending",
+	} {
+		if got, err := In("/h/ada/chats/a-b", p); err != nil || got != want {
+			t.Errorf("In(%d) = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if got, err := In("/h/ada/chats/a-b", Config); !errors.Is(err, ErrBadName) {
+		t.Errorf("In(Config) = %q, %v; want ErrBadName", got, err)
+	}
+	if got, err := In("", ChatCopy); !errors.Is(err, ErrBadName) {
+		t.Errorf("In of no folder = %q, %v; want ErrBadName", got, err)
 	}
 }

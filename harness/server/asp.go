@@ -146,8 +146,8 @@ func stateFiles(ag home.Agent) ([]string, error) {
 
 func must(p string, _ error) string { return p }
 
-// stateThreads returns the folders under chats/ that hold a conversation
-// of their own name (a folder a thread maps to itself), in byte order.
+// stateThreads returns the folders under chats/ a thread's name makes
+// (home.IsThreadDir), by the rule now or the one before, in byte order.
 func stateThreads(ag home.Agent) ([]string, error) {
 	chats, err := ag.Path(home.Chats, "")
 	if err != nil {
@@ -165,7 +165,7 @@ func stateThreads(ag home.Agent) ([]string, error) {
 		if !e.IsDir() {
 			continue
 		}
-		if dir, err := home.ThreadDir(e.Name()); err != nil || dir != e.Name() {
+		if !home.IsThreadDir(e.Name()) {
 			continue // a conversion's folder, or a name the stores keep
 		}
 		out = append(out, e.Name())
@@ -273,7 +273,17 @@ func (s *Server) exportState(w http.ResponseWriter, r *http.Request, a *served) 
 // readThread reads the conversation kept in folder dir: its thread (from
 // its first event; "" when it has none) and its events, each its own copy.
 func readThread(ctx context.Context, r *turn.Runner, dir string) (string, [][]byte, error) {
-	conv, err := r.Conversation(dir)
+	path, err := r.Agent.ChatDir(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if r.Open == nil {
+		return "", nil, turn.ErrNoOpener
+	}
+	conv, err := r.Open(path, "")
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil, nil
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -502,7 +512,13 @@ func checkEvents(dir string, b []byte) (*importedThread, error) {
 			return nil, fmt.Errorf("line %d holds seq %d", i+1, e.Seq)
 		}
 		if i == 0 {
-			if d, err := home.ThreadDir(e.Thread); err != nil || d != dir {
+			// Its folder by the rule, or, in an archive taken out of a
+			// home written before it, by the rule before.
+			d, err := home.ThreadDir(e.Thread)
+			if former, ok := home.FormerThreadDir(e.Thread); ok && former == dir {
+				d = former
+			}
+			if err != nil || d != dir {
 				return nil, fmt.Errorf("the first event names thread %q, not one kept in %q", e.Thread, dir)
 			}
 			t.thread = e.Thread

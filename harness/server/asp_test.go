@@ -49,7 +49,7 @@ func TestStateMoves(t *testing.T) {
 			t.Fatalf("%d %s", code, body)
 		}
 	}
-	os.WriteFile(filepath.Join(from.home, "chats", "tg-2", "tools.json"), []byte(`{"tools":["memory"]}`+"\n"), 0o600)
+	os.WriteFile(filepath.Join(from.home, chatFile("tg:2", "tools.json")), []byte(`{"tools":["memory"]}`+"\n"), 0o600)
 
 	code, archive := from.do(t, http.MethodGet, "/asp/v1/agents/ada/state", nil)
 	if code != 200 {
@@ -79,7 +79,7 @@ func TestStateMoves(t *testing.T) {
 			t.Errorf("%s imported: %d\n%s\nwant\n%s", thread, code, got, want)
 		}
 	}
-	for _, f := range []string{"instructions/persona.md", "memory/notes.md", "chats/tg-2/tools.json"} {
+	for _, f := range []string{"instructions/persona.md", "memory/notes.md", chatFile("tg:2", "tools.json")} {
 		want, _ := os.ReadFile(filepath.Join(from.home, f))
 		if got, err := os.ReadFile(filepath.Join(to.home, f)); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s imported: %q %v, want %q", f, got, err, want)

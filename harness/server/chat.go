@@ -34,7 +34,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, a *served, thread 
 		s.chatEvents(w, r, ag.Name, thread, conv)
 		return
 	}
-	path, _ := ag.Path(home.ChatCopy, thread)
+	dir, err := a.Runner.Folder(r.Context(), thread)
+	if err != nil {
+		s.fail(w, ag.Name, thread, err)
+		return
+	}
+	path, _ := home.In(dir, home.ChatCopy)
 	if f, err := os.Open(path); err == nil {
 		defer f.Close()
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")

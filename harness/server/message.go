@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,7 +145,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		told = true
 		if gone.Err() != nil {
 			if err == nil && !ans.Repeat && !ans.Shared {
-				s.keepPending(a.Runner.Agent, thread, ans)
+				s.keepPending(a.Runner, thread, ans)
 				s.told(a.Runner, thread, ans)
 			}
 			return
@@ -230,20 +231,20 @@ func (s *Server) refuseFull(w http.ResponseWriter, agent, thread string, err err
 // keepPending keeps an answer whose caller left before it was told, for
 // _link/recover to hand over once. Not kept, it is logged: the answer is in
 // the conversation, but no bridge will be told it.
-func (s *Server) keepPending(a home.Agent, thread string, ans turn.Answer) {
-	if err := writePending(a, thread, ans, false); err != nil {
-		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "error", err)
+func (s *Server) keepPending(r *turn.Runner, thread string, ans turn.Answer) {
+	if err := writePending(r, thread, ans, false); err != nil {
+		s.log.Error("answer not kept for recover", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "error", err)
 	}
 }
 
 // keepCrashed keeps an answer a process that died wrote and never told,
 // for _link/recover to hand over once, marked crashed.
-func (s *Server) keepCrashed(a home.Agent, thread string, ans turn.Answer) {
-	if err := writePending(a, thread, ans, true); err != nil {
-		s.log.Error("answer not kept for recover", "agent", a.Name, "thread", thread, "seq", ans.Seq, "crashed", true, "error", err)
+func (s *Server) keepCrashed(r *turn.Runner, thread string, ans turn.Answer) {
+	if err := writePending(r, thread, ans, true); err != nil {
+		s.log.Error("answer not kept for recover", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "crashed", true, "error", err)
 		return
 	}
-	s.log.Info("crashed turn's answer kept", "agent", a.Name, "thread", thread, "seq", ans.Seq)
+	s.log.Info("crashed turn's answer kept", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq)
 }
 
 // told marks an answer told, once its caller was given it or it was kept
@@ -259,12 +260,16 @@ func (s *Server) told(r *turn.Runner, thread string, ans turn.Answer) {
 	s.log.Debug("answer marked told", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq)
 }
 
-func writePending(a home.Agent, thread string, ans turn.Answer, crashed bool) error {
-	dir, err := a.Path(home.ChatPending, thread)
+func writePending(r *turn.Runner, thread string, ans turn.Answer, crashed bool) error {
+	folder, err := r.Folder(context.Background(), thread)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(pendingAnswer{a.Name, thread, ans.Seq, ans.Text, crashed})
+	dir, err := home.In(folder, home.ChatPending)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(pendingAnswer{r.Agent.Name, thread, ans.Seq, ans.Text, crashed})
 	if err != nil {
 		return err
 	}

@@ -142,8 +142,8 @@ func (s *Server) Add(a Agent) error {
 		a.Runner.Log = s.log
 	}
 	if a.Runner.Untold == nil {
-		ag := a.Runner.Agent
-		a.Runner.Untold = func(thread string, ans turn.Answer) { s.keepCrashed(ag, thread, ans) }
+		r := a.Runner
+		a.Runner.Untold = func(thread string, ans turn.Answer) { s.keepCrashed(r, thread, ans) }
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

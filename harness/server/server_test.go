@@ -125,24 +125,26 @@ func TestMessage(t *testing.T) {
 	if code != 200 || again.Seq != 2 || again.Text != a.Text || !again.Repeat {
 		t.Fatalf("repeat: %d %s", code, body)
 	}
-	events, err := os.ReadFile(filepath.Join(f.home, "chats", "telegram-42", "events.jsonl"))
+	events, err := os.ReadFile(filepath.Join(f.home, chatFile("telegram:42", "events.jsonl")))
 	if err != nil || strings.Count(string(events), "\n") != 2 {
 		t.Fatalf("events: %s %v", events, err)
 	}
 	if !strings.Contains(string(events), `"thread":"telegram:42"`) {
 		t.Errorf("the first event does not keep the whole thread name: %s", events)
 	}
-	copy, err := os.ReadFile(filepath.Join(f.home, "chats", "telegram-42", "chat.md"))
+	copy, err := os.ReadFile(filepath.Join(f.home, chatFile("telegram:42", "chat.md")))
 	if err != nil || !strings.Contains(string(copy), "hello there") || !strings.Contains(string(copy), a.Text) {
 		t.Fatalf("copy: %q %v", copy, err)
 	}
-	// A thread whose folder is taken by another thread is refused.
+	// A thread whose name the rule before made the same folder of has its
+	// own.
 	code, body = f.post(t, "/v1/agents/ada/chats/telegram-42/messages", key, `{"text":"hi"}`)
-	if code != http.StatusConflict {
-		t.Errorf("a clashing thread: %d %s", code, body)
+	if code != 200 || !strings.Contains(body, `"thread":"telegram-42","seq":2`) {
+		t.Errorf("telegram-42 after telegram:42: %d %s", code, body)
 	}
-	if strings.Contains(body, f.home) || !strings.Contains(body, `\u003chome\u003e/chats/telegram-42`) {
-		t.Errorf("a clashing thread's body names the home, or not the folder: %s", body)
+	events, err = os.ReadFile(filepath.Join(f.home, "chats", "telegram-42", "events.jsonl"))
+	if err != nil || strings.Count(string(events), "\n") != 2 || !strings.Contains(string(events), `"thread":"telegram-42"`) {
+		t.Errorf("telegram-42's events: %s %v", events, err)
 	}
 }
 
@@ -381,4 +383,14 @@ func TestIdleHoldsNothing(t *testing.T) {
 
 // openLog keeps the tests' conversations as logs: the programs wire the
 // other ways.
+// chatFile is the path, under an agent's home, of file in the folder of
+// thread (home.ThreadDir).
+func chatFile(thread, file string) string {
+	dir, err := home.ThreadDir(thread)
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Join("chats", dir, file)
+}
+
 func openLog(dir, _ string) (store.Conversation, error) { return eventlog.Open(dir) }

@@ -90,7 +90,7 @@ func TestLinkTools(t *testing.T) {
 			t.Fatalf("%s: offered %v, want %v", c.name, got, want)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(f.home, "chats", "sub-1", "tools.json"))
+	b, err := os.ReadFile(filepath.Join(f.home, chatFile("sub:1", "tools.json")))
 	if err != nil || !strings.Contains(string(b), "web__echo") || strings.Contains(string(b), "web__slow") {
 		t.Errorf("tools.json: %s %v", b, err)
 	}
@@ -160,7 +160,7 @@ text = "slow answer"
 	if a3.Seq != a4.Seq || a3.Text != "slow answer" || a3.Shared || !a4.Shared {
 		t.Fatalf("told %+v and %+v", a3, a4)
 	}
-	b, _ := os.ReadFile(filepath.Join(f.home, "chats", "telegram-7", "events.jsonl"))
+	b, _ := os.ReadFile(filepath.Join(f.home, chatFile("telegram:7", "events.jsonl")))
 	if lines := strings.Count(string(b), "\n"); int64(lines) != a4.Seq {
 		t.Errorf("%d events, the last answer %d:\n%s", lines, a4.Seq, b)
 	}

@@ -17,25 +17,25 @@ import (
 // ReadOnly). A store's abilities are passed in as found under the
 // conversation's lease; nil where it has none.
 
-// Narrowing is the narrowing of agent a's conversation thread, held by a
+// Narrowing is the narrowing of the conversation in folder dir, held by a
 // turn, narrowed first by later when not nil: in one step by its store
 // when it can (n and meta), else in tools.json.
-func Narrowing(ctx context.Context, a home.Agent, thread string, n store.Narrower, meta store.Meta, later []string) (*Only, error) {
+func Narrowing(ctx context.Context, dir string, n store.Narrower, meta store.Meta, later []string) (*Only, error) {
 	if n != nil && meta != nil {
-		only, err := storeNarrowing(ctx, a, thread, n, meta, later)
+		only, err := storeNarrowing(ctx, dir, n, meta, later)
 		if !errors.Is(err, store.ErrUnsupported) {
 			return only, err
 		}
 	}
 	if later != nil {
-		return NarrowFile(a, thread, later)
+		return NarrowFile(dir, later)
 	}
-	return ReadOnly(a, thread)
+	return ReadOnly(dir)
 }
 
 // storeNarrowing is Narrowing kept in the conversation's store.
-func storeNarrowing(ctx context.Context, a home.Agent, thread string, n store.Narrower, meta store.Meta, later []string) (*Only, error) {
-	if err := moveFile(ctx, a, thread, n); err != nil {
+func storeNarrowing(ctx context.Context, dir string, n store.Narrower, meta store.Meta, later []string) (*Only, error) {
+	if err := moveFile(ctx, dir, n); err != nil {
 		return nil, err
 	}
 	if later != nil {
@@ -59,25 +59,25 @@ func storeNarrowing(ctx context.Context, a home.Agent, thread string, n store.Na
 // its store narrows, and removes the file once the store holds it: a list
 // written there before (by a turn that did not look under its lease) is
 // never lost, so nothing it took away comes back.
-func moveFile(ctx context.Context, a home.Agent, thread string, n store.Narrower) error {
-	file, err := ReadOnly(a, thread)
+func moveFile(ctx context.Context, dir string, n store.Narrower) error {
+	file, err := ReadOnly(dir)
 	if file == nil || err != nil {
 		return err
 	}
 	if _, err := n.NarrowTools(ctx, file.Entries); err != nil {
 		return err
 	}
-	path, err := a.Path(home.ChatTools, thread)
+	path, err := home.In(dir, home.ChatTools)
 	if err != nil {
 		return err
 	}
 	return os.Remove(path)
 }
 
-// NarrowingOf is the narrowing of agent a's conversation thread as it is
+// NarrowingOf is the narrowing of the conversation in folder dir as it is
 // kept, read only: meta's side datum (meta may be nil), else tools.json;
 // nil when it never was narrowed.
-func NarrowingOf(ctx context.Context, a home.Agent, thread string, meta store.Meta) (*Only, error) {
+func NarrowingOf(ctx context.Context, dir string, meta store.Meta) (*Only, error) {
 	if meta != nil {
 		b, err := meta.MetaGet(ctx, store.ToolsMeta)
 		switch {
@@ -87,19 +87,19 @@ func NarrowingOf(ctx context.Context, a home.Agent, thread string, meta store.Me
 			return nil, err
 		}
 	}
-	return ReadOnly(a, thread)
+	return ReadOnly(dir)
 }
 
-// NarrowNew narrows agent a's new conversation thread to entries: by its
+// NarrowNew narrows the new conversation in folder dir to entries: by its
 // store when it can (n, which may be nil), else in tools.json.
-func NarrowNew(ctx context.Context, a home.Agent, thread string, n store.Narrower, entries []string) error {
+func NarrowNew(ctx context.Context, dir string, n store.Narrower, entries []string) error {
 	if n != nil {
 		_, err := n.NarrowTools(ctx, entries)
 		if !errors.Is(err, store.ErrUnsupported) {
 			return err
 		}
 	}
-	_, err := NarrowFile(a, thread, entries)
+	_, err := NarrowFile(dir, entries)
 	return err
 }
 

@@ -96,10 +96,10 @@ type onlyFile struct {
 // maxOnlyBytes bounds tools.json as read.
 const maxOnlyBytes = 1 << 20
 
-// ReadOnly reads a conversation's narrowing from tools.json; no file is no
-// narrowing (nil).
-func ReadOnly(a home.Agent, thread string) (*Only, error) {
-	path, err := a.Path(home.ChatTools, thread)
+// ReadOnly reads the narrowing of the conversation in folder dir from its
+// tools.json; no file is no narrowing (nil).
+func ReadOnly(dir string) (*Only, error) {
+	path, err := home.In(dir, home.ChatTools)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +122,11 @@ func ReadOnly(a home.Agent, thread string) (*Only, error) {
 	return &Only{Entries: clean(of.Tools)}, nil
 }
 
-// NarrowFile narrows a conversation's tools.json by a later list and
-// returns the narrowing now, written durably before it returns.
-func NarrowFile(a home.Agent, thread string, later []string) (*Only, error) {
-	old, err := ReadOnly(a, thread)
+// NarrowFile narrows the tools.json of the conversation in folder dir by a
+// later list and returns the narrowing now, written durably before it
+// returns.
+func NarrowFile(dir string, later []string) (*Only, error) {
+	old, err := ReadOnly(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func NarrowFile(a home.Agent, thread string, later []string) (*Only, error) {
 	if old != nil && slices.Equal(old.Entries, o.Entries) {
 		return o, nil
 	}
-	path, err := a.Path(home.ChatTools, thread)
+	path, err := home.In(dir, home.ChatTools)
 	if err != nil {
 		return nil, err
 	}

@@ -165,30 +165,32 @@ func TestNarrow(t *testing.T) {
 
 func TestNarrowFile(t *testing.T) {
 	a := newAgent(t)
-	if o, err := ReadOnly(a, "sub:1"); o != nil || err != nil {
+	sub1, _ := a.Path(home.Chat, "sub:1")
+	sub2, _ := a.Path(home.Chat, "sub:2")
+	if o, err := ReadOnly(sub1); o != nil || err != nil {
 		t.Fatalf("never narrowed: %v %v", o, err)
 	}
-	o, err := NarrowFile(a, "sub:1", []string{"x__b", "x__a"})
+	o, err := NarrowFile(sub1, []string{"x__b", "x__a"})
 	if err != nil || !slices.Equal(o.Entries, []string{"x__a", "x__b"}) {
 		t.Fatalf("first: %v %v", o, err)
 	}
-	o, err = NarrowFile(a, "sub:1", []string{"x__a", "x__b", "x__c", "y__d"})
+	o, err = NarrowFile(sub1, []string{"x__a", "x__b", "x__c", "y__d"})
 	if err != nil || !slices.Equal(o.Entries, []string{"x__a", "x__b"}) {
 		t.Fatalf("a wider list widened: %v %v", o, err)
 	}
-	if o, _ := ReadOnly(a, "sub:1"); !slices.Equal(o.Entries, []string{"x__a", "x__b"}) {
+	if o, _ := ReadOnly(sub1); !slices.Equal(o.Entries, []string{"x__a", "x__b"}) {
 		t.Fatalf("read back: %v", o.Entries)
 	}
 	// Narrowed to a whole tool, then to one of its calls before its list
 	// is known: the call is kept.
-	if _, err := NarrowFile(a, "sub:2", []string{"memory"}); err != nil {
+	if _, err := NarrowFile(sub2, []string{"memory"}); err != nil {
 		t.Fatal(err)
 	}
-	o, err = NarrowFile(a, "sub:2", []string{"memory__search"})
+	o, err = NarrowFile(sub2, []string{"memory__search"})
 	if err != nil || !slices.Equal(o.Entries, []string{"memory__search"}) {
 		t.Fatalf("memory, then memory__search: %v %v", o, err)
 	}
-	if o, _ := ReadOnly(a, "sub:2"); !o.offers("memory__search") || o.offers("memory__read") {
+	if o, _ := ReadOnly(sub2); !o.offers("memory__search") || o.offers("memory__read") {
 		t.Fatalf("read back: %v", o.Entries)
 	}
 }

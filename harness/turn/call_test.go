@@ -50,10 +50,19 @@ func withModel(name, provider string) settings.Settings {
 	return s
 }
 
-// events reads a conversation's events.
+// events reads a conversation's events, in the folder that holds it.
 func events(t *testing.T, r *Runner, thread string) []event.Event {
 	t.Helper()
-	dir, _ := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readLog(t, dir)
+}
+
+// readLog reads the events of the log in folder dir.
+func readLog(t *testing.T, dir string) []event.Event {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 // names the same file of that size, the next part is written at its end
 // with no read.
 func (t *turn) addToCopy(ctx context.Context, events []event.Event, n int) error {
-	path, err := t.r.Agent.Path(home.ChatCopy, t.thread)
+	path, err := home.In(t.dir, home.ChatCopy)
 	if err != nil {
 		return err
 	}

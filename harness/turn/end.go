@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
@@ -52,7 +51,7 @@ func Ended(e *event.Event) bool {
 // ended: End waits for it). With no turn running it returns ErrNotRunning
 // and changes nothing.
 func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(ctx, thread)
 	if err != nil {
 		return Answer{}, err
 	}

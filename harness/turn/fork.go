@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/tools"
@@ -25,7 +24,7 @@ var ErrBadFork = errors.New("turn: bad fork")
 // new thread; else it is written as it is. A fork and ASP's import write
 // through it.
 func (r *Runner) WriteNew(ctx context.Context, name string, prefix [][]byte, only *tools.Only, rename bool) (taken bool, err error) {
-	dir, err := r.Agent.Path(home.Chat, name)
+	dir, err := r.Folder(ctx, name)
 	if err != nil {
 		return false, err
 	}
@@ -50,7 +49,7 @@ func (r *Runner) WriteNew(ctx context.Context, name string, prefix [][]byte, onl
 	}
 	if only != nil {
 		n, _ := ability[store.Narrower](t.conv)
-		if err := tools.NarrowNew(ctx, r.Agent, name, n, only.Entries); err != nil {
+		if err := tools.NarrowNew(ctx, dir, n, only.Entries); err != nil {
 			return false, err
 		}
 	}
@@ -96,13 +95,17 @@ func (r *Runner) Import(ctx context.Context, thread string, events [][]byte, onl
 // ToolsOf returns the tools thread was narrowed to, kept by its store or in
 // tools.json, or nil when it never was.
 func (r *Runner) ToolsOf(ctx context.Context, thread string) (*tools.Only, error) {
-	conv, err := r.Conversation(thread)
+	dir, err := r.Folder(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := r.conversationIn(dir, thread)
 	if err != nil {
 		return nil, err
 	}
 	defer conv.Close()
 	meta, _ := ability[store.Meta](conv)
-	return tools.NarrowingOf(ctx, r.Agent, thread, meta)
+	return tools.NarrowingOf(ctx, dir, meta)
 }
 
 // Running returns the threads whose turns run in this process, in no order.

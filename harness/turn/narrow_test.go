@@ -28,7 +28,7 @@ func TestNarrowingKeptByADriver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		only, err := (&turn{r: r, c: r.caches(), thread: "sub", conv: c}).narrowing(ctx, nil)
+		only, err := (&turn{r: r, c: r.caches(), thread: "sub", dir: dir, conv: c}).narrowing(ctx, nil)
 		if err != nil || only == nil {
 			t.Fatalf("the store's narrowing: %v, %v", only, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
@@ -179,10 +178,16 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 // Conversation opens thread's conversation to read it, the way its folder
 // says it is kept. A thread with no folder is store.ErrNotFound.
 func (r *Runner) Conversation(thread string) (store.Conversation, error) {
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(context.Background(), thread)
 	if err != nil {
 		return nil, err
 	}
+	return r.conversationIn(dir, thread)
+}
+
+// conversationIn opens thread's conversation in folder dir, the one Folder
+// found, to read it.
+func (r *Runner) conversationIn(dir, thread string) (store.Conversation, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("%w: %q", store.ErrNotFound, thread)
 	}

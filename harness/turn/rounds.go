@@ -290,5 +290,5 @@ func (t *turn) narrowing(ctx context.Context, later []string) (*tools.Only, erro
 	}
 	n, _ := ability[store.Narrower](t.conv)
 	meta, _ := ability[store.Meta](t.conv)
-	return tools.Narrowing(ctx, t.r.Agent, t.thread, n, meta, later)
+	return tools.Narrowing(ctx, t.dir, n, meta, later)
 }

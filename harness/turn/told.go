@@ -17,7 +17,7 @@ import (
 // MarkTold records that the answer at seq of thread was told (given to
 // its caller, or kept for _link/recover), and every one before it.
 func (r *Runner) MarkTold(thread string, seq int64) error {
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(context.Background(), thread)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (t *turn) untold(ctx context.Context) error {
 	if t.r.Untold == nil {
 		return nil
 	}
-	pend, err := t.r.Agent.Path(home.ChatPending, t.thread)
+	pend, err := home.In(t.dir, home.ChatPending)
 	if err != nil {
 		return err
 	}

@@ -32,8 +32,10 @@ import (
 
 // Errors a turn returns, besides the store's and the model's.
 var (
-	// ErrThreadClash comes when a thread's folder holds another thread,
-	// whose name maps to the same folder (telegram:42 and telegram-42).
+	// ErrThreadClash comes when a thread's folder holds another thread:
+	// only in a home written before every thread had a folder of its own,
+	// where a plain name (telegram-42) is the folder the rule then made of
+	// another's (telegram:42), whose conversation is kept there.
 	ErrThreadClash = errors.New("turn: thread folder holds another thread")
 	// ErrBadMessage comes when a message cannot be taken; nothing is written.
 	ErrBadMessage = errors.New("turn: bad message")
@@ -212,7 +214,7 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 	if err := m.Check(); err != nil {
 		return Answer{}, err
 	}
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(ctx, thread)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -272,7 +274,7 @@ func (r *Runner) Full(thread string) bool {
 	if r.Turns == nil || r.Turns.Running() < r.Turns.Max() {
 		return false
 	}
-	dir, err := r.Agent.Path(home.Chat, thread)
+	dir, err := r.Folder(context.Background(), thread)
 	return err == nil && !r.locks.Held(dir)
 }
 

@@ -86,17 +86,6 @@ func TestReadEachTurn(t *testing.T) {
 	}
 }
 
-func TestThreadClash(t *testing.T) {
-	r, _ := newRunner(t, nil)
-	ctx := context.Background()
-	if _, err := r.Message(ctx, "telegram:42", Message{Text: "hi"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Message(ctx, "telegram-42", Message{Text: "hi"}, nil); !errors.Is(err, ErrThreadClash) {
-		t.Fatalf("a second thread in one folder: %v", err)
-	}
-}
-
 func TestBadMessageWritesNothing(t *testing.T) {
 	r, m := newRunner(t, nil)
 	for _, msg := range []Message{{Text: ""}, {Text: " \n"}, {Text: strings.Repeat("x", MaxTextBytes+1)}, {Text: "x", ID: strings.Repeat("i", 201)}} {

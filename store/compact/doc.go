@@ -24,12 +24,12 @@ each, the skippable frames skipped.
 	end          (the file's size)
 
 The thread frame names the whole thread (telegram:42), which the folder's
-name (telegram-42) does not say whole; it is written with the first event,
-taken from that event's "thread" key, and never after. Each unit is a data
-frame and the seal after it, written with one write call: the data frame's
-content is the tail's lines, byte for byte, with their '\n's. The seal is
-of fixed size, so the frames are walked back from the end, 24 bytes a
-step, without an index; forward they are walked by their headers: a
+name (telegram-42~mxmekvd5hxz7cn2b) does not say whole; it is written with
+the first event, taken from that event's "thread" key, and never after. Each
+unit is a data frame and the seal after it, written with one write call: the
+data frame's content is the tail's lines, byte for byte, with their '\n's.
+The seal is of fixed size, so the frames are walked back from the end, 24
+bytes a step, without an index; forward they are walked by their headers: a
 skippable frame gives its size, and a data frame is its header and blocks,
 each block's header giving its size, then a checksum (RFC 8878 §3.1.1).
 Nothing but a unit follows the thread frame, and nothing but the seal

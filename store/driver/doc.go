@@ -8,7 +8,7 @@ server side both answer with.
 A driver is a program lnk-<name>, started with --home DIR, speaking JSON-RPC
 2.0 on its standard input and output, one JSON object a line:
 
-	→ {"jsonrpc":"2.0","id":7,"method":"append","params":{"thread":"telegram-42","seq":3,"lease":2,"event":{"seq":3,…}}}
+	→ {"jsonrpc":"2.0","id":7,"method":"append","params":{"thread":"telegram-42~mxmekvd5hxz7cn2b","seq":3,"lease":2,"event":{"seq":3,…}}}
 	← {"jsonrpc":"2.0","id":7,"result":{}}
 	← {"jsonrpc":"2.0","id":8,"error":{"code":-32001,"message":"sqlite: …: store: seq taken: …"}}
 

@@ -15,7 +15,8 @@ objects sit under its key. Part of the format:
 
 An agent or thread key is escaped to one path segment: a byte outside
 [A-Za-z0-9._-] is %XX (upper-case hex), so a key holding "/" or bytes that
-are not UTF-8 still names one folder. A seq is at most 18 digits, so the
+are not UTF-8 still names one folder; '%' is such a byte, so two keys never
+name one folder (a thread folder's name holding '~' is %7E). A seq is at most 18 digits, so the
 event names of a thread have one width and their byte order, the order a
 bucket lists in, is the seqs' order backwards: the first object listed is
 the last event. The seq after the dot is for people reading the bucket.
