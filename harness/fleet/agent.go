@@ -139,7 +139,8 @@ func (u Unit) agent(sh *Shared, ending context.Context) (server.Agent, io.Closer
 	set := tools.New(agent, servers, tools.Options{Log: sh.Log, HTTP: sh.Tools})
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: sh.Model, Metrics: m, Log: sh.Log, Stop: ending,
-		Tools: set, Settings: u.settings, Warm: sh.Warm, Turns: sh.Turns, HoldHome: true, Tracer: sh.Tracer,
+		Tools: set, Settings: u.settings, HoldHome: true,
+		Process: turn.Process{Warm: sh.Warm, Turns: sh.Turns, Tracer: sh.Tracer},
 	}
 	if _, own := u.Env["LNK_HOME"]; !own {
 		r.Facts = sh.Facts // the process's LNK_HOME, and so its model facts

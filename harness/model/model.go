@@ -247,3 +247,16 @@ func baseURL(provider string, getenv func(string) string) (string, error) {
 	}
 	return "", fmt.Errorf("model: %s: no model proxy: set LNK_MODEL_PROXY or %s", provider, override)
 }
+
+// OwnName is the provider's own name for the model named name: OpenRouter
+// names every model maker/model; the others know it without the maker
+// (Anthropic's claude-opus-5-5, Ollama's qwen3:8b).
+func OwnName(provider, name string) string {
+	if provider == "openrouter" {
+		return name
+	}
+	if _, m, ok := strings.Cut(name, "/"); ok {
+		return m
+	}
+	return name
+}

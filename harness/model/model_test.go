@@ -579,3 +579,18 @@ func TestUnavailableMidStream(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnName(t *testing.T) {
+	for _, c := range []struct{ provider, name, want string }{
+		{"anthropic", "anthropic/claude-opus-5-5", "claude-opus-5-5"},
+		{"anthropic", "claude-opus-5-5", "claude-opus-5-5"},
+		{"openrouter", "anthropic/claude-opus-5-5", "anthropic/claude-opus-5-5"},
+		{"ollama", "ollama/qwen3:8b", "qwen3:8b"},
+		{"openai", "openai/gpt-5.2", "gpt-5.2"},
+		{"ollama", "hf.co/org/model:q4", "org/model:q4"}, // only the maker is cut
+	} {
+		if got := OwnName(c.provider, c.name); got != c.want {
+			t.Errorf("OwnName(%q, %q) = %q, want %q", c.provider, c.name, got, c.want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Re
 		return fs, nil, err
 	}
 	freq := *req
-	freq.Model = providerModel(fs.Provider(), fs.Model.Name)
+	freq.Model = model.OwnName(fs.Provider(), fs.Model.Name)
 	if t.comp.sections != nil {
 		// The fallback's own instructions in the first's place, the rest of
 		// the prompt the same.
@@ -163,7 +163,7 @@ func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	if !ok {
 		return model.Runtime{}, false
 	}
-	own := providerModel(provider, name)
+	own := model.OwnName(provider, name)
 	key := strings.Join([]string{provider, t.r.getenv("LNK_MODEL_PROXY_" + strings.ToUpper(provider)), t.r.getenv("LNK_MODEL_PROXY"), own}, "\x00")
 	now := time.Now()
 	if trained, runs, ok := t.c.runtimes.Said(key, now); ok {
@@ -237,17 +237,4 @@ func (r *Runner) stall() time.Duration {
 		return d
 	}
 	return model.DefaultStall
-}
-
-// providerModel is the provider's own name for a model: OpenRouter names
-// every model maker/model; the others know it without the maker (Anthropic's
-// claude-opus-5-5, Ollama's qwen3:8b).
-func providerModel(provider, name string) string {
-	if provider == "openrouter" {
-		return name
-	}
-	if _, m, ok := strings.Cut(name, "/"); ok {
-		return m
-	}
-	return name
 }

@@ -108,7 +108,7 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 		t.Fatal(err)
 	}
 	req := &model.Request{
-		Model: providerModel(s.Provider(), s.Model.Name), System: system, Messages: prompt.Messages(events),
+		Model: model.OwnName(s.Provider(), s.Model.Name), System: system, Messages: prompt.Messages(events),
 		MaxTokens: room, Window: size, SystemStable: stable, CacheKey: prompt.CacheKey(r.Agent.Name, thread),
 	}
 	if _, err := tt.callModel(ctx, &s, req, nil); err != nil {

@@ -97,24 +97,9 @@ type Runner struct {
 	// turn reads config.json.
 	Settings *settings.Settings
 
-	// Warm, when not nil, keeps what a conversation's turn composed for
-	// its next turn in this process (see package warm): the process's,
-	// shared by its Runners. Nil: each turn reads and composes all of it.
-	Warm *warm.Cache
-
-	// Turns, when not nil, bounds the turns in flight in the process, the
-	// process's, shared by its Runners: a message that would begin a turn
-	// past it is budget.ErrFull, nothing of it written. A message that
-	// steers a running turn takes no place. Nil: no bound.
-	Turns *budget.Turns
-
-	// Tracer, when not nil, gives each turn its spans (see package trace);
-	// nil traces nothing.
-	Tracer *trace.Tracer
-
-	// Facts, when not nil, is the user's model facts as the process last
-	// read them, shared by its Runners. Nil: the Runner keeps its own.
-	Facts *facts.Cache
+	// Process is what the process's Runners share: their warm cache,
+	// the bound on turns, the tracer and the model facts.
+	Process
 
 	// HoldHome has each turn hold the agent's home shared while it runs,
 	// and while what it composed is kept warm (see home.Hold), so lnk agent
@@ -128,6 +113,28 @@ type Runner struct {
 	telling  idempotency.Tellings   // answers given and not yet marked told
 	cache    atomic.Pointer[runnerCache]
 	storeErr atomic.Pointer[error] // why the last open of a conversation's store failed; nil once one opened
+}
+
+// Process is what the Runners of one process share; each field's zero
+// value leaves a Runner to itself.
+type Process struct {
+	// Warm, when not nil, keeps what a conversation's turn composed for
+	// its next turn in this process (see package warm). Nil: each turn
+	// reads and composes all of it.
+	Warm *warm.Cache
+
+	// Turns, when not nil, bounds the turns in flight in the process: a
+	// message that would begin a turn past it is budget.ErrFull, nothing of it written. A message that
+	// steers a running turn takes no place. Nil: no bound.
+	Turns *budget.Turns
+
+	// Tracer, when not nil, gives each turn its spans (see package trace);
+	// nil traces nothing.
+	Tracer *trace.Tracer
+
+	// Facts, when not nil, is the user's model facts as the process last
+	// read them. Nil: the Runner keeps its own.
+	Facts *facts.Cache
 }
 
 // Message is a message to the agent.
@@ -553,7 +560,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 		return Answer{}, err
 	}
 	req := &model.Request{
-		Model:     providerModel(s.Provider(), s.Model.Name),
+		Model:     model.OwnName(s.Provider(), s.Model.Name),
 		System:    system,
 		MaxTokens: room,
 		Window:    size,

@@ -33,7 +33,7 @@ func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
 	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Warm: &warm.Cache{}}, model
+	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Process: Process{Warm: &warm.Cache{}}}, model
 }
 
 // openLog keeps the tests' conversations as logs: the programs wire the

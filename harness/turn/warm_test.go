@@ -67,7 +67,7 @@ func runConversation(t *testing.T, dir, modelName string, n int, withWarm bool, 
 	}
 	newRunner := func(w *warm.Cache) *Runner {
 		a := home.Agent{Name: "ada", Dir: dir}
-		r := &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Warm: w}
+		r := &Runner{Agent: a, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Now: clock(), Process: Process{Warm: w}}
 		if web != "" {
 			r.Tools = tools.New(a, []tools.Server{{Name: "web", URL: web}}, tools.Options{})
 			t.Cleanup(func() { r.Tools.Close() })
@@ -283,7 +283,7 @@ func TestWarmTurnAllocs(t *testing.T) {
 	allocs := func(n int) float64 {
 		dir := filepath.Join(t.TempDir(), "ada")
 		os.Mkdir(dir, 0o700)
-		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Warm: &warm.Cache{}}
+		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Process: Process{Warm: &warm.Cache{}}}
 		defer r.Warm.Release()
 		chat, _ := r.Agent.Path(home.Chat, "t")
 		if n > 0 {
