@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -33,18 +31,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		kills = 5
 	}
 	h := startHarness(t, "", false)
-	model, err := url.Parse(strings.TrimPrefix(h.env[0], "LNK_MODEL_PROXY="))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(model)
-	// A transport of its own: http.DefaultTransport is shared by every test
-	// here (an httptest server closing closes its idle connections), and a
-	// relayed stream cut once under load, so this relay depends on no other.
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	proxy.Transport = tr
-	proxy.FlushInterval = -1
+	proxy := relay(t, strings.TrimPrefix(h.env[0], "LNK_MODEL_PROXY="))
 	// The summary to hold: the one whose request quotes this message as
 	// the first that stays (the turn's own, once nothing else can stay).
 	var hold atomic.Value
