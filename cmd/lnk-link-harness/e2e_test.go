@@ -84,6 +84,22 @@ func (h *harness) restart(t *testing.T) {
 	h.url, h.cmd = "http://"+addr, cmd
 }
 
+// stopsWithin waits for the harness, told to stop, to end with exit
+// status 0 within bound, a bound on a hang, never a pass.
+func (h *harness) stopsWithin(t *testing.T, bound time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, h.log)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the harness did not stop within %v", bound)
+	}
+}
+
 type sent struct {
 	seq        int64
 	text, said string
@@ -270,16 +286,7 @@ text = "quick"
 	if err := <-res; err != nil {
 		t.Fatalf("a message asked before the stop: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- h.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second): // a bound on a hang, never a pass
-		t.Fatal("the harness did not stop")
-	}
+	h.stopsWithin(t, 10*time.Second)
 	if _, err := h.message("t", "late", "after the stop"); err == nil {
 		t.Fatal("a message after the stop was taken")
 	}
@@ -387,16 +394,7 @@ ping_ms = 50 # a proxy's keep-alives: bytes, never an answer
 	}()
 	<-h.asked // the message is with the model
 	h.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- h.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, h.log)
-		}
-	case <-time.After(grace + 10*time.Second): // a bound on a hang, never a pass
-		t.Fatalf("the harness did not stop within its grace of %v and a margin", grace)
-	}
+	h.stopsWithin(t, grace+10*time.Second) // its grace, and a margin
 	if err := <-res; err == nil || !strings.Contains(err.Error(), ": 503 ") {
 		t.Errorf("the ended turn's caller: %v, want a 503", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -65,7 +66,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 	landed := 0
 	var after sent // the answer of the turn after the last kill, whose summary the next turn finds
 	for i := 1; i <= kills+1; i++ {
-		text := "a message before a kill, number " + itoa(i)
+		text := "a message before a kill, number " + strconv.Itoa(i)
 		if i <= kills {
 			hold.Store(text)
 		}
@@ -73,7 +74,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		var a sent
 		go func() {
 			var err error
-			a, err = h.message("t", "k"+itoa(i), text)
+			a, err = h.message("t", "k"+strconv.Itoa(i), text)
 			told <- err
 		}()
 		if i <= kills {
@@ -105,7 +106,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		// The next turn answers with the same window, and summarizes
 		// after it (seen by the next turn's, which waits for it).
 		start := last.Window.Start
-		b, err := h.message("t", "n"+itoa(i), "a message after a kill, number "+itoa(i))
+		b, err := h.message("t", "n"+strconv.Itoa(i), "a message after a kill, number "+strconv.Itoa(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,14 +117,4 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		after = b
 	}
 	t.Logf("%d kills, %d between an answer and its summary", kills, landed)
-}
-
-func itoa(i int) string {
-	var b []byte
-	for {
-		b = append([]byte{byte('0' + i%10)}, b...)
-		if i /= 10; i == 0 {
-			return string(b)
-		}
-	}
 }
