@@ -100,16 +100,26 @@ const (
 //
 //	go test -run '^$' -bench MessageCPU -benchtime 200x -count 10 ./bench
 func BenchmarkMessageCPU(b *testing.B) {
-	floor, link := build(b)
-	servers := []struct{ name, program string }{{"floor", floor}, {"link", link}}
-	if before := os.Getenv("LNK_BENCH_BEFORE"); before != "" {
-		servers = append(servers, struct{ name, program string }{"before", before})
-	}
-	for _, s := range servers {
+	for _, s := range servers(b) {
 		for _, c := range conns {
 			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageCPU(b, s.program, c.each) })
 		}
 	}
+}
+
+// server is a program a benchmark measures, by the name its results bear.
+type server struct{ name, program string }
+
+// servers are the programs BenchmarkMessageCPU and
+// BenchmarkMessageSyscalls measure: the floor, lnk-link-harness, and the
+// program LNK_BENCH_BEFORE names, when it names one.
+func servers(b *testing.B) []server {
+	floor, link := build(b)
+	s := []server{{"floor", floor}, {"link", link}}
+	if before := os.Getenv("LNK_BENCH_BEFORE"); before != "" {
+		s = append(s, server{"before", before})
+	}
+	return s
 }
 
 // conns are the two ways a caller connects that BenchmarkMessageCPU and
@@ -316,12 +326,7 @@ func BenchmarkMessageSyscalls(b *testing.B) {
 	if err != nil {
 		b.Skip("no strace on PATH")
 	}
-	floor, link := build(b)
-	servers := []struct{ name, program string }{{"floor", floor}, {"link", link}}
-	if before := os.Getenv("LNK_BENCH_BEFORE"); before != "" {
-		servers = append(servers, struct{ name, program string }{"before", before})
-	}
-	for _, s := range servers {
+	for _, s := range servers(b) {
 		for _, c := range conns {
 			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageSyscalls(b, tracer, s.program, c.each) })
 		}

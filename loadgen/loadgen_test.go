@@ -5,11 +5,10 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/drive/drivetest"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
@@ -121,50 +120,14 @@ func TestWithTools(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// buildDir holds the harness buildHarness built, if it did.
-var buildDir string
-
-// buildHarness builds lnk-link-harness from this tree once for the tests.
-var buildHarness = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "loadgen-test-")
-	if err != nil {
-		return "", err
-	}
-	buildDir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	return drive.BuildHarness(ctx, dir)
-})
-
-func harness(t *testing.T) string {
-	t.Helper()
-	if testing.Short() && os.Getenv("CI") != "true" {
-		t.Skip("builds and runs the harness")
-	}
-	program, err := buildHarness()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip("the harness does not build:", err)
-	}
-	return program
-}
+func TestMain(m *testing.M) { drivetest.Main(m) }
 
 // load runs cfg on the real harness, built from this tree, in a folder of
 // the test's, and fails the test if the run fails. The result's table is
 // logged once the test ends.
 func load(t *testing.T, cfg Config) *Result {
 	t.Helper()
-	cfg.Program, cfg.Dir = harness(t), t.TempDir()
+	cfg.Program, cfg.Dir = drivetest.Harness(t), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
@@ -262,7 +225,7 @@ func TestFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Flood(context.Background(), FloodConfig{Program: harness(t), Dir: t.TempDir(), Messages: 40, MaxTurns: 8, Script: script})
+	res, err := Flood(context.Background(), FloodConfig{Program: drivetest.Harness(t), Dir: t.TempDir(), Messages: 40, MaxTurns: 8, Script: script})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/drive/drivetest"
 	"lnk.dev/linkharness/store/storetest"
 )
 
 // TestSoak soaks the real harness, built from this tree, for a few
 // seconds: turns, tool calls, kills, drops and retries, no violation.
 func TestSoak(t *testing.T) {
-	program := harness(t)
+	program := drivetest.Harness(t)
 	seed := storetest.Seed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

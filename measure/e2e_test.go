@@ -9,25 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/drive/drivetest"
 )
+
+func TestMain(m *testing.M) { drivetest.Main(m) }
 
 // TestRunLinkHarness measures the real harness, built from this tree: one
 // agent, five messages, in a conversation of ten events. It is skipped only
 // when the harness does not build, and never when CI=true.
 func TestRunLinkHarness(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") != "true" {
-		t.Skip("builds and runs the harness")
-	}
+	program := drivetest.Harness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	program, err := drive.BuildHarness(ctx, t.TempDir())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip("the harness does not build:", err)
-	}
 	dir := t.TempDir()
 	res, err := Run(ctx, Config{
 		Program:  program,

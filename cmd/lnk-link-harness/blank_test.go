@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/fleet"
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // blankUnit is a blank unit started ahead: its control socket, and its
@@ -80,16 +81,11 @@ func bindLineOf(name, homeDir, key string, settings string) string {
 // and body.
 func ask(t *testing.T, addr, name, key, text string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"text":`+fmt.Sprintf("%q", text)+`}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Close = true // a unit ending closes its idle connections
-	resp, err := http.DefaultClient.Do(req)
+	code, body, err := fleettest.Post(oneShot, "http://"+addr, name, key, "t", `{"text":`+fmt.Sprintf("%q", text)+`}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, body
 }
 
 // A blank unit refuses what cannot bind it and stays blank: a home that
@@ -101,7 +97,7 @@ func ask(t *testing.T, addr, name, key, text string) (int, string) {
 // bind saying why, and ends once its agent sleeps.
 func TestBlankUnit(t *testing.T) {
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	modelAddr := startModel(t)
 	ada := filepath.Join(dir, "ada")
 	os.Mkdir(ada, 0o700)
 	// Read from the home, this would refuse every turn.
@@ -185,7 +181,7 @@ func TestBlankBindCost(t *testing.T) {
 	if n < 1 {
 		t.Skip("LNK_BLANK_UNITS is not set to a count of units")
 	}
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	modelAddr := startModel(t)
 	bin, err := build()
 	if err != nil {
 		t.Fatal(err)
@@ -223,18 +219,11 @@ func TestBlankBindCost(t *testing.T) {
 		t.Logf("%s, %d at once: p50 %.1f ms, p99 %.1f ms, max %.1f ms", what, n, ms(took[n/2]), ms(took[(n*99)/100]), ms(took[n-1]))
 	}
 	message := func(addr string) error {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"text":"hello"}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
+		code, _, err := fleettest.Post(http.DefaultClient, "http://"+addr, "ada", key, "t", `{"text":"hello"}`)
+		if err == nil && code != 200 {
+			err = fmt.Errorf("first message: %d", code)
 		}
-		defer resp.Body.Close()
-		io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("first message: %s", resp.Status)
-		}
-		return nil
+		return err
 	}
 	timed("blank unit, bind line to first answer", func(i int) (time.Duration, error) {
 		begin := time.Now()
@@ -286,16 +275,10 @@ func TestBlankBindCost(t *testing.T) {
 // it, proving each call with the key made for the binding: the bridge
 // knows that key alone, and runs the driver the bound settings name.
 func TestBlankUnitStoreBridge(t *testing.T) {
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// lnk store-bridge finds its driver beside itself.
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-sqlite"), "lnk.dev/linkharness/cmd/lnk-sqlite").CombinedOutput(); err != nil {
-		t.Fatalf("go build lnk-sqlite: %v\n%s", err, out)
-	}
+	keptBy(t, "sqlite")
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	modelAddr := startModel(t)
 	ada := filepath.Join(dir, "ada")
 	os.Mkdir(ada, 0o700)
 	const key = "made-for-this-binding-0123456789"

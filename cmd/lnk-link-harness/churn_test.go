@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -32,28 +32,9 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 		n, moved = 25, 5
 	}
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
-	keyOf := func(name string) string { return "key-of-" + name + "-0123456789abcdef" }
-	entry := func(name string) string {
-		home := filepath.Join(dir, name)
-		if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".key"), []byte(keyOf(name)+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, home, filepath.Join(dir, name+".key"))
-	}
+	modelAddr := startModel(t)
 	path := filepath.Join(dir, "agents.toml")
-	write := func(names []string) {
-		var b strings.Builder
-		for _, n := range names {
-			b.WriteString(entry(n))
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(names []string) { writeAgents(t, path, "", names...) }
 	var first, stay, gone, joined []string
 	isGone := map[string]bool{}
 	for i := range n {
@@ -72,12 +53,8 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "serve", "--agents", path)
 	addrs := map[string]string{}
 	listening := func() {
-		l := out.wait(t, "a listening line", "listening on ")
-		var addr, name string
-		if _, err := fmt.Sscanf(l, "listening on %s for %s", &addr, &name); err != nil {
-			t.Fatalf("printed %q: %v", l, err)
-		}
-		addrs[name] = "http://" + addr
+		name, base := out.listening(t)
+		addrs[name] = base
 	}
 	for range n {
 		listening()
@@ -100,7 +77,6 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	// rounds-th 200 to a message sent in phase 2.
 	const rounds = 5
 	answered := make(chan string, 2*(n+moved))
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	load := func(name string) {
 		base := addrs[name]
 		wg.Go(func() {
@@ -112,17 +88,9 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 				default:
 				}
 				text := fmt.Sprintf("hi %s-%d", name, i)
-				req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"text":"`+text+`"}`))
-				req.Header.Set("Authorization", "Bearer "+keyOf(name))
 				s := sent{agent: name, text: text, began: phase.Load()}
-				resp, err := client.Do(req)
-				s.err = err
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					s.code = resp.StatusCode
-				}
-				s.done = phase.Load()
+				code, _, err := fleettest.Post(oneShot, base, name, fleettest.Key(name), "t", `{"text":"`+text+`"}`)
+				s.code, s.err, s.done = code, err, phase.Load()
 				mu.Lock()
 				results = append(results, s)
 				mu.Unlock()

@@ -2,19 +2,16 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // TestAsleepCost measures what an agent asleep costs the process: its
@@ -27,7 +24,7 @@ func TestAsleepCost(t *testing.T) {
 	if n < 2 {
 		t.Skip("LNK_ASLEEP_AGENTS is not set to a count of agents over 1")
 	}
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	modelAddr := startModel(t)
 	one, oneWorked := asleepRSS(t, 1, modelAddr)
 	many, manyWorked := asleepRSS(t, n, modelAddr)
 	fresh := float64(many-one) / float64(n-1)
@@ -43,72 +40,42 @@ func TestAsleepCost(t *testing.T) {
 // process's resident KiB once all sleep fresh, and once all sleep again
 // after each answered one message.
 func asleepRSS(t *testing.T, n int, modelAddr string) (fresh, worked int) {
-	dir := t.TempDir()
-	var text strings.Builder
-	text.WriteString("[serve]\nsleep_after = \"1s\"\n\n")
-	for i := range n {
-		name := fmt.Sprintf("a%d", i)
-		os.Mkdir(filepath.Join(dir, name), 0o700)
-		key := filepath.Join(dir, name+".key")
-		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
-		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), key)
-	}
-	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(text.String()), 0o600)
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", path)
-	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir)
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, log := serveMany(t, "[serve]\nsleep_after = \"1s\"\n\n", n, modelAddr)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	out, log := readLines(stdout), readLines(stderr)
 	addrs := map[string]string{}
 	for range n {
-		var addr, name string
-		fmt.Sscanf(out.wait(t, "a listening line", "listening on "), "listening on %s for %s", &addr, &name)
-		if n == 1 {
-			name = "a0"
-		}
-		addrs[name] = "http://" + addr
+		name, base := out.listening(t)
+		addrs[name] = base
 	}
 	allAsleep := func() {
 		// Once all sleep, the process gives back what they let go of,
 		// then says so.
 		log.wait(t, "every agent asleep", `"every agent asleep: memory given back"`)
 	}
-	rss := func() int {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-		if err != nil {
-			t.Skipf("no /proc to read the resident memory: %v", err)
-		}
-		m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
-		kb, _ := strconv.Atoi(string(m[1]))
-		return kb
-	}
 	allAsleep()
-	fresh = rss()
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	fresh = residentKiB(t, cmd.Process.Pid)
 	for name, base := range addrs {
-		req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"text":"hello"}`))
-		req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
-		resp, err := client.Do(req)
+		code, _, err := fleettest.Post(oneShot, base, name, fleettest.Key(name), "t", `{"text":"hello"}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: %s", name, resp.Status)
+		if code != 200 {
+			t.Fatalf("%s: %d", name, code)
 		}
 	}
 	allAsleep()
-	return fresh, rss()
+	return fresh, residentKiB(t, cmd.Process.Pid)
+}
+
+// serveMany serves n agents, a0 to a(n-1), of an agents file of head and
+// their entries, the model proxy at modelAddr and LNK_HOME the file's
+// folder, with more flags of serve.
+func serveMany(t *testing.T, head string, n int, modelAddr string, args ...string) (cmd *exec.Cmd, out, log lines) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agents.toml")
+	writeAgents(t, path, head, agentNames(n)...)
+	return startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr, "LNK_HOME=" + dir}, append([]string{"serve", "--agents", path}, args...)...)
 }
 
 // TestDenseCost measures what an agent costs the process at a density of
@@ -125,7 +92,7 @@ func TestDenseCost(t *testing.T) {
 	if n < 2 {
 		t.Skip("LNK_DENSE_AGENTS is not set to a count of agents over 1")
 	}
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	modelAddr := startModel(t)
 	type cost struct{ kib, fds int }
 	measure := func(count int, asleep bool) cost {
 		c := cost(denseCost(t, count, asleep, modelAddr))
@@ -153,64 +120,32 @@ func TestDenseCost(t *testing.T) {
 // process's resident KiB and descriptors once it let go of what its turns
 // held (awake), or once every agent slept again (asleep).
 func denseCost(t *testing.T, count int, asleep bool, modelAddr string) struct{ kib, fds int } {
-	dir := t.TempDir()
-	var text strings.Builder
+	head := "[serve]\nsleep_after = \"never\"\n\n"
 	if asleep {
-		text.WriteString("[serve]\nsleep_after = \"1s\"\n\n")
-	} else {
-		text.WriteString("[serve]\nsleep_after = \"never\"\n\n")
+		head = "[serve]\nsleep_after = \"1s\"\n\n"
 	}
-	for i := range count {
-		name := fmt.Sprintf("a%d", i)
-		os.Mkdir(filepath.Join(dir, name), 0o700)
-		key := filepath.Join(dir, name+".key")
-		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
-		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), key)
-	}
-	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(text.String()), 0o600)
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", path, "--idle-free", "1s", "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir)
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, log := serveMany(t, head, count, modelAddr, "--idle-free", "1s", "--log-level", "debug")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	out, log := readLines(stdout), readLines(stderr)
 	type agent struct{ name, base string }
 	agents := make(chan agent, count)
 	for range count {
-		var addr, name string
-		fmt.Sscanf(out.wait(t, "a listening line", "listening on "), "listening on %s for %s", &addr, &name)
-		if count == 1 {
-			name = "a0"
-		}
-		agents <- agent{name, "http://" + addr}
+		name, base := out.listening(t)
+		agents <- agent{name, base}
 	}
 	close(agents)
 	// Each agent one message, 50 at once, each on a connection of its own.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	errs := make(chan error, count)
 	var wg sync.WaitGroup
 	for range min(50, count) {
 		wg.Go(func() {
 			for a := range agents {
-				req, _ := http.NewRequest("POST", a.base+"/v1/agents/"+a.name+"/chats/t/messages", strings.NewReader(`{"text":"hello"}`))
-				req.Header.Set("Authorization", "Bearer key-of-"+a.name+"-0123456789abcdef")
-				resp, err := client.Do(req)
+				code, _, err := fleettest.Post(oneShot, a.base, a.name, fleettest.Key(a.name), "t", `{"text":"hello"}`)
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", a.name, err)
 					continue
 				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					errs <- fmt.Errorf("%s: %s", a.name, resp.Status)
+				if code != 200 {
+					errs <- fmt.Errorf("%s: %d", a.name, code)
 				}
 			}
 		})
@@ -225,12 +160,7 @@ func denseCost(t *testing.T, count int, asleep bool, modelAddr string) struct{ k
 	} else {
 		log.wait(t, "the turns' hold let go of", `"idle: what the turns held let go of"`)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-	if err != nil {
-		t.Skipf("no /proc to read the resident memory: %v", err)
-	}
-	m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
-	kib, _ := strconv.Atoi(string(m[1]))
+	kib := residentKiB(t, cmd.Process.Pid)
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)

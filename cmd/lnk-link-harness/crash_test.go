@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -64,17 +63,7 @@ type crashProc struct {
 func TestCrashedTurnsHandedOverOnce(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
-			switch kind {
-			case "sqlite":
-				if err := buildSQLite(); err != nil {
-					t.Fatal(err)
-				}
-			case "postgres":
-				postgresSchema(t)
-				if err := buildPostgres(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			keptBy(t, kind)
 			crashTurns(t, kind, 100)
 		})
 	}
@@ -83,15 +72,11 @@ func TestCrashedTurnsHandedOverOnce(t *testing.T) {
 func crashTurns(t *testing.T, kind string, kills int) {
 	seed := storetest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script.toml")
 	os.WriteFile(script, []byte("[[rule]]\nmatch = \"any\"\ntext = \"answer to {text}\"\n"), 0o600)
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0", "--script", script)
+	modelAddr := startModel(t, "--script", script)
 	// The model is reached through this process, which so sees each request
 	// come and each answer go. An answer is read whole from the model, on a
 	// request of its own (a killed caller cancels nothing), then passed on.
@@ -133,32 +118,17 @@ func crashTurns(t *testing.T, kind string, kills int) {
 	h := &harness{home: ada.Dir, key: key}
 
 	startProc := func() *crashProc {
-		cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--home", ada.Dir, "--listen", "127.0.0.1:0",
+		cmd := command(t, []string{"LNK_MODEL_PROXY=" + via.URL}, "lnk-link-harness", "serve", "--home", ada.Dir, "--listen", "127.0.0.1:0",
 			"--key-file", keyFile, "--log-level", "debug")
-		cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY="+via.URL)
 		// Its own process group, killed whole: the store's plugin with it,
 		// so that no write of the dead process's lands after the kill.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stdout, _ := cmd.StdoutPipe()
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				cmd.Wait()
-			}
-		})
 		p := &crashProc{cmd: cmd, lines: readLines(stderr)}
-		out := bufio.NewReader(stdout)
-		line, err := out.ReadString('\n')
-		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-		if err != nil || !ok {
-			t.Fatalf("lnk-link-harness printed %q: %v", line, err)
-		}
-		go io.Copy(io.Discard, out)
-		p.url = "http://" + addr
+		p.url = "http://" + address(t, "lnk-link-harness", startOut(t, cmd))
 		return p
 	}
 	as := func(p *crashProc) *harness { return &harness{home: h.home, key: h.key, url: p.url} }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,73 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store/event"
 )
-
-// build builds the programs the test runs, once per test binary.
-var build = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "lnk-e2e-bin-")
-	if err != nil {
-		return "", err
-	}
-	for _, p := range []string{"lnk", "lnk-link-harness"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p), "lnk.dev/linkharness/cmd/"+p)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", p, err, out)
-		}
-	}
-	return dir, nil
-})
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if dir, err := build(); err == nil && strings.Contains(dir, "lnk-e2e-bin-") {
-		os.RemoveAll(dir)
-	}
-	os.Exit(code)
-}
-
-// start starts a program and returns it with the address it printed.
-func start(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, string) {
-	t.Helper()
-	return startLogged(t, env, os.Stderr, name, args...)
-}
-
-// startLogged is start with the program's standard error to stderr.
-func startLogged(t *testing.T, env []string, stderr io.Writer, name string, args ...string) (*exec.Cmd, string) {
-	t.Helper()
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, name), args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("%s printed no address: %v", name, err)
-	}
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if !ok {
-		t.Fatalf("%s printed %q", name, line)
-	}
-	go io.Copy(io.Discard, out)
-	return cmd, addr
-}
 
 type harness struct {
 	home, url, key string
@@ -108,21 +42,10 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 		os.WriteFile(p, []byte(script), 0o600)
 		modelArgs = []string{"--script", p}
 	}
-	_, modelAddr := start(t, nil, "lnk", append([]string{"scripted-model", "--listen", "127.0.0.1:0"}, modelArgs...)...)
 	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64), log: new(bytes.Buffer)}
-	modelURL := "http://" + modelAddr
+	modelURL := "http://" + startModel(t, modelArgs...)
 	if watch {
-		u, err := url.Parse(modelURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy := httputil.NewSingleHostReverseProxy(u)
-		// A transport of its own: http.DefaultTransport is shared by every test
-		// here (an httptest server closing closes its idle connections).
-		tr := &http.Transport{}
-		t.Cleanup(tr.CloseIdleConnections)
-		proxy.Transport = tr
-		proxy.FlushInterval = -1 // streamed answers pass as they come
+		proxy := relay(t, modelURL)
 		via := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// The body read whole before it is relayed: an HTTP/1 server
 			// closes a request's body once its handler writes the answer's
@@ -162,6 +85,22 @@ func (h *harness) restart(t *testing.T) {
 	h.url, h.cmd = "http://"+addr, cmd
 }
 
+// stopsWithin waits for the harness, told to stop, to end with exit
+// status 0 within bound, a bound on a hang, never a pass.
+func (h *harness) stopsWithin(t *testing.T, bound time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, h.log)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the harness did not stop within %v", bound)
+	}
+}
+
 type sent struct {
 	seq        int64
 	text, said string
@@ -169,22 +108,18 @@ type sent struct {
 
 func (h *harness) message(thread, id, text string) (sent, error) {
 	body, _ := json.Marshal(map[string]any{"id": id, "text": text, "from": map[string]string{"id": "u1", "name": "Ada"}, "owner": true, "connection": "e2e"})
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/"+thread+"/messages", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	resp, err := http.DefaultClient.Do(req)
+	code, b, err := fleettest.Post(http.DefaultClient, h.url, "ada", h.key, thread, string(body))
 	if err != nil {
 		return sent{}, err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return sent{}, fmt.Errorf("%s: %d %s", text, resp.StatusCode, b)
+	if code != 200 {
+		return sent{}, fmt.Errorf("%s: %d %s", text, code, b)
 	}
 	var a struct {
 		Seq  int64
 		Text string
 	}
-	if err := json.Unmarshal(b, &a); err != nil {
+	if err := json.Unmarshal([]byte(b), &a); err != nil {
 		return sent{}, err
 	}
 	return sent{seq: a.Seq, text: text, said: a.Text}, nil
@@ -270,8 +205,7 @@ chunks = 3
 			t.Errorf("%s: the copy holds\n%s\nwant\n%s", thread, said, want.String())
 		}
 		// lnk agent chat show prints the same copy, made from the events.
-		bin, _ := build()
-		out, err := exec.Command(filepath.Join(bin, "lnk"), "agent", "chat", "show", thread, "--home", h.home).Output()
+		out, err := command(t, nil, "lnk", "agent", "chat", "show", thread, "--home", h.home).Output()
 		if err != nil {
 			t.Fatalf("chat show: %v", err)
 		}
@@ -356,16 +290,7 @@ text = "quick"
 	if err := <-res; err != nil {
 		t.Fatalf("a message asked before the stop: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- h.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second): // a bound on a hang, never a pass
-		t.Fatal("the harness did not stop")
-	}
+	h.stopsWithin(t, 10*time.Second)
 	if _, err := h.message("t", "late", "after the stop"); err == nil {
 		t.Fatal("a message after the stop was taken")
 	}
@@ -394,11 +319,7 @@ text = "quick"
 
 // A log level that is not one refuses to start, naming the levels.
 func TestLogLevel(t *testing.T) {
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--log-level", "loud", "--home", t.TempDir(), "--key-file", "none").CombinedOutput()
+	out, err := command(t, nil, "lnk-link-harness", "serve", "--log-level", "loud", "--home", t.TempDir(), "--key-file", "none").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "debug, info, warn or error") {
 		t.Errorf("--log-level loud: %v %s", err, out)
 	}
@@ -408,53 +329,28 @@ func TestLogLevel(t *testing.T) {
 // itself; a request naming another agent needs that agent's key.
 func TestManyAgents(t *testing.T) {
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
-	var file strings.Builder
-	keys := map[string]string{}
-	for _, name := range []string{"ada", "bob"} {
-		os.Mkdir(filepath.Join(dir, name), 0o700)
-		keys[name] = "key-of-" + name + "-0123456789abcdef"
-		os.WriteFile(filepath.Join(dir, name+".key"), []byte(keys[name]+"\n"), 0o600)
-		fmt.Fprintf(&file, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), filepath.Join(dir, name+".key"))
-	}
-	os.WriteFile(filepath.Join(dir, "agents.toml"), []byte(file.String()), 0o600)
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--agents", filepath.Join(dir, "agents.toml"))
-	cmd.Env = append(os.Environ(), "LNK_MODEL_PROXY=http://"+modelAddr)
+	modelAddr := startModel(t)
+	path := filepath.Join(dir, "agents.toml")
+	writeAgents(t, path, "", "ada", "bob")
+	keys := map[string]string{"ada": fleettest.Key("ada"), "bob": fleettest.Key("bob")}
+	cmd := command(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "lnk-link-harness", "serve", "--agents", path)
 	cmd.Stderr = os.Stderr
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := startOut(t, cmd)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	addrs := map[string]string{}
-	br := bufio.NewReader(out)
 	for range 2 {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		var addr, name string
-		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
-			t.Fatalf("printed %q: %v", line, err)
-		}
-		addrs[name] = addr
+		name, base := out.listening(t)
+		addrs[name] = base
 	}
 	if addrs["ada"] == "" || addrs["bob"] == "" || addrs["ada"] == addrs["bob"] {
 		t.Fatalf("addresses %v", addrs)
 	}
 	post := func(port, agent, key string) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[port]+"/v1/agents/"+agent+"/chats/t/messages", strings.NewReader(`{"text":"hi on `+port+`'s port"}`)) // two messages, not one sent again
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
+		code, _, err := fleettest.Post(oneShot, addrs[port], agent, key, "t", `{"text":"hi on `+port+`'s port"}`) // two messages, not one sent again
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return code
 	}
 	for _, tc := range []struct {
 		port, agent, key string
@@ -502,16 +398,7 @@ ping_ms = 50 # a proxy's keep-alives: bytes, never an answer
 	}()
 	<-h.asked // the message is with the model
 	h.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- h.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, h.log)
-		}
-	case <-time.After(grace + 10*time.Second): // a bound on a hang, never a pass
-		t.Fatalf("the harness did not stop within its grace of %v and a margin", grace)
-	}
+	h.stopsWithin(t, grace+10*time.Second) // its grace, and a margin
 	if err := <-res; err == nil || !strings.Contains(err.Error(), ": 503 ") {
 		t.Errorf("the ended turn's caller: %v, want a 503", err)
 	}

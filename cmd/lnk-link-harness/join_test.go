@@ -1,86 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/store/event"
 )
-
-// lines hands over a program's output a line at a time.
-type lines chan string
-
-func readLines(r io.Reader) lines {
-	c := make(lines, 1<<16) // room for every line a test reads later: a full pipe would stall the program
-	go func() {
-		defer close(c)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			c <- sc.Text()
-		}
-	}()
-	return c
-}
-
-// startWatched starts lnk-link-harness with args and env added to this
-// process's environment, its output and log read a line at a time; it is
-// killed at the test's end if it is still running.
-func startWatched(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, out, log lines) {
-	t.Helper()
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd = exec.Command(filepath.Join(bin, "lnk-link-harness"), args...)
-	cmd.Env = append(os.Environ(), env...)
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd, readLines(stdout), readLines(stderr)
-}
-
-// wait reads lines until one holds every one of want, and returns it.
-func (c lines) wait(t *testing.T, what string, want ...string) string {
-	t.Helper()
-	hang := time.After(2 * time.Minute) // a bound on a hang, never a pass
-	for {
-		select {
-		case l, ok := <-c:
-			if !ok {
-				t.Fatalf("waiting for %s: the output ended", what)
-			}
-			all := true
-			for _, w := range want {
-				all = all && strings.Contains(l, w)
-			}
-			if all {
-				return l
-			}
-		case <-hang:
-			t.Fatalf("waiting for %s: no such line", what)
-		}
-	}
-}
 
 // Agents join and leave a running process by SIGHUP while each is sent
 // messages without pause: the agents that stay answer every message 200;
@@ -89,32 +24,14 @@ func (c lines) wait(t *testing.T, what string, want ...string) string {
 // nothing, its line said in the log.
 func TestAgentsJoinAndLeave(t *testing.T) {
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
-	keyOf := func(name string) string { return "key-of-" + name + "-0123456789abcdef" }
-	entry := func(name string) string {
-		home := filepath.Join(dir, name)
-		os.Mkdir(home, 0o700)
-		os.WriteFile(filepath.Join(dir, name+".key"), []byte(keyOf(name)+"\n"), 0o600)
-		return fmt.Sprintf("[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, home, filepath.Join(dir, name+".key"))
-	}
+	modelAddr := startModel(t)
+	keyOf := fleettest.Key
 	// k, sent nothing but single messages, has its key changed.
 	os.Mkdir(filepath.Join(dir, "k"), 0o700)
-	os.WriteFile(filepath.Join(dir, "k.key"), []byte(keyOf("k")+"\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "k.new.key"), []byte(keyOf("k-new")+"\n"), 0o600)
-	kEntry := func(keyFile string) string {
-		return fmt.Sprintf("[[agent]]\nname = \"k\"\nhome = %q\nkey_file = %q\n\n", filepath.Join(dir, "k"), filepath.Join(dir, keyFile))
-	}
+	kKey, kNewKey := fleettest.KeyFile(t, dir, "k"), fleettest.KeyFile(t, dir, "k-new")
+	kEntry := func(keyFile string) string { return fleettest.Entry("k", filepath.Join(dir, "k"), keyFile) }
 	path := filepath.Join(dir, "agents.toml")
-	write := func(k string, names ...string) {
-		var b strings.Builder
-		b.WriteString(k)
-		for _, n := range names {
-			b.WriteString(entry(n))
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(k string, names ...string) { writeAgents(t, path, k, names...) }
 	const n, moved = 16, 4 // agents at first, and how many of them leave (as many join)
 	var first, stay, gone, joined []string
 	for i := range n {
@@ -127,30 +44,23 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 			stay = append(stay, name)
 		}
 	}
-	write(kEntry("k.key"), first...)
+	write(kEntry(kKey), first...)
 
 	cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "serve", "--agents", path)
 	addrs := map[string]string{}
 	listening := func() {
-		l := out.wait(t, "a listening line", "listening on ")
-		var addr, name string
-		if _, err := fmt.Sscanf(l, "listening on %s for %s", &addr, &name); err != nil {
-			t.Fatalf("printed %q: %v", l, err)
-		}
-		addrs[name] = "http://" + addr
+		name, base := out.listening(t)
+		addrs[name] = base
 	}
 	for range n + 1 {
 		listening()
 	}
 	send := func(name, key, thread string) int {
-		req, _ := http.NewRequest("POST", addrs[name]+"/v1/agents/"+name+"/chats/"+thread+"/messages", strings.NewReader(`{"text":"still here?"}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
+		code, _, err := fleettest.Post(oneShot, addrs[name], name, key, thread, `{"text":"still here?"}`)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return code
 	}
 	if code := send("k", keyOf("k"), "before"); code != 200 {
 		t.Fatalf("k with its key: %d", code)
@@ -167,7 +77,6 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	answered := make(chan string, 64)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	load := func(name, base string) {
 		wg.Add(1)
 		go func() {
@@ -179,15 +88,8 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 				default:
 				}
 				id := fmt.Sprintf("%s-%d", name, i)
-				req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"id":"`+id+`","text":"hi `+id+`"}`))
-				req.Header.Set("Authorization", "Bearer "+keyOf(name))
-				resp, err := client.Do(req)
-				s := sent{agent: name, id: id, err: err}
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					s.code = resp.StatusCode
-				}
+				code, _, err := fleettest.Post(oneShot, base, name, keyOf(name), "t", `{"id":"`+id+`","text":"hi `+id+`"}`)
+				s := sent{agent: name, id: id, code: code, err: err}
 				mu.Lock()
 				results = append(results, s)
 				mu.Unlock()
@@ -208,7 +110,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	}
 
 	// Some leave, as many join, and k's key changes.
-	write(kEntry("k.new.key"), append(append([]string(nil), stay...), joined...)...)
+	write(kEntry(kNewKey), append(append([]string(nil), stay...), joined...)...)
 	cmd.Process.Signal(syscall.SIGHUP)
 	for range joined {
 		listening()
@@ -239,7 +141,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	}
 
 	// A file that cannot be read changes nothing, and says its line.
-	os.WriteFile(path, []byte(entry(stay[0])+entry(stay[1])+"[[agent]]\nname = \"c0\"\nhome = \"/nowhere\"\nkey_file = \"/nowhere\"\nlisten = 7\n"), 0o600)
+	os.WriteFile(path, []byte(fleettest.Agent(t, dir, stay[0])+fleettest.Agent(t, dir, stay[1])+"[[agent]]\nname = \"c0\"\nhome = \"/nowhere\"\nkey_file = \"/nowhere\"\nlisten = 7\n"), 0o600)
 	cmd.Process.Signal(syscall.SIGHUP)
 	l := log.wait(t, "the refusal", "nothing changed")
 	if !strings.Contains(l, "agents.toml:") {

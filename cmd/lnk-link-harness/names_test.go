@@ -2,26 +2,23 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // post sends a message to thread and returns the status and the body.
 func (h *harness) post(t *testing.T, thread, text string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/"+thread+"/messages", strings.NewReader(`{"text":"`+text+`"}`))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	resp, err := http.DefaultClient.Do(req)
+	code, body, err := fleettest.Post(http.DefaultClient, h.url, "ada", h.key, thread, `{"text":"`+text+`"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, body
 }
 
 // With conversations kept by lnk-sqlite in chats/events.sqlite, a message
@@ -29,11 +26,9 @@ func (h *harness) post(t *testing.T, thread, text string) (int, string) {
 // keep for themselves is refused with 400, before the file is made and
 // after, and every other thread keeps its turns; no such folder is made.
 func TestReservedThreadNames(t *testing.T) {
-	if err := buildSQLite(); err != nil {
-		t.Fatal(err)
-	}
+	keptBy(t, "sqlite")
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
+	modelAddr := startModel(t)
 	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
 	os.Mkdir(h.home, 0o700)
 	os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "sqlite"}}`), 0o600)

@@ -23,24 +23,20 @@ func refusal(t *testing.T, spec string, env ...string) string {
 // refusalKey is refusal with a key file of mode keyMode.
 func refusalKey(t *testing.T, spec string, keyMode os.FileMode, env ...string) string {
 	t.Helper()
-	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	h := filepath.Join(dir, "ada")
 	os.Mkdir(h, 0o700)
 	if spec != "" {
 		p := filepath.Join(dir, "spec.toml")
 		os.WriteFile(p, []byte(spec), 0o600)
-		if out, err := exec.Command(filepath.Join(bin, "lnk"), "agent", "configure", "--spec", p, "--home", h).CombinedOutput(); err != nil {
+		if out, err := command(t, nil, "lnk", "agent", "configure", "--spec", p, "--home", h).CombinedOutput(); err != nil {
 			t.Fatalf("configure: %v\n%s", err, out)
 		}
 	}
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte("k-e2e-0123456789abcdef0123456789\n"), 0o600)
 	os.Chmod(keyFile, keyMode)
-	cmd := exec.Command(filepath.Join(bin, "lnk-link-harness"), "serve", "--home", h, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	cmd := command(t, nil, "lnk-link-harness", "serve", "--home", h, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	cmd.Env = append(withoutProxy(os.Environ()), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -2,55 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"lnk.dev/linkharness/store/event"
-	"lnk.dev/linkharness/store/postgres"
-	"lnk.dev/linkharness/store/postgres/pgtest"
 )
-
-// buildSQLite builds the SQLite plugin beside the programs, where
-// lnk-link-harness finds it, once per test binary.
-var buildSQLite = sync.OnceValue(func() error {
-	bin, err := build()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-sqlite"), "lnk.dev/linkharness/cmd/lnk-sqlite")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build lnk-sqlite: %v\n%s", err, out)
-	}
-	return nil
-})
-
-// buildPostgres builds the PostgreSQL plugin beside the programs, once per
-// test binary.
-var buildPostgres = sync.OnceValue(func() error {
-	bin, err := build()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "lnk-postgres"), "lnk.dev/linkharness/cmd/lnk-postgres")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build lnk-postgres: %v\n%s", err, out)
-	}
-	return nil
-})
-
-// postgresSchema points LNK_POSTGRES_URL, which the harness and its
-// lnk-postgres read, at a schema of the test's own (pgtest.Schema).
-func postgresSchema(t *testing.T) {
-	t.Helper()
-	t.Setenv(postgres.URLEnv, pgtest.Schema(t))
-}
 
 // Two processes serving one home take turns on one conversation: four
 // callers alternate between them, and every message is answered 200, is
@@ -58,17 +20,7 @@ func postgresSchema(t *testing.T) {
 func TestTwoProcessesOneThread(t *testing.T) {
 	for _, kind := range []string{"log", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
-			switch kind {
-			case "sqlite":
-				if err := buildSQLite(); err != nil {
-					t.Fatal(err)
-				}
-			case "postgres":
-				postgresSchema(t)
-				if err := buildPostgres(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			keptBy(t, kind)
 			h := startHarness(t, "[[rule]]\nmatch = \"any\"\ntext = \"answer to {text}\"\nlatency_ms = 5\n", false)
 			os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "`+kind+`"}}`), 0o600)
 			// The second process on the same home, key and model.
@@ -142,19 +94,12 @@ func TestTwoProcessesOneThread(t *testing.T) {
 // events reads thread's events as the harness serves them, one a line.
 func (h *harness) events(t *testing.T, thread string) []event.Event {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, h.url+"/v1/agents/ada/chats/"+thread, nil)
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	req.Header.Set("Accept", "application/jsonl")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("reading %s: %s", thread, resp.Status)
+	code, body := h.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
+	if code != 200 {
+		t.Fatalf("reading %s: %d %s", thread, code, body)
 	}
 	var evs []event.Event
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, event.MaxBytes+1)
 	for sc.Scan() {
 		var e event.Event

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // Agents of a file with [serve] sleep_after sleep once idle, each logged,
@@ -17,40 +16,25 @@ import (
 // ends once every agent sleeps.
 func TestAgentsSleep(t *testing.T) {
 	dir := t.TempDir()
-	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0")
-	text := "[serve]\nsleep_after = \"100ms\"\n\n"
-	for _, name := range []string{"a", "b"} {
-		os.Mkdir(filepath.Join(dir, name), 0o700)
-		key := filepath.Join(dir, name+".key")
-		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
-		text += fmt.Sprintf("[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n\n", name, filepath.Join(dir, name), key)
-	}
+	modelAddr := startModel(t)
 	path := filepath.Join(dir, "agents.toml")
-	os.WriteFile(path, []byte(text), 0o600)
+	writeAgents(t, path, "[serve]\nsleep_after = \"100ms\"\n\n", "a", "b")
 	run := func(args ...string) (*exec.Cmd, lines, map[string]string) {
 		cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, append([]string{"serve", "--agents", path}, args...)...)
 		addrs := map[string]string{}
 		for range 2 {
-			var addr, name string
-			fmt.Sscanf(out.wait(t, "a listening line", "listening on "), "listening on %s for %s", &addr, &name)
-			addrs[name] = "http://" + addr
+			name, base := out.listening(t)
+			addrs[name] = base
 		}
 		return cmd, log, addrs
 	}
 	message := func(addrs map[string]string, name, id string) {
-		req, _ := http.NewRequest("POST", addrs[name]+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(`{"id":"`+id+`","text":"hello"}`))
-		req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
-		// A connection of its own: an agent going to sleep closes its idle
-		// ones, and a POST on a connection closed under it is not sent again.
-		req.Close = true
-		resp, err := http.DefaultClient.Do(req)
+		code, b, err := fleettest.Post(oneShot, addrs[name], name, fleettest.Key(name), "t", `{"id":"`+id+`","text":"hello"}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s's message %s: %s %s", name, id, resp.Status, b)
+		if code != 200 {
+			t.Fatalf("%s's message %s: %d %s", name, id, code, b)
 		}
 	}
 

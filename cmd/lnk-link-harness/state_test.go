@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,7 +48,7 @@ func files(t *testing.T, dir string) string {
 func TestStateBetweenProcesses(t *testing.T) {
 	a, b := startHarness(t, "", false), startHarness(t, "", false)
 	for i, thread := range []string{"web:1", "web:1", "tg:2"} {
-		if _, err := a.message(thread, "m"+itoa(i), "hello "+itoa(i)); err != nil {
+		if _, err := a.message(thread, "m"+strconv.Itoa(i), "hello "+strconv.Itoa(i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,9 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,18 +32,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		kills = 5
 	}
 	h := startHarness(t, "", false)
-	model, err := url.Parse(strings.TrimPrefix(h.env[0], "LNK_MODEL_PROXY="))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(model)
-	// A transport of its own: http.DefaultTransport is shared by every test
-	// here (an httptest server closing closes its idle connections), and a
-	// relayed stream cut once under load, so this relay depends on no other.
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	proxy.Transport = tr
-	proxy.FlushInterval = -1
+	proxy := relay(t, strings.TrimPrefix(h.env[0], "LNK_MODEL_PROXY="))
 	// The summary to hold: the one whose request quotes this message as
 	// the first that stays (the turn's own, once nothing else can stay).
 	var hold atomic.Value
@@ -78,7 +66,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 	landed := 0
 	var after sent // the answer of the turn after the last kill, whose summary the next turn finds
 	for i := 1; i <= kills+1; i++ {
-		text := "a message before a kill, number " + itoa(i)
+		text := "a message before a kill, number " + strconv.Itoa(i)
 		if i <= kills {
 			hold.Store(text)
 		}
@@ -86,7 +74,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		var a sent
 		go func() {
 			var err error
-			a, err = h.message("t", "k"+itoa(i), text)
+			a, err = h.message("t", "k"+strconv.Itoa(i), text)
 			told <- err
 		}()
 		if i <= kills {
@@ -118,7 +106,7 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		// The next turn answers with the same window, and summarizes
 		// after it (seen by the next turn's, which waits for it).
 		start := last.Window.Start
-		b, err := h.message("t", "n"+itoa(i), "a message after a kill, number "+itoa(i))
+		b, err := h.message("t", "n"+strconv.Itoa(i), "a message after a kill, number "+strconv.Itoa(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,14 +117,4 @@ func TestKilledBeforeTheSummary(t *testing.T) {
 		after = b
 	}
 	t.Logf("%d kills, %d between an answer and its summary", kills, landed)
-}
-
-func itoa(i int) string {
-	var b []byte
-	for {
-		b = append([]byte{byte('0' + i%10)}, b...)
-		if i /= 10; i == 0 {
-			return string(b)
-		}
-	}
 }

@@ -39,37 +39,35 @@ const chatUsage = `usage:
   lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]   a new conversation from THREAD's events before SEQ, then T`
 
 func cmdAgent(args []string, getenv func(string) string) error {
-	switch {
-	case len(args) == 1 && isHelp(args[0]):
-		fmt.Println(agentUsage)
-		return nil
-	case len(args) >= 1 && args[0] == "use":
-		return cmdUse(args[1:], getenv)
-	case len(args) >= 1 && args[0] == "configure":
-		return cmdConfigure(args[1:], getenv)
-	case len(args) >= 1 && args[0] == "chat":
-		return cmdChat(args[1:], getenv)
-	}
-	return usageError("lnk agent: use, configure or chat")
+	return subcommand(args, getenv, agentUsage, "lnk agent: use, configure or chat", map[string]command{
+		"use": cmdUse, "configure": cmdConfigure, "chat": cmdChat,
+	})
 }
 
 func cmdChat(args []string, getenv func(string) string) error {
-	switch {
-	case len(args) == 1 && isHelp(args[0]):
-		fmt.Println(chatUsage)
+	return subcommand(args, getenv, chatUsage, "lnk agent chat: list, show, convert, repair or fork", map[string]command{
+		"list": cmdChatList, "show": cmdChatShow, "convert": cmdChatConvert, "repair": cmdChatRepair, "fork": cmdChatFork,
+	})
+}
+
+// command is a command of lnk agent: its arguments after its name, and
+// the environment getenv reads.
+type command func(args []string, getenv func(string) string) error
+
+// subcommand runs the one of commands args names first, with the rest;
+// a help word alone prints usage, and anything else is the usage error
+// says.
+func subcommand(args []string, getenv func(string) string, usage, says string, commands map[string]command) error {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Println(usage)
 		return nil
-	case len(args) >= 1 && args[0] == "list":
-		return cmdChatList(args[1:], getenv)
-	case len(args) >= 1 && args[0] == "show":
-		return cmdChatShow(args[1:], getenv)
-	case len(args) >= 1 && args[0] == "convert":
-		return cmdChatConvert(args[1:], getenv)
-	case len(args) >= 1 && args[0] == "repair":
-		return cmdChatRepair(args[1:], getenv)
-	case len(args) >= 1 && args[0] == "fork":
-		return cmdChatFork(args[1:], getenv)
 	}
-	return usageError("lnk agent chat: list, show, convert, repair or fork")
+	if len(args) >= 1 {
+		if cmd, ok := commands[args[0]]; ok {
+			return cmd(args[1:], getenv)
+		}
+	}
+	return usageError(says)
 }
 
 // usageOf sets fs's usage: the line, what the command does, its flags.
@@ -113,6 +111,24 @@ func agentFlags(fs *flag.FlagSet, getenv func(string) string) func() (home.Agent
 		}
 		return home.Agent{Name: *name, Dir: filepath.Join(root, "agents", *name)}, nil
 	}
+}
+
+// listenFlag adds --listen to fs: the address a server listens on, on
+// loopback and a free port unless it says another.
+func listenFlag(fs *flag.FlagSet) *string {
+	return fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+}
+
+// parseAll parses args with fs for a command that takes no argument
+// beside its flags: one is an error naming the command.
+func parseAll(fs *flag.FlagSet, args []string) error {
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
+	}
+	return nil
 }
 
 // parseInterleaved parses flags that may come after positional arguments.

@@ -20,15 +20,12 @@ func cmdStoreBridge(args []string) error {
 	fs := flag.NewFlagSet("store-bridge", flag.ContinueOnError)
 	usageOf(fs, "lnk store-bridge --home DIR --driver NAME --key-file F [--listen ADDR]",
 		"Answers POST /store/v1/{method} with the driver lnk-NAME run for the agent's home.\nThe harness finds it through LNK_STORE_BRIDGE (this address, as http://host:port)\nand LNK_STORE_BRIDGE_KEY_FILE (the same key).")
-	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+	listen := listenFlag(fs)
 	home := fs.String("home", "", "the agent's home, handed to the driver")
 	name := fs.String("driver", "", "the driver: the program lnk-NAME")
 	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseAll(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("store-bridge: unexpected arguments %q", fs.Args())
 	}
 	if *home == "" || *name == "" || *keyFile == "" {
 		return usageError("store-bridge: --home, --driver and --key-file are needed")

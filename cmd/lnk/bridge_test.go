@@ -18,19 +18,18 @@ import (
 	"lnk.dev/linkharness/store/storetest"
 )
 
-// buildPrograms builds lnk and lnk-sqlite into one folder, so lnk
-// store-bridge finds its driver beside itself, and returns it.
+// buildPrograms builds the programs into one folder (buildAll), so lnk
+// store-bridge finds its driver lnk-sqlite beside itself, and returns it.
 func buildPrograms(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds lnk and lnk-sqlite")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "lnk.dev/linkharness/cmd/lnk", "lnk.dev/linkharness/cmd/lnk-sqlite")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := buildAll()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return dir
+	return bin
 }
 
 // bridge is a running lnk store-bridge.

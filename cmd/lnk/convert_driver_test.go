@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/convert"
@@ -28,23 +28,6 @@ import (
 // set, conversions go through lnk-postgres too, and forks are made in it.
 var postgresURL = os.Getenv("LNK_TEST_POSTGRES_URL")
 
-// buildDrivers builds the driver programs once per test binary, into a
-// folder the tests put on PATH, so conversions reach them as the harness
-// does.
-var buildDrivers = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "lnk-convert-bin-")
-	if err != nil {
-		return "", err
-	}
-	for _, p := range []string{"lnk-sqlite", "lnk-pebble", "lnk-postgres", "lnk-gcs"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p), "lnk.dev/linkharness/cmd/"+p)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", p, err, out)
-		}
-	}
-	return dir, nil
-})
-
 func TestMain(m *testing.M) {
 	var err error
 	if allBin, err = os.MkdirTemp("", "lnk-help-bin-"); err != nil {
@@ -52,18 +35,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if dir, err := buildDrivers(); err == nil {
-		os.RemoveAll(dir)
-	}
 	os.RemoveAll(allBin)
 	os.Exit(code)
 }
 
-// withDrivers puts the driver programs on PATH and returns the opener the
-// test reads with, with no store bridge, ending what it started when the
-// test is done.
+// withDrivers puts the programs, the drivers' among them (buildAll), on
+// PATH, so conversions reach them as the harness does, and returns the
+// opener the test reads with, with no store bridge, ending what it
+// started when the test is done.
 func withDrivers(t *testing.T) *stores.Opener {
-	bin, err := buildDrivers()
+	bin, err := buildAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +57,21 @@ func withDrivers(t *testing.T) *stores.Opener {
 
 // noEnv is the environment of the commands the tests run: nothing set.
 func noEnv(string) string { return "" }
+
+// served holds the agent's home h as lnk-link-harness serve does, with a
+// shared flock, until release or the test's end.
+func served(t *testing.T, h string) (release func()) {
+	t.Helper()
+	f, err := os.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
+}
 
 const toolsJSON = `{"tools":["file__read","memory__search"]}` + "\n"
 
@@ -328,7 +324,7 @@ func TestConvertDriverRerun(t *testing.T) {
 // lnk-sqlite for its own home: the same code, with the driver out of reach.
 func TestConvertThroughBridge(t *testing.T) {
 	withDrivers(t)
-	bin, _ := buildDrivers()
+	bin, _ := buildAll()
 	key := []byte("agent-key")
 	behind := driver.New(driver.NewProcess(filepath.Join(bin, "lnk-sqlite"), "--home", t.TempDir()))
 	defer behind.Close()

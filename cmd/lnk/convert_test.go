@@ -2,11 +2,8 @@ package main
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/cmd/internal/stores"
 )
@@ -15,11 +12,7 @@ import (
 // does: convert refuses, saying why.
 func TestConvertRefusedWhileServed(t *testing.T) {
 	h := t.TempDir()
-	f, _ := os.Open(h)
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
+	served(t, h)
 	err := cmdChatConvert([]string{"--home", h, "--to", "compact"}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "the agent is running") {
 		t.Fatalf("convert while served: %v", err)

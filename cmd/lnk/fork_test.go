@@ -21,7 +21,6 @@ import (
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 	"lnk.dev/linkharness/store/gcs"
-	"lnk.dev/linkharness/store/postgres"
 	"lnk.dev/linkharness/store/postgres/pgtest"
 )
 
@@ -41,7 +40,7 @@ func TestChatFork(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			switch kind {
 			case "postgres":
-				postgresSchema(t)
+				pgtest.SchemaEnv(t)
 			case "gcs":
 				fakeGCS(t)
 			}
@@ -124,13 +123,6 @@ func TestChatFork(t *testing.T) {
 			}
 		})
 	}
-}
-
-// postgresSchema points lnk-postgres (LNK_POSTGRES_URL) at a schema of
-// the test's own (pgtest.Schema).
-func postgresSchema(t *testing.T) {
-	t.Helper()
-	t.Setenv(postgres.URLEnv, pgtest.Schema(t))
 }
 
 // fakeGCS starts fake-gcs-server on loopback with a bucket, and points

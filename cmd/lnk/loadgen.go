@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen"
 )
 
@@ -41,11 +40,8 @@ func cmdLoadgen(args []string) error {
 	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
 	flood := fs.Int("flood", 0, "instead of measuring, send this many messages at once to one agent, each to its own conversation, the model answering in 2 to 3 s (or as --script says); those refused 503 are sent again after their Retry-After; exits non-zero on any other answer")
 	maxTurns := fs.Int("max-turns", 500, "with --flood, the harness's --max-turns")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseAll(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("loadgen: unexpected arguments %q", fs.Args())
 	}
 	if *soak != 0 {
 		return runSoak(*harness, *soak, *seed, *quiet, *jsonOut)

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/measure"
 	"lnk.dev/linkharness/measure/peer"
 	"lnk.dev/linkharness/measure/report"
@@ -48,11 +47,8 @@ func cmdMeasure(args []string) error {
 	reportDir := fs.String("report", "", "write report.md, result.json, result.txt and SVG plots into this folder")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary folder (homes, logs, profiles)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseAll(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("measure: unexpected arguments %q", fs.Args())
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // none: 0 in a Config is the default

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -149,16 +147,12 @@ func TestChatRepair(t *testing.T) {
 // with no conversation, not for a driver's conversation.
 func TestChatRepairRefused(t *testing.T) {
 	h := t.TempDir()
-	f, _ := os.Open(h)
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
+	release := served(t, h)
 	err := cmdChatRepair([]string{"--home", h, "t"}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "the agent is running") || !strings.Contains(err.Error(), "then repair") {
 		t.Fatalf("repair while served: %v", err)
 	}
-	f.Close()
+	release()
 	if err := cmdChatRepair([]string{"--home", h, "nosuch"}, noEnv); err == nil || !strings.Contains(err.Error(), `no conversation "nosuch"`) {
 		t.Fatalf("repair of no conversation: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
@@ -17,13 +16,10 @@ func cmdScriptedModel(args []string) error {
 	fs := flag.NewFlagSet("scripted-model", flag.ContinueOnError)
 	usageOf(fs, "lnk scripted-model [--listen ADDR] [--script FILE]",
 		"Serves the scripted model: Anthropic's and OpenAI's wire formats, answering as the script\nsays (default: \"ok: \" and a digest of each message, at once).")
-	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+	listen := listenFlag(fs)
 	scriptFile := fs.String("script", "", "the script, a TOML file")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseAll(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("scripted-model: unexpected arguments %q", fs.Args())
 	}
 	var script *scripted.Script
 	if *scriptFile != "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/loadgen/files"
 	"lnk.dev/linkharness/loadgen/memory"
@@ -23,7 +24,7 @@ func cmdToolServer(args []string) error {
 	fs := flag.NewFlagSet("tool-server", flag.ContinueOnError)
 	usageOf(fs, "lnk tool-server memory|file [--listen ADDR] --home DIR",
 		"Serves a built-in tool server over the agent's home: streamable HTTP at /mcp,\nHTTP+SSE at /sse. Point LNK_MEMORY or LNK_FILE at it.")
-	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on; port 0 picks a free one")
+	listen := listenFlag(fs)
 	homeDir := fs.String("home", "", "the agent's home folder")
 	if len(args) == 1 && isHelp(args[0]) {
 		fs.SetOutput(os.Stdout)

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/loadgen/memory"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
@@ -63,14 +63,9 @@ func TestAgentsAlone(t *testing.T) {
 	var text strings.Builder
 	keys := make([]string, n)
 	for i, name := range names {
-		home := filepath.Join(dir, name)
-		os.Mkdir(home, 0o700)
-		keys[i] = "key-of-" + name + "-0123456789abcdef"
-		keyFile := filepath.Join(dir, name+".key")
-		os.WriteFile(keyFile, []byte(keys[i]+"\n"), 0o600)
+		keys[i] = fleettest.Key(name)
 		mem := memoryServer(t, filepath.Join(dir, "tools-"+name), &hits[i])
-		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
-			name, home, keyFile, mem, model.URL, filepath.Join(dir, "lnk-"+name))
+		text.WriteString(fleettest.Agent(t, dir, name, "LNK_MEMORY="+mem, "LNK_MODEL_PROXY="+model.URL, "LNK_HOME="+filepath.Join(dir, "lnk-"+name)))
 	}
 	var out strings.Builder
 	f, file := fleetOf(t, dir, text.String(), environ, &out, 0)
@@ -95,15 +90,11 @@ func TestAgentsAlone(t *testing.T) {
 	addrs := addresses(t, out.String())
 
 	do := func(method, url, key, body string) (int, string) {
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
+		code, b, err := fleettest.Do(http.DefaultClient, method, url, key, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return code, b
 	}
 	for i, name := range names {
 		code, body := do("POST", addrs[name]+"/v1/agents/"+name+"/chats/t/messages", keys[i], `{"id":"m1","text":"note for `+name+`"}`)

@@ -16,6 +16,7 @@ import (
 
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/server"
@@ -62,11 +63,11 @@ func addresses(t *testing.T, out string) map[string]string {
 	t.Helper()
 	addrs := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var addr, name string
-		if _, err := fmt.Sscanf(line, "listening on %s for %s", &addr, &name); err != nil {
+		name, base, err := fleettest.Listening(line)
+		if err != nil || name == "" {
 			t.Fatalf("printed %q: %v", line, err)
 		}
-		addrs[name] = "http://" + addr
+		addrs[name] = base
 	}
 	return addrs
 }

@@ -3,7 +3,6 @@ package fleet
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // openFiles counts the process's open files, sockets among them.
@@ -79,12 +79,7 @@ func TestAsleepHoldsNothing(t *testing.T) {
 
 	var text strings.Builder
 	for i := range n {
-		name := fmt.Sprintf("a%d", i)
-		os.Mkdir(filepath.Join(dir, name), 0o700)
-		key := filepath.Join(dir, name+".key")
-		os.WriteFile(key, []byte("key-of-"+name+"-0123456789abcdef\n"), 0o600)
-		fmt.Fprintf(&text, "[[agent]]\nname = %q\nhome = %q\nkey_file = %q\n[agent.env]\nLNK_MEMORY = %q\nLNK_MODEL_PROXY = %q\nLNK_HOME = %q\n\n",
-			name, filepath.Join(dir, name), key, mem, "http://"+modelAddr, dir)
+		text.WriteString(fleettest.Agent(t, dir, fmt.Sprintf("a%d", i), "LNK_MEMORY="+mem, "LNK_MODEL_PROXY=http://"+modelAddr, "LNK_HOME="+dir))
 	}
 	var out strings.Builder
 	f, file := fleetOf(t, dir, text.String(), os.Environ(), &out, n)
@@ -136,16 +131,12 @@ func TestAsleepHoldsNothing(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{}}
 	for round := range 2 { // the first message after waking is answered like any other, each time
 		for name, base := range addrs {
-			req, _ := http.NewRequest("POST", base+"/v1/agents/"+name+"/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":"note %d"}`, round)))
-			req.Header.Set("Authorization", "Bearer key-of-"+name+"-0123456789abcdef")
-			resp, err := client.Do(req)
+			code, b, err := fleettest.Post(client, base, name, fleettest.Key(name), "t", fmt.Sprintf(`{"text":"note %d"}`, round))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !strings.Contains(string(b), `"kept"`) {
-				t.Fatalf("%s, round %d: %s %s", name, round, resp.Status, b)
+			if code != 200 || !strings.Contains(b, `"kept"`) {
+				t.Fatalf("%s, round %d: %d %s", name, round, code, b)
 			}
 		}
 		if f.quiet.on {

@@ -72,21 +72,11 @@ func (f *osFile) ReadAt(b []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, f.errClosed("read")
 	}
-	done := 0
-	for done < len(b) {
-		n, err := unix.Pread(f.fd, b[done:], off+int64(done))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return done, &fs.PathError{Op: "read", Path: f.name, Err: err}
-		}
-		if n == 0 {
-			return done, io.EOF
-		}
-		done += n
+	n, err := f.whole(pread, b, off)
+	if err == errNothing {
+		err = io.EOF
 	}
-	return done, nil
+	return n, err
 }
 
 func (f *osFile) WriteAt(b []byte, off int64) (int, error) {
@@ -97,42 +87,67 @@ func (f *osFile) WriteAt(b []byte, off int64) (int, error) {
 		// As os.File.WriteAt says.
 		return 0, errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
 	}
-	done := 0
-	for done < len(b) {
-		n, err := unix.Pwrite(f.fd, b[done:], off+int64(done))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return done, &fs.PathError{Op: "write", Path: f.name, Err: err}
-		}
-		if n == 0 {
-			return done, &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
-		}
-		done += n
-	}
-	return done, nil
+	return f.written(f.whole(pwrite, b, off))
 }
 
 func (f *osFile) Write(b []byte) (int, error) {
 	if f.closed {
 		return 0, f.errClosed("write")
 	}
+	return f.written(f.whole(write, b, 0))
+}
+
+// The calls whole makes: pread(2) and pwrite(2) at an offset, write(2) at
+// the end of a file opened with os.O_APPEND.
+const (
+	pread = iota
+	pwrite
+	write
+)
+
+// errNothing is whole's error when a call moved no byte: for a read, the
+// end of the file.
+var errNothing = errors.New("disk: a call moved no byte")
+
+// whole makes the call of kind on the rest of b, at off and on (write
+// ignores off), until all of b is moved: a call a signal cut short is
+// made again, an error the call returns is the read's or write's
+// *fs.PathError, and a call that moves nothing stops it with errNothing.
+func (f *osFile) whole(kind int, b []byte, off int64) (int, error) {
 	done := 0
 	for done < len(b) {
-		n, err := unix.Write(f.fd, b[done:])
-		if err == unix.EINTR {
+		var n int
+		var err error
+		switch kind {
+		case pread:
+			n, err = unix.Pread(f.fd, b[done:], off+int64(done))
+		case pwrite:
+			n, err = unix.Pwrite(f.fd, b[done:], off+int64(done))
+		default:
+			n, err = unix.Write(f.fd, b[done:])
+		}
+		switch {
+		case err == unix.EINTR:
 			continue
-		}
-		if err != nil {
+		case err != nil && kind == pread:
+			return done, &fs.PathError{Op: "read", Path: f.name, Err: err}
+		case err != nil:
 			return done, &fs.PathError{Op: "write", Path: f.name, Err: err}
-		}
-		if n == 0 {
-			return done, &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
+		case n == 0:
+			return done, errNothing
 		}
 		done += n
 	}
 	return done, nil
+}
+
+// written is a write's result, a call that wrote nothing
+// io.ErrShortWrite.
+func (f *osFile) written(n int, err error) (int, error) {
+	if err == errNothing {
+		err = &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
+	}
+	return n, err
 }
 
 func (f *osFile) Truncate(size int64) error {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"lnk.dev/linkharness/store/postgres"
 )
 
 // Schema makes a schema of the test's own in the test database, dropped
@@ -42,6 +44,13 @@ func Schema(t *testing.T) string {
 		}
 	})
 	return withSearchPath(t, base, schema)
+}
+
+// SchemaEnv points LNK_POSTGRES_URL, which lnk-postgres and the harness
+// read, at a schema of the test's own (Schema) for the test's length.
+func SchemaEnv(t *testing.T) {
+	t.Helper()
+	t.Setenv(postgres.URLEnv, Schema(t))
 }
 
 // withSearchPath returns the connection string conn (a URL or a key=value
