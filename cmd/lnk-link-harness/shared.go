@@ -14,6 +14,7 @@ import (
 	"lnk.dev/linkharness/cmd/internal/cli"
 	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/fleet"
 	"lnk.dev/linkharness/harness/metrics"
@@ -25,7 +26,8 @@ import (
 
 // newShared is what the agents of a process share: the environment main
 // read, the logger, the warm cache, the bound on turns, the clients of the
-// model proxy and tool servers, the model facts, the histograms, and how
+// model proxy and tool servers, the model facts, the histograms, the
+// watcher of end records, and how
 // an agent's conversations are opened and its key read.
 func newShared(environ []string, log *slog.Logger, cache *warm.Cache, turns *budget.Turns) fleet.Shared {
 	return fleet.Shared{
@@ -45,6 +47,7 @@ func newShared(environ []string, log *slog.Logger, cache *warm.Cache, turns *bud
 			MaxIdleConnsPerHost: budget.MaxIdleTools, IdleConnTimeout: 30 * time.Second}},
 		Facts:   &facts.Cache{},
 		Metrics: new(metrics.Process),
+		Ends:    &ending.Watcher{Log: log},
 		Stores:  openerOf,
 		ReadKey: readKey,
 	}

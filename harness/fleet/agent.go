@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/metrics"
@@ -40,6 +41,7 @@ type Shared struct {
 	Facts   *facts.Cache     // the user's model facts, read once for every agent that shares LNK_HOME
 	Metrics *metrics.Process // the histograms every agent's times count into
 	Tracer  *trace.Tracer    // every turn's spans; nil traces nothing
+	Ends    *ending.Watcher  // reads the running turns' end records, for another process's /end
 
 	// Stores makes the opener of an agent's conversations each time the
 	// agent is made (it joins, or wakes): main's one switch of the ways a
@@ -140,7 +142,7 @@ func (u Unit) agent(sh *Shared, ending context.Context) (server.Agent, io.Closer
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: sh.Model, Metrics: m, Log: sh.Log, Stop: ending,
 		Tools: set, Settings: u.settings, HoldHome: true,
-		Process: turn.Process{Warm: sh.Warm, Turns: sh.Turns, Tracer: sh.Tracer},
+		Process: turn.Process{Warm: sh.Warm, Turns: sh.Turns, Tracer: sh.Tracer, Ends: sh.Ends},
 	}
 	if _, own := u.Env["LNK_HOME"]; !own {
 		r.Facts = sh.Facts // the process's LNK_HOME, and so its model facts

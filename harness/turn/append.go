@@ -105,7 +105,7 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		LatencyMS: resp.Latency.Milliseconds(),
 		Window:    &event.Window{Start: cp.Start, TokensBefore: cp.TokensBefore},
 	}
-	e.Cost, e.CostSource = t.answerCost(s, resp.Usage, resp.Cost)
+	e.Cost, e.CostSource = t.facts().Cost(s, resp.Usage, resp.Cost)
 	if t.ops.endMark {
 		e.Extra = append([]byte(nil), endedKey...) // its own: a decoder reuses an event's Extra
 	}

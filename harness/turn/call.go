@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/trace"
-	"lnk.dev/linkharness/store/event"
 )
 
 // callModel asks the model through the proxy. When the provider says the
@@ -50,7 +47,7 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 		}
 	}
 	if err != nil && errors.Is(err, model.ErrTooLong) {
-		return nil, t.refusal(ctx, err, s, req)
+		return nil, t.facts().Refusal(ctx, err, s, req.Window)
 	}
 	return resp, err
 }
@@ -79,7 +76,7 @@ func (t *turn) ask(ctx context.Context, provider string, req *model.Request, onT
 func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Request) (settings.Settings, *model.Request, error) {
 	fs := *s
 	fs.Model.Name, fs.Model.Provider, fs.Model.Fallback = s.Model.Fallback, "", ""
-	size, room, err := t.windowSize(ctx, &fs)
+	size, room, err := t.facts().Window(ctx, &fs)
 	if err != nil {
 		return fs, nil, err
 	}
@@ -92,133 +89,6 @@ func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Re
 	}
 	freq.Window, freq.MaxTokens = size, room
 	return fs, &freq, nil
-}
-
-// refusal is the error of a prompt refused as too long: the provider's
-// words, the window the prompt was sized for and where it came from, and
-// where to change it.
-func (t *turn) refusal(ctx context.Context, err error, s *settings.Settings, req *model.Request) error {
-	size, from := req.Window, facts.Source("")
-	if m, _, ferr := t.modelFacts(ctx, s); ferr == nil {
-		var sz int
-		sz, from = facts.Window(&m, s.Window)
-		if size == 0 {
-			size = sz
-		}
-	}
-	where := "the model facts file"
-	if p, perr := facts.UserPath(t.r.getenv); perr == nil {
-		where = p
-	}
-	return fmt.Errorf("%w: the prompt was sized for a window of %d tokens (%s); to change it, set [window] max in the agent's spec, or window under [models.%q] in %s",
-		err, size, from, s.Model.Name, where)
-}
-
-// windowSize is the window's size in tokens and the answer's room for s's
-// model, in the seed's order (see facts.Window and facts.AnswerRoom). It
-// also settles the model's provider when the spec names none: its facts',
-// else the name's maker.
-func (t *turn) windowSize(ctx context.Context, s *settings.Settings) (size, room int, err error) {
-	m, _, err := t.modelFacts(ctx, s)
-	if err != nil {
-		return 0, 0, err
-	}
-	if s.Model.Provider == "" {
-		s.Model.Provider = m.Provider.Value
-	}
-	size, _ = facts.Window(&m, s.Window)
-	return size, facts.AnswerRoom(&m, s, size), nil
-}
-
-// modelFacts is what is known of s's model: Link's facts, the user's file
-// over them, and, for a model on a runtime, what the runtime says it runs
-// the model with. A runtime that does not answer says nothing.
-func (t *turn) modelFacts(ctx context.Context, s *settings.Settings) (facts.Model, *facts.Book, error) {
-	book, err := t.factsBook()
-	if err != nil {
-		return facts.Model{}, nil, err
-	}
-	m := book.Model(s.Model.Name)
-	provider := s.Model.Provider
-	if provider == "" {
-		provider = m.Provider.Value
-	}
-	if rt, ok := t.runtime(ctx, provider, s.Model.Name); ok {
-		m.SetRuntime(rt.Trained, rt.Runs)
-	}
-	return m, book, nil
-}
-
-// describeTimeout bounds asking a runtime about a model.
-const describeTimeout = 5 * time.Second
-
-// runtime asks provider, when it is a runtime on the machine, what it runs
-// the model named name with.
-func (t *turn) runtime(ctx context.Context, provider, name string) (model.Runtime, bool) {
-	c, err := model.New(provider, t.r.getenv, t.r.HTTP)
-	if err != nil {
-		return model.Runtime{}, false
-	}
-	d, ok := c.(model.Describer)
-	if !ok {
-		return model.Runtime{}, false
-	}
-	own := model.OwnName(provider, name)
-	key := strings.Join([]string{provider, t.r.getenv("LNK_MODEL_PROXY_" + strings.ToUpper(provider)), t.r.getenv("LNK_MODEL_PROXY"), own}, "\x00")
-	now := time.Now()
-	if trained, runs, ok := t.c.runtimes.Said(key, now); ok {
-		return model.Runtime{Trained: trained, Runs: runs}, true
-	}
-	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
-	defer cancel()
-	rt, err := d.Describe(ctx, own)
-	if err != nil {
-		return model.Runtime{}, false
-	}
-	t.c.runtimes.Keep(key, rt.Trained, rt.Runs, now)
-	return rt, true
-}
-
-// factsBook is the model facts, Link's with the user's file over them,
-// read once a turn: the window is sized and the answer priced with the
-// same facts, and the user's file is looked at once, not at each use.
-func (t *turn) factsBook() (*facts.Book, error) {
-	if t.comp.facts != nil {
-		return t.comp.facts, nil
-	}
-	path, err := facts.UserPath(t.r.getenv)
-	if err != nil {
-		return nil, err
-	}
-	cache := t.r.Facts
-	if cache == nil {
-		cache = &t.c.facts
-	}
-	book, err := cache.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	t.comp.facts = book
-	return book, nil
-}
-
-// answerCost is what model calls that used u cost in USD, and where that
-// figure comes from: what the provider said it charged (c), where it said
-// so, 0 too; else u at the prices known of s's model. A cost priced at no
-// known price has no source, and the event says nothing of it.
-func (t *turn) answerCost(s *settings.Settings, u event.Usage, c model.Cost) (float64, string) {
-	if c.Reported {
-		return c.USD, event.CostReported
-	}
-	book, err := t.factsBook()
-	if err != nil {
-		return 0, ""
-	}
-	m := book.Model(s.Model.Name)
-	if usd := facts.Cost(&m, u); usd != 0 {
-		return usd, event.CostPriced
-	}
-	return 0, ""
 }
 
 // getenv reads the environment the runner was given; none is an empty one.

@@ -1,9 +1,9 @@
 package turn
 
 import (
-	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/instructions"
+	"lnk.dev/linkharness/harness/modelfacts"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
 )
@@ -16,12 +16,25 @@ type composing struct {
 	sections    []prompt.Section    // the prompt's sections as this turn read them, for a fallback model
 	msg         *Message            // the turn's message, and
 	set         *settings.Settings  // its settings, for composing the instructions again
-	facts       *facts.Book         // the model facts as the turn first read them (factsBook)
+	facts       modelfacts.Turn     // what it knows of its model (see facts)
 }
 
 // The turn reads what the agent's home says, its settings and its
 // instructions, through package instructions, which keeps what it read in
 // the Runner's cache until the files change.
+
+// facts is what the turn knows of its model, read at its first use with
+// the process's model facts, else the Runner's.
+func (t *turn) facts() *modelfacts.Turn {
+	if t.comp.facts.Getenv == nil {
+		cache := t.r.Facts
+		if cache == nil {
+			cache = &t.c.facts
+		}
+		t.comp.facts = modelfacts.Turn{Getenv: t.r.getenv, HTTP: t.r.HTTP, Facts: cache, Runtimes: &t.c.runtimes}
+	}
+	return &t.comp.facts
+}
 
 // reader is the turn's reader of its agent's home, made at its first use.
 func (t *turn) reader() *instructions.Reader {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/window"
+	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -48,15 +51,20 @@ func Ended(e *event.Event) bool {
 // turn. End waits for the turn to let the conversation go, or for ctx, and
 // returns the ended answer; Ended false says the turn gave its answer
 // before it saw the end (a summary it writes after its answer is not
-// ended: End waits for it). With no turn running it returns ErrNotRunning
-// and changes nothing.
+// ended: End waits for it). A turn another process of the home runs is
+// asked through the conversation's end record (see package ending), and
+// End waits for it the same way. With no turn running it returns
+// ErrNotRunning and changes nothing.
 func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
 	dir, err := r.Folder(ctx, thread)
 	if err != nil {
 		return Answer{}, err
 	}
 	in := r.locks.Holder(dir)
-	if in == nil || !in.End(ErrEnded) {
+	if in == nil {
+		return r.endElsewhere(ctx, thread, dir)
+	}
+	if !in.End(ErrEnded) {
 		return Answer{}, fmt.Errorf("%w: %q", ErrNotRunning, thread)
 	}
 	select {
@@ -69,6 +77,42 @@ func (r *Runner) End(ctx context.Context, thread string) (Answer, error) {
 		return Answer{Thread: thread}, nil
 	}
 	return answerOf(in.Thread(), e), nil // the thread of the turn that ended
+}
+
+// endElsewhere asks the turn of thread another process of the home runs
+// to end, through its end record, and returns the answer it ended with.
+func (r *Runner) endElsewhere(ctx context.Context, thread, dir string) (Answer, error) {
+	conv, err := r.conversationIn(dir, thread)
+	if errors.Is(err, store.ErrNotFound) {
+		return Answer{}, fmt.Errorf("%w: %q", ErrNotRunning, thread)
+	}
+	if err != nil {
+		return Answer{}, err
+	}
+	defer conv.Close()
+	var tick time.Duration
+	if r.Ends != nil {
+		tick = r.Ends.Tick
+	}
+	e, err := ending.Elsewhere(ctx, dir, conv, tick)
+	switch {
+	case errors.Is(err, ending.ErrNotHeld), errors.Is(err, ending.ErrUnfinished):
+		return Answer{}, fmt.Errorf("%w: %q: %v", ErrNotRunning, thread, err)
+	case err != nil:
+		return Answer{}, err
+	}
+	return answerOf(thread, &e), nil
+}
+
+// watchEnd has the process's Watcher read the turn's end record while it
+// runs, once its message is written: a record past the event before it is
+// the turn's (see package ending).
+func (t *turn) watchEnd() {
+	if t.r.Ends == nil {
+		return
+	}
+	t.ops.watch = ending.Watch{Dir: t.dir, After: t.seq - 1, End: t.ops.in, Cause: ErrEnded}
+	t.r.Ends.Add(&t.ops.watch)
 }
 
 // endable is ctx ended by End too, with cause ErrEnded: the rounds' context.

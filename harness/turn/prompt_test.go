@@ -99,7 +99,7 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 		t.Fatal(err)
 	}
 	system, stable := prompt.Compose(tt.sections(&s, &msg))
-	size, room, err := tt.windowSize(ctx, &s)
+	size, room, err := tt.facts().Window(ctx, &s)
 	if err != nil {
 		t.Fatal(err)
 	}

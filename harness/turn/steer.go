@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/store/event"
 )
@@ -16,6 +17,7 @@ type operations struct {
 	ending  context.Context         // ended by End: its rounds end with it, so an end always finds the message written
 	endMark bool                    // the answer appended next is marked ended
 	timeout time.Duration           // the turn's whole time, [turn] timeout
+	watch   ending.Watch            // its end record, read while it runs (see end.go)
 }
 
 // Steering. A message sent to a conversation while a turn of it runs in

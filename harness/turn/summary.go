@@ -64,7 +64,7 @@ func (t *turn) summarize(ctx context.Context, c *summary.Ask) {
 func (t *turn) countSummary(s *settings.Settings, err error, u summary.Spent) {
 	t.r.Metrics.Summary(err, u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	if err != nil && u.Usage != (event.Usage{}) {
-		cost, _ := t.answerCost(s, u.Usage, u.Cost)
+		cost, _ := t.facts().Cost(s, u.Usage, u.Cost)
 		t.r.Metrics.Provider(s.Provider()).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, cost)
 	}
 }
@@ -144,7 +144,7 @@ func (t *turn) appendSummary(ctx context.Context, s *settings.Settings, c *summa
 		LatencyMS: resp.Latency.Milliseconds(),
 		Window:    &w,
 	}
-	e.Cost, e.CostSource = t.answerCost(s, resp.Usage, resp.Cost)
+	e.Cost, e.CostSource = t.facts().Cost(s, resp.Usage, resp.Cost)
 	if err := t.appendEvent(ctx, &e); err != nil {
 		return nil, err // its tokens counted by countSummary
 	}

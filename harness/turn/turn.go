@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/facts"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/idempotency"
@@ -24,7 +23,6 @@ import (
 	"lnk.dev/linkharness/harness/summary"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/trace"
-	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -113,28 +111,6 @@ type Runner struct {
 	telling  idempotency.Tellings   // answers given and not yet marked told
 	cache    atomic.Pointer[runnerCache]
 	storeErr atomic.Pointer[error] // why the last open of a conversation's store failed; nil once one opened
-}
-
-// Process is what the Runners of one process share; each field's zero
-// value leaves a Runner to itself.
-type Process struct {
-	// Warm, when not nil, keeps what a conversation's turn composed for
-	// its next turn in this process (see package warm). Nil: each turn
-	// reads and composes all of it.
-	Warm *warm.Cache
-
-	// Turns, when not nil, bounds the turns in flight in the process: a
-	// message that would begin a turn past it is budget.ErrFull, nothing of it written. A message that
-	// steers a running turn takes no place. Nil: no bound.
-	Turns *budget.Turns
-
-	// Tracer, when not nil, gives each turn its spans (see package trace);
-	// nil traces nothing.
-	Tracer *trace.Tracer
-
-	// Facts, when not nil, is the user's model facts as the process last
-	// read them. Nil: the Runner keeps its own.
-	Facts *facts.Cache
 }
 
 // Message is a message to the agent.
@@ -432,6 +408,7 @@ func (t *turn) close() {
 			t.warm.keep = false
 		}
 	}
+	t.r.Ends.Remove(&t.ops.watch) // before another turn can take the conversation
 	t.leaveFolder()
 	fd := t.lock.fd
 	if t.lock.release != nil {
@@ -539,13 +516,14 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 			return Answer{}, err
 		}
 	}
+	t.watchEnd()
 	if err := t.beginTools(ctx, &m); err != nil {
 		return Answer{}, err
 	}
 	t.comp.msg, t.comp.set = &m, &s
 	t.comp.sections = t.sections(&s, &m)
 	system, stable := t.compose(t.comp.sections)
-	size, room, err := t.windowSize(ctx, &s)
+	size, room, err := t.facts().Window(ctx, &s)
 	if err != nil {
 		return Answer{}, err
 	}
