@@ -59,11 +59,7 @@ func New(getenv func(string) string, o Options) (*Tracer, func(context.Context) 
 		sdktrace.WithSampler(s.sampler),
 		sdktrace.WithResource(ownResource(s)),
 		sdktrace.WithRawSpanLimits(limits()),
-		sdktrace.WithBatcher(logged{exp, o.Log},
-			sdktrace.WithBatchTimeout(s.delay),
-			sdktrace.WithExportTimeout(s.export),
-			sdktrace.WithMaxQueueSize(s.queue),
-			sdktrace.WithMaxExportBatchSize(s.batch)),
+		sdktrace.WithSpanProcessor(newBatcher(logged{exp, o.Log}, s.delay, s.export, s.queue, s.batch)),
 	)
 	stop := func(ctx context.Context) error {
 		return errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx))
