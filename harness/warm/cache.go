@@ -103,6 +103,18 @@ func (w *Cache) Take(agent, thread, dir string) *Conv {
 	return c
 }
 
+// Holds says whether w keeps agent's thread, kept in dir: the folder its
+// last turn in this process found it in.
+func (w *Cache) Holds(agent, thread, dir string) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.kept[key{agent, thread}]
+	return c != nil && c.dir == dir
+}
+
 // drop takes the conversation kept by k out of w, its room given back to
 // the pool, or returns nil. w.mu is held; the caller closes it.
 func (w *Cache) drop(k key) *Conv {
