@@ -14,8 +14,8 @@ import (
 
 	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/store"
-	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/event"
+	eventlog "lnk.dev/linkharness/store/log"
 	"lnk.dev/linkharness/store/sqlite"
 )
 
