@@ -8,6 +8,7 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -111,10 +112,7 @@ type Process struct {
 	tools [nOutcomes]Histogram
 	fsync Histogram
 
-	mu sync.Mutex
-	// calls is guarded by mu for writes; read without it through known.
-	calls map[string]*[nOutcomes]Histogram // by provider
-	known atomic.Pointer[map[string]*[nOutcomes]Histogram]
+	calls byName[*[nOutcomes]Histogram] // by provider
 }
 
 // provider is the process's histograms of model calls to name, made on
@@ -123,25 +121,7 @@ func (p *Process) provider(name string) *[nOutcomes]Histogram {
 	if p == nil {
 		return nil
 	}
-	if m := p.known.Load(); m != nil {
-		if h := (*m)[name]; h != nil {
-			return h
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if h := p.calls[name]; h != nil {
-		return h
-	}
-	next := make(map[string]*[nOutcomes]Histogram, len(p.calls)+1)
-	for k, v := range p.calls {
-		next[k] = v
-	}
-	h := new([nOutcomes]Histogram)
-	next[name] = h
-	p.calls = next
-	p.known.Store(&next)
-	return h
+	return p.calls.get(name, func() *[nOutcomes]Histogram { return new([nOutcomes]Histogram) })
 }
 
 // observe counts d in h[o], when there is h.
@@ -168,11 +148,7 @@ type Agent struct {
 	summaryToks  [nKinds]atomic.Int64
 	ops          [nOps]atomic.Uint64
 
-	mu sync.Mutex
-	// providers is guarded by mu for writes; read without it through
-	// known, which holds the providers seen so far.
-	providers map[string]*Provider
-	known     atomic.Pointer[map[string]*Provider]
+	providers byName[*Provider]
 }
 
 // Turn counts a turn of d that ended with err, and the bytes it read from
@@ -272,25 +248,7 @@ func (a *Agent) Provider(name string) *Provider {
 	if a == nil {
 		return nil
 	}
-	if m := a.known.Load(); m != nil {
-		if p := (*m)[name]; p != nil {
-			return p
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if p := a.providers[name]; p != nil {
-		return p
-	}
-	next := make(map[string]*Provider, len(a.providers)+1)
-	for k, v := range a.providers {
-		next[k] = v
-	}
-	p := &Provider{hist: a.Process.provider(name)}
-	next[name] = p
-	a.providers = next
-	a.known.Store(&next)
-	return p
+	return a.providers.get(name, func() *Provider { return &Provider{hist: a.Process.provider(name)} })
 }
 
 // Provider is an agent's calls to one provider. The zero value is ready to
@@ -344,7 +302,7 @@ func Write(w io.Writer, p *Process, agents []*Agent) {
 	if p != nil {
 		byOutcome(w, "lnk_turn_seconds", "Time of a turn, from its lock to its answer, by outcome, the process's agents together.", &p.turns, "")
 		family(w, "lnk_model_call_seconds", "histogram", "Time of a call to the model, by provider and outcome, the process's agents together.")
-		if m := p.known.Load(); m != nil {
+		if m := p.calls.known.Load(); m != nil {
 			for _, name := range sortedKeys(*m) {
 				for o := range nOutcomes {
 					(*m)[name][o].write(w, "lnk_model_call_seconds", labels("provider", name, "outcome", outcomeNames[o]))
@@ -438,7 +396,7 @@ func floats(w io.Writer, agents []*Agent, name, help string, value func(a *Agent
 // each calls fn for each agent's providers, in name order.
 func each(agents []*Agent, fn func(a *Agent, name string, p *Provider)) {
 	for _, a := range agents {
-		m := a.known.Load()
+		m := a.providers.known.Load()
 		if m == nil {
 			continue
 		}
@@ -543,3 +501,35 @@ func labels(kv ...string) string {
 var escaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func seconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'g', -1, 64) }
+
+// byName is a map of what is made on a name's first use, read without a
+// lock: a new name copies the map under mu, so once a name was used its
+// lookup neither locks nor allocates. The zero value is ready to use.
+type byName[V any] struct {
+	mu    sync.Mutex
+	known atomic.Pointer[map[string]V]
+}
+
+// get returns name's value, made by mk on the name's first use.
+func (b *byName[V]) get(name string, mk func() V) V {
+	if m := b.known.Load(); m != nil {
+		if v, ok := (*m)[name]; ok {
+			return v
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var old map[string]V
+	if m := b.known.Load(); m != nil {
+		old = *m
+	}
+	if v, ok := old[name]; ok {
+		return v
+	}
+	next := make(map[string]V, len(old)+1)
+	maps.Copy(next, old)
+	v := mk()
+	next[name] = v
+	b.known.Store(&next)
+	return v
+}
