@@ -317,28 +317,14 @@ func Write(w io.Writer, p *Process, agents []*Agent) {
 		func(a *Agent, o int) int64 { return int64(a.turns[o].Load()) })
 	floats(w, agents, "lnk_turn_seconds_total", "Time of the agent's turns, from their lock to their answer, summed.",
 		func(a *Agent) float64 { return float64(a.turnNanos.Load()) / 1e9 })
-	family(w, "lnk_model_calls_total", "counter", "Calls to the model, by provider and outcome.")
-	each(agents, func(a *Agent, name string, p *Provider) {
-		for o := range nOutcomes {
-			fmt.Fprintf(w, "lnk_model_calls_total{%s} %d\n", labels("agent", a.Name, "provider", name, "outcome", outcomeNames[o]), p.calls[o].Load())
-		}
-	})
-	family(w, "lnk_model_call_seconds_total", "counter", "Time of the agent's calls to the model, by provider, summed.")
-	each(agents, func(a *Agent, name string, p *Provider) {
-		fmt.Fprintf(w, "lnk_model_call_seconds_total{%s} %s\n", labels("agent", a.Name, "provider", name),
-			strconv.FormatFloat(float64(p.callNanos.Load())/1e9, 'g', -1, 64))
-	})
-	family(w, "lnk_tokens_total", "counter", "Tokens the provider reported, by kind.")
-	each(agents, func(a *Agent, name string, p *Provider) {
-		for k := range nKinds {
-			fmt.Fprintf(w, "lnk_tokens_total{%s} %d\n", labels("agent", a.Name, "provider", name, "kind", kindNames[k]), p.tokens[k].Load())
-		}
-	})
-	family(w, "lnk_cost_usd_total", "counter", "What the answers and summaries cost, in US dollars: what the provider reported it charged, else by the model facts' prices.")
-	each(agents, func(a *Agent, name string, p *Provider) {
-		fmt.Fprintf(w, "lnk_cost_usd_total{%s} %s\n", labels("agent", a.Name, "provider", name),
-			strconv.FormatFloat(math.Float64frombits(p.cost.Load()), 'g', -1, 64))
-	})
+	providerCounters(w, agents, "lnk_model_calls_total", "Calls to the model, by provider and outcome.", "outcome", outcomeNames[:],
+		func(p *Provider, o int) int64 { return int64(p.calls[o].Load()) })
+	providerFloats(w, agents, "lnk_model_call_seconds_total", "Time of the agent's calls to the model, by provider, summed.",
+		func(p *Provider) float64 { return float64(p.callNanos.Load()) / 1e9 })
+	providerCounters(w, agents, "lnk_tokens_total", "Tokens the provider reported, by kind.", "kind", kindNames[:],
+		func(p *Provider, k int) int64 { return p.tokens[k].Load() })
+	providerFloats(w, agents, "lnk_cost_usd_total", "What the answers and summaries cost, in US dollars: what the provider reported it charged, else by the model facts' prices.",
+		func(p *Provider) float64 { return math.Float64frombits(p.cost.Load()) })
 	counters(w, agents, "lnk_summaries_total", "Summaries asked after an answer, by outcome: a refused or cut one is an error, and writes nothing.",
 		"outcome", outcomeNames[:], func(a *Agent, o int) int64 { return int64(a.summaries[o].Load()) })
 	counters(w, agents, "lnk_summary_tokens_total", "Tokens the provider reported for summaries, by kind; also in lnk_tokens_total.",
@@ -391,6 +377,26 @@ func floats(w io.Writer, agents []*Agent, name, help string, value func(a *Agent
 	for _, a := range agents {
 		fmt.Fprintf(w, "%s{%s} %s\n", name, labels("agent", a.Name), strconv.FormatFloat(value(a), 'g', -1, 64))
 	}
+}
+
+// providerCounters writes the counter family name of each agent's calls to
+// each provider, a line for each of values under label.
+func providerCounters(w io.Writer, agents []*Agent, name, help, label string, values []string, get func(p *Provider, i int) int64) {
+	family(w, name, "counter", help)
+	each(agents, func(a *Agent, provider string, p *Provider) {
+		for i, v := range values {
+			fmt.Fprintf(w, "%s{%s} %d\n", name, labels("agent", a.Name, "provider", provider, label, v), get(p, i))
+		}
+	})
+}
+
+// providerFloats writes the counter family name of each agent's calls to
+// each provider, a line each.
+func providerFloats(w io.Writer, agents []*Agent, name, help string, get func(p *Provider) float64) {
+	family(w, name, "counter", help)
+	each(agents, func(a *Agent, provider string, p *Provider) {
+		fmt.Fprintf(w, "%s{%s} %s\n", name, labels("agent", a.Name, "provider", provider), strconv.FormatFloat(get(p), 'g', -1, 64))
+	})
 }
 
 // each calls fn for each agent's providers, in name order.
