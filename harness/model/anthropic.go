@@ -169,13 +169,7 @@ func appendAnthropicAssistant(dst []byte, m *Message) ([]byte, error) {
 		}
 	}
 	if m.Text != "" || (n == 0 && len(m.Calls) == 0) {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"type":"text","text":`...)
-		dst = event.AppendString(dst, m.Text)
-		dst = append(dst, '}')
-		n++
+		dst, n = appendStringObject(dst, n, `{"type":"text","text":`, m.Text)
 	}
 	for i := range m.Calls {
 		c := &m.Calls[i]

@@ -16,10 +16,7 @@ func appendChatMessages(dst []byte, req *Request, format string) ([]byte, error)
 	dst = append(dst, `,"messages":[`...)
 	n := 0
 	if req.System != "" {
-		dst = append(dst, `{"role":"system","content":`...)
-		dst = event.AppendString(dst, req.System)
-		dst = append(dst, '}')
-		n++
+		dst, n = appendStringObject(dst, n, `{"role":"system","content":`, req.System)
 	}
 	first := 0
 	if p := kept(req, format); p != nil {
@@ -83,13 +80,7 @@ func appendToolUser(dst []byte, m *Message, n int, head string, name func(*Resul
 		n++
 	}
 	if m.Text != "" || len(m.Results) == 0 {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"role":"user","content":`...)
-		dst = event.AppendString(dst, m.Text)
-		dst = append(dst, '}')
-		n++
+		dst, n = appendStringObject(dst, n, `{"role":"user","content":`, m.Text)
 	}
 	return dst, n
 }

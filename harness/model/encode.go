@@ -6,6 +6,20 @@ import (
 	"lnk.dev/linkharness/store/event"
 )
 
+// appendStringObject appends an object of one string: head (the object
+// opened up to the string's key), s as a JSON string, and the object's
+// close, after a comma when n objects stand before it; it returns the
+// count with it. A system prompt, a user's text and an assistant's text
+// block are each one.
+func appendStringObject(dst []byte, n int, head, s string) ([]byte, int) {
+	if n > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, head...)
+	dst = event.AppendString(dst, s)
+	return append(dst, '}'), n + 1
+}
+
 // appendTools appends tools as a request's "tools" array, each opened by
 // open (up to its name's value), its description, when it has one, and its
 // schema under schemaKey, then closed by close; a cache breakpoint goes on

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,9 +48,9 @@ func decodeOllama(b []byte, onText func(string)) (*Response, error) {
 	return &d.resp, err
 }
 
-// capture returns the raw stream the scripted model at base answers req
-// with, in provider's format.
-func capture(t testing.TB, base, provider string, req *Request) []byte {
+// capture returns the raw stream the scripted model srv answers req with,
+// in provider's format: its handler's bytes, as they would go on the wire.
+func capture(t testing.TB, srv *scripted.Server, provider string, req *Request) []byte {
 	t.Helper()
 	var body []byte
 	var err error
@@ -70,16 +71,12 @@ func capture(t testing.TB, base, provider string, req *Request) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(base+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+	if w.Code != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", path, w.Code, w.Body)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return w.Body.Bytes()
 }
 
 // longAnswer is a script whose answer is 8,000 bytes in 2,000 pieces: a
@@ -97,7 +94,7 @@ func TestDecodeAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	_, base := serve(t, longAnswer)
+	srv, _ := serve(t, longAnswer)
 	for _, tt := range []struct {
 		provider, text string
 		decode         func([]byte, func(string)) (*Response, error)
@@ -115,7 +112,7 @@ func TestDecodeAllocs(t *testing.T) {
 		// thinking one slice, and still nothing per token.
 		{"openrouter", "long reason", decodeOpenRouter, 8000, 45},
 	} {
-		stream := capture(t, base, tt.provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: tt.text}}})
+		stream := capture(t, srv, tt.provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: tt.text}}})
 		n := 0
 		onText := func(string) { n++ }
 		resp, err := tt.decode(stream, onText)
@@ -133,8 +130,8 @@ func TestDecodeAllocs(t *testing.T) {
 }
 
 func benchmarkDecode(b *testing.B, provider, text string, decode func([]byte, func(string)) (*Response, error)) {
-	_, base := serve(b, longAnswer)
-	stream := capture(b, base, provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: text}}})
+	srv, _ := serve(b, longAnswer)
+	stream := capture(b, srv, provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: text}}})
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	onText := func(string) {}
@@ -358,7 +355,7 @@ func TestFuzzSeeds(t *testing.T) {
 	if !*update {
 		t.Skip("writes the seeds under -update")
 	}
-	_, base := serve(t, &scripted.Script{Rules: []scripted.Rule{
+	srv, _ := serve(t, &scripted.Script{Rules: []scripted.Rule{
 		{Match: "calls", Text: "Two calls.", Chunks: 3, Calls: []scripted.Call{
 			{Name: "a__b", Args: `{"x":"ü\"1"}`}, {Name: "c__d", Args: `{"y":[1,2]}`}}},
 		{Match: "think", Thinking: "Hm: \"quoted\".", Text: "Done ✓", Chunks: 2,
@@ -372,7 +369,7 @@ func TestFuzzSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, text := range []string{"hello", "calls", "think", "cut"} {
-			stream := capture(t, base, provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: text}}})
+			stream := capture(t, srv, provider, &Request{Model: "m", Messages: []Message{{Role: "user", Text: text}}})
 			seed := "go test fuzz v1\n[]byte(" + strconv.Quote(string(stream)) + ")\n"
 			if err := os.WriteFile(filepath.Join(dir, text), []byte(seed), 0o644); err != nil {
 				t.Fatal(err)

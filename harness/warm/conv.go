@@ -123,44 +123,53 @@ func (c *Conv) TakeIDs() *idempotency.Index {
 func (c *Conv) KeepIDs(x *idempotency.Index) { c.files.ids = x }
 
 // TakeTold takes the told file kept open; the zero Told when none was.
-func (c *Conv) TakeTold() idempotency.Told {
-	if c == nil {
-		return idempotency.Told{}
-	}
-	f := c.files.told
-	c.files.told = idempotency.Told{}
-	return f
-}
+func (c *Conv) TakeTold() idempotency.Told { return takeFile(c, toldFile) }
 
 // KeepTold keeps the told file f open for the next turn; with nothing
 // kept (nil), closes it.
 func (c *Conv) KeepTold(f idempotency.Told) {
-	if c == nil {
+	if !keepFile(c, toldFile, f) {
 		f.Close()
-		return
 	}
-	c.files.told = f
 }
 
 // TakeCopy takes the copy for people the turn before kept open; the zero
 // chatcopy.File when none was.
-func (c *Conv) TakeCopy() chatcopy.File {
-	if c == nil {
-		return chatcopy.File{}
-	}
-	f := c.files.copy
-	c.files.copy = chatcopy.File{}
-	return f
-}
+func (c *Conv) TakeCopy() chatcopy.File { return takeFile(c, copyFile) }
 
 // KeepCopy keeps the copy for people f open for the next turn; with
 // nothing kept (nil), closes it.
 func (c *Conv) KeepCopy(f chatcopy.File) {
-	if c == nil {
+	if !keepFile(c, copyFile, f) {
 		f.Close()
-		return
 	}
-	c.files.copy = f
+}
+
+// toldFile and copyFile say where in files each file is kept.
+func toldFile(f *files) *idempotency.Told { return &f.told }
+func copyFile(f *files) *chatcopy.File    { return &f.copy }
+
+// takeFile takes the file kept where at says in c's files, leaving the
+// zero value there, so that closing c's files leaves the taken one open;
+// the zero value when c is nil.
+func takeFile[F any](c *Conv, at func(*files) *F) F {
+	var f F
+	if c != nil {
+		p := at(&c.files)
+		f, *p = *p, f
+	}
+	return f
+}
+
+// keepFile keeps f where at says in c's files for the next turn, and says
+// whether it did: with nothing kept (c nil) it does not, and the file is
+// the caller's to close.
+func keepFile[F any](c *Conv, at func(*files) *F, f F) bool {
+	if c == nil {
+		return false
+	}
+	*at(&c.files) = f
+	return true
 }
 
 // HoldHome holds the agent's home, held already by the turn, while c is

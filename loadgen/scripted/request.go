@@ -107,17 +107,7 @@ func responsesText(it *fastjson.Value) string {
 	if t := it.GetStringBytes("content"); len(t) > 0 {
 		return string(t)
 	}
-	var b strings.Builder
-	for _, p := range it.GetArray("content") {
-		if string(p.GetStringBytes("type")) != "input_text" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.Write(p.GetStringBytes("text"))
-	}
-	return b.String()
+	return joinText(it.GetArray("content"), "input_text")
 }
 
 // anthropicLast finds the last user text, whether the last message
@@ -159,18 +149,20 @@ func lastUserText(msgs []*fastjson.Value) (string, int) {
 		if t := m.GetStringBytes("content"); len(t) > 0 {
 			return string(t), rounds
 		}
-		if t := joinText(m.GetArray("content")); t != "" {
+		if t := joinText(m.GetArray("content"), "text"); t != "" {
 			return t, rounds
 		}
 	}
 	return "", 0
 }
 
-// joinText joins the text parts of a content array.
-func joinText(parts []*fastjson.Value) string {
+// joinText joins the parts of a content array whose type is typ: "text"
+// in the Messages API and Chat Completions, "input_text" in the Responses
+// API.
+func joinText(parts []*fastjson.Value, typ string) string {
 	var b strings.Builder
 	for _, p := range parts {
-		if string(p.GetStringBytes("type")) != "text" {
+		if string(p.GetStringBytes("type")) != typ {
 			continue
 		}
 		if b.Len() > 0 {
