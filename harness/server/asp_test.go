@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,19 +17,8 @@ import (
 
 func (f *fixture) do(t *testing.T, method, path string, body []byte) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, f.url+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "application/jsonl")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	resp, b := f.answer(t, method, path, key, string(body), "Accept", "application/jsonl")
+	return resp.StatusCode, []byte(b)
 }
 
 // An agent's state taken out of one server and given to another with a

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,21 +21,8 @@ import (
 func TestChatDamaged(t *testing.T) {
 	f := newFixture(t, nil)
 	get := func(path, accept string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s: the body: %v", path, err)
-		}
-		return resp.StatusCode, string(b)
+		resp, body := f.answer(t, http.MethodGet, path, key, "", "Accept", accept)
+		return resp.StatusCode, body
 	}
 	// A big conversation, past what is held: 40 events of 40 KB.
 	big := filepath.Join(f.home, "chats", "big")

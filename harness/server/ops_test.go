@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -293,9 +292,7 @@ func TestOperationsCounted(t *testing.T) {
 // came.
 func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBody, <-chan struct{}) {
 	ch, said := make(chan answerBody, 1), make(chan struct{})
-	req, _ := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
+	req := f.request(t, http.MethodPost, path, key, body, "Accept", "text/event-stream")
 	go func() {
 		var a answerBody
 		defer func() { ch <- a }()
@@ -306,22 +303,18 @@ func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBod
 			return
 		}
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		ev, first := "", true
-		for sc.Scan() {
-			line := sc.Text()
+		first := true
+		readSSE(resp.Body, func(ev, data string) {
 			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: ") && ev == "delta" && first:
+			case ev == "delta" && first:
 				first = false
 				close(said)
-			case strings.HasPrefix(line, "data: ") && ev == "done":
-				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &a); err != nil {
+			case ev == "done":
+				if err := json.Unmarshal([]byte(data), &a); err != nil {
 					t.Errorf("done: %v", err)
 				}
 			}
-		}
+		})
 		if first {
 			t.Errorf("%s: no delta came", body)
 			close(said)

@@ -66,9 +66,12 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	return &fixture{home: dir, url: hs.URL, model: model, asked: asked, srv: srv}
 }
 
-func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
+// request is a request to the server at path, with key (no
+// Authorization when it is "") and the headers hdr, a name and a value
+// each (one of no value left out).
+func (f *fixture) request(t *testing.T, method, path, key, body string, hdr ...string) *http.Request {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +79,48 @@ func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		if hdr[i+1] != "" {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// answer sends the request f.request makes and returns the answer, its
+// body read whole, and closed.
+func (f *fixture) answer(t *testing.T, method, path, key, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(f.request(t, method, path, key, body, hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: the body: %v", method, path, err)
+	}
+	return resp, string(b)
+}
+
+func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
+	t.Helper()
+	resp, b := f.answer(t, http.MethodPost, path, key, body, hdr...)
+	return resp.StatusCode, b
+}
+
+// readSSE reads server-sent events from r to its end, calling each with
+// every event's name and data in the order they came.
+func readSSE(r io.Reader, each func(name, data string)) {
+	var name string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "event: "); ok {
+			name = n
+		} else if d, ok := strings.CutPrefix(line, "data: "); ok {
+			each(name, d)
+		}
+	}
 }
 
 // tree lists every file under dir with its size, to see that nothing was
@@ -150,10 +186,7 @@ func TestMessage(t *testing.T) {
 
 func TestMessageStream(t *testing.T) {
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "one two three four", Chunks: 4}}})
-	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t1/messages", strings.NewReader(`{"text":"go"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(f.request(t, http.MethodPost, "/v1/agents/ada/chats/t1/messages", key, `{"text":"go"}`, "Accept", "text/event-stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,25 +196,16 @@ func TestMessageStream(t *testing.T) {
 	}
 	var deltas []string
 	var done string
-	sc := bufio.NewScanner(resp.Body)
-	var ev string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			ev = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data := strings.TrimPrefix(line, "data: ")
-			switch ev {
-			case "delta":
-				var d struct{ Text string }
-				json.Unmarshal([]byte(data), &d)
-				deltas = append(deltas, d.Text)
-			case "done":
-				done = data
-			}
+	readSSE(resp.Body, func(ev, data string) {
+		switch ev {
+		case "delta":
+			var d struct{ Text string }
+			json.Unmarshal([]byte(data), &d)
+			deltas = append(deltas, d.Text)
+		case "done":
+			done = data
 		}
-	}
+	})
 	if strings.Join(deltas, "") != "one two three four" || len(deltas) < 2 {
 		t.Errorf("deltas %q", deltas)
 	}
@@ -225,14 +249,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %q; want %d saying %q", tc.name, code, e.Error, tc.code, tc.says)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodGet, f.url+"/v1/agents/ada/chats/t/messages", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 405 {
+	if resp, _ := f.answer(t, http.MethodGet, "/v1/agents/ada/chats/t/messages", key, ""); resp.StatusCode != 405 {
 		t.Errorf("GET messages: %d", resp.StatusCode)
 	}
 	if after := tree(t, f.home); after != before {
@@ -251,18 +268,8 @@ func TestChatAndMetrics(t *testing.T) {
 		}
 	}
 	get := func(path, accept string) (int, string, string) {
-		req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		resp, body := f.answer(t, http.MethodGet, path, key, "", "Accept", accept)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), body
 	}
 	code, ct, body := get("/v1/agents/ada/chats/t", "")
 	if code != 200 || !strings.HasPrefix(ct, "text/markdown") || strings.Count(body, "message ") != 3 {
@@ -290,8 +297,7 @@ func TestCallerLeaves(t *testing.T) {
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "late answer", LatencyMS: 600}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"text":"hi"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
+	req := f.request(t, http.MethodPost, "/v1/agents/ada/chats/t/messages", key, `{"text":"hi"}`).WithContext(ctx)
 	go func() {
 		<-f.asked // the turn is with the model: the caller leaves
 		cancel()
@@ -300,15 +306,9 @@ func TestCallerLeaves(t *testing.T) {
 		t.Fatal("the caller was answered before it left")
 	}
 	recover := func() []pendingAnswer {
-		req, _ := http.NewRequest(http.MethodGet, f.url+"/_link/recover", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		_, body := f.answer(t, http.MethodGet, "/_link/recover", key, "")
 		var out []pendingAnswer
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -328,14 +328,7 @@ func TestCallerLeaves(t *testing.T) {
 	if !strings.Contains(string(events), "late answer") {
 		t.Fatalf("the answer is not in the conversation: %s", events)
 	}
-	req, _ = http.NewRequest(http.MethodGet, f.url+"/_link/recover", nil)
-	req.Header.Set("Authorization", "Bearer wrong")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 {
+	if resp, _ := f.answer(t, http.MethodGet, "/_link/recover", "wrong", ""); resp.StatusCode != 401 {
 		t.Errorf("recover with a wrong key: %d", resp.StatusCode)
 	}
 }
@@ -347,9 +340,7 @@ func TestIdleHoldsNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	send := func(i int) {
-		req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":"m%d"}`, i)))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := client.Do(req)
+		resp, err := client.Do(f.request(t, http.MethodPost, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"m%d"}`, i)))
 		if err != nil {
 			t.Fatal(err)
 		}
