@@ -336,12 +336,8 @@ func TestManyAgents(t *testing.T) {
 	cmd := command(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "lnk-link-harness", "serve", "--agents", path)
 	cmd.Stderr = os.Stderr
 	out := startOut(t, cmd)
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	addrs := map[string]string{}
-	for range 2 {
-		name, base := out.listening(t)
-		addrs[name] = base
-	}
+	defer terminate(cmd)
+	addrs := out.addresses(t, 2)
 	if addrs["ada"] == "" || addrs["bob"] == "" || addrs["ada"] == addrs["bob"] {
 		t.Fatalf("addresses %v", addrs)
 	}

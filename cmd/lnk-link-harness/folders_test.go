@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +49,22 @@ func (h *harness) send(hc *http.Client, thread, text string) (int, string, int64
 		}
 	}
 	return resp.StatusCode, a.Thread, a.Seq, string(b), nil
+}
+
+// folders is the names of the folders in dir, sorted.
+func folders(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
 }
 
 // firstEvent decodes the first of a conversation's events, and says how
@@ -125,20 +140,10 @@ func TestThreadNamesEachAFolder(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			h.cmd.Process.Signal(syscall.SIGTERM)
-			h.cmd.Wait()
+			terminate(h.cmd)
 
 			chats := filepath.Join(h.home, "chats")
-			ents, err := os.ReadDir(chats)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var dirs []string
-			for _, e := range ents {
-				if e.IsDir() {
-					dirs = append(dirs, e.Name())
-				}
-			}
+			dirs := folders(t, chats)
 			want := make([]string, len(names))
 			of := make(map[string]string, len(names)) // thread by folder
 			for i, name := range names {
@@ -152,7 +157,10 @@ func TestThreadNamesEachAFolder(t *testing.T) {
 			if !slices.Equal(dirs, want) {
 				t.Fatalf("chats/ holds %d folders, want %d, one a thread", len(dirs), len(want))
 			}
-			var db *sqlite.Driver
+			var (
+				db  *sqlite.Driver
+				err error
+			)
 			if kind == "sqlite" {
 				if db, err = sqlite.Open(filepath.Join(chats, "events.sqlite")); err != nil {
 					t.Fatal(err)
@@ -286,8 +294,7 @@ func TestHomeWrittenBefore(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(chats, fork)); err != nil {
 				t.Errorf("the fork's folder: %v", err)
 			}
-			h.cmd.Process.Signal(syscall.SIGTERM)
-			h.cmd.Wait()
+			terminate(h.cmd)
 
 			bin, _ := build()
 			lnk := func(args ...string) string {

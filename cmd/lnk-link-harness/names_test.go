@@ -67,17 +67,7 @@ func TestReservedThreadNames(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(chats, "events.sqlite")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
 		t.Errorf("chats/events.sqlite: %v, %v; want a file of mode 0600", fi, err)
 	}
-	ents, err := os.ReadDir(chats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dirs []string
-	for _, e := range ents {
-		if e.IsDir() {
-			dirs = append(dirs, e.Name())
-		}
-	}
-	if got := strings.Join(dirs, " "); got != "a b telegram-42~mxmekvd5hxz7cn2b" {
+	if got := strings.Join(folders(t, chats), " "); got != "a b telegram-42~mxmekvd5hxz7cn2b" {
 		t.Errorf("chats/ holds the folders %s, want a b telegram-42~mxmekvd5hxz7cn2b", got)
 	}
 }

@@ -138,6 +138,25 @@ func (c lines) listening(t *testing.T) (name, base string) {
 	return name, base
 }
 
+// addresses reads the next n listening lines of a process serving an
+// agents file, and returns each agent's base URL by its name.
+func (c lines) addresses(t *testing.T, n int) map[string]string {
+	t.Helper()
+	addrs := make(map[string]string, n)
+	for range n {
+		name, base := c.listening(t)
+		addrs[name] = base
+	}
+	return addrs
+}
+
+// terminate stops the program cmd runs as a person would, with SIGTERM,
+// and returns how it ended.
+func terminate(cmd *exec.Cmd) error {
+	cmd.Process.Signal(syscall.SIGTERM)
+	return cmd.Wait()
+}
+
 // startOut starts cmd, its standard output read a line at a time; it is
 // killed at the test's end if it is still running, with its process
 // group when it has one of its own.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -82,8 +81,7 @@ text = "secret-answer"
 	}
 	// A stop flushes what the exporter holds; Jaeger has stored a batch
 	// before it answers its export.
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := terminate(cmd); err != nil {
 		t.Fatalf("exit: %v\n%s", err, log.String())
 	}
 	checkTurnTree(t, j.Trace(t, callerTrace))
