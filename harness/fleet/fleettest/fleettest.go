@@ -1,10 +1,12 @@
 package fleettest
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,4 +92,37 @@ func Listening(line string) (name, base string, err error) {
 		return "", "", fmt.Errorf("not a listening line: %q", line)
 	}
 	return name, "http://" + addr, nil
+}
+
+// Peer starts the test binary again, running no test, in a process of its
+// own with env ("KEY=value") added to this process's environment: its
+// TestMain, seeing env, serves what the test talks to (a model, a tool
+// server), so that nothing it holds is counted as the test's. Peer returns
+// the first line it writes, trimmed; the process's standard input is closed
+// at the test's end, which is its cue to end, and it is waited for.
+func Peer(t testing.TB, env string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the peer process said %q: %v", line, err)
+	}
+	return strings.TrimSpace(line)
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // TestMain serves as the child of TestNoGoroutine when asked to (see
@@ -622,29 +623,7 @@ func serveCall(w http.ResponseWriter, r *http.Request) {
 // server's, so what it counts is the client's alone.
 func childServer(t testing.TB) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the server process said no address: %v", err)
-	}
-	return "http://" + strings.TrimSpace(line)
+	return "http://" + fleettest.Peer(t, childEnv+"=1")
 }
 
 // post sends one model-like call through hc and reads its stream.
