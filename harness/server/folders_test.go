@@ -14,9 +14,7 @@ import (
 // made of its name, dir, as a home of then holds it.
 func (f *fixture) formerHome(t *testing.T, thread, dir string) {
 	t.Helper()
-	if code, body := f.post(t, "/v1/agents/ada/chats/"+thread+"/messages", key, `{"text":"said before the rule","owner":true}`); code != 200 {
-		t.Fatalf("%d %s", code, body)
-	}
+	f.said(t, thread, `{"text":"said before the rule","owner":true}`)
 	if err := os.Rename(filepath.Join(f.home, chatFile(thread, "")), filepath.Join(f.home, "chats", dir)); err != nil {
 		t.Fatal(err)
 	}

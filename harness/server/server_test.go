@@ -21,6 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
 )
 
@@ -106,6 +107,38 @@ func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int
 	t.Helper()
 	resp, b := f.answer(t, http.MethodPost, path, key, body, hdr...)
 	return resp.StatusCode, b
+}
+
+// said sends thread each of bodies as a message, in turn, and wants each
+// answered 200.
+func (f *fixture) said(t *testing.T, thread string, bodies ...string) {
+	t.Helper()
+	for _, body := range bodies {
+		if code, answer := f.post(t, "/v1/agents/ada/chats/"+thread+"/messages", key, body); code != 200 {
+			t.Fatalf("%s: %d %s", body, code, answer)
+		}
+	}
+}
+
+// kept appends events to the log of thread, a plain name its folder
+// bears, as a process of the home does, this server not told: what a
+// process that died left.
+func (f *fixture) kept(t *testing.T, thread string, events ...event.Event) {
+	t.Helper()
+	dir := filepath.Join(f.home, "chats", thread)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conv, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	for _, e := range events {
+		if err := conv.Append(context.Background(), e.Seq, event.Append(nil, &e)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // readSSE reads server-sent events from r to its end, calling each with
@@ -263,9 +296,7 @@ func TestBadInput(t *testing.T) {
 func TestChatAndMetrics(t *testing.T) {
 	f := newFixture(t, nil)
 	for i := range 3 {
-		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"message %d","from":{"name":"Ada"},"owner":true}`, i)); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
+		f.said(t, "t", fmt.Sprintf(`{"text":"message %d","from":{"name":"Ada"},"owner":true}`, i))
 	}
 	get := func(path, accept string) (int, string, string) {
 		resp, body := f.answer(t, http.MethodGet, path, key, "", "Accept", accept)
