@@ -17,7 +17,7 @@ import (
 
 func (f *fixture) do(t *testing.T, method, path string, body []byte) (int, []byte) {
 	t.Helper()
-	resp, b := f.answer(t, method, path, key, string(body), "Accept", "application/jsonl")
+	resp, b := exchange(t, method, f.url+path, key, string(body), "Accept", "application/jsonl")
 	return resp.StatusCode, []byte(b)
 }
 

@@ -35,7 +35,7 @@ func TestBusyIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	post := func() (*http.Response, string) {
-		return f.answer(t, http.MethodPost, "/v1/agents/ada/chats/t/messages", key, `{"id":"m1","text":"hello"}`)
+		return exchange(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", key, `{"id":"m1","text":"hello"}`)
 	}
 	resp, body := post()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "held by another process's turn") {

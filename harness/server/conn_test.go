@@ -2,13 +2,11 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -75,19 +73,7 @@ func dialFixtureIn(t *testing.T, agents ...string) (*Server, *countingListener, 
 // sendAs posts one message to agent's thread and wants it answered.
 func sendAs(t *testing.T, base, agent, text string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/agents/"+agent+"/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":%q}`, text)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key+agent)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		t.Fatal(err)
-	}
+	resp, _ := exchange(t, http.MethodPost, base+"/v1/agents/"+agent+"/chats/t/messages", key+agent, fmt.Sprintf(`{"text":%q}`, text))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("message %q to %s: status %d", text, agent, resp.StatusCode)
 	}

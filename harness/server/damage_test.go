@@ -20,7 +20,7 @@ import (
 func TestChatDamaged(t *testing.T) {
 	f := newFixture(t, nil)
 	get := func(path, accept string) (int, string) {
-		resp, body := f.answer(t, http.MethodGet, path, key, "", "Accept", accept)
+		resp, body := exchange(t, http.MethodGet, f.url+path, key, "", "Accept", accept)
 		return resp.StatusCode, body
 	}
 	// A big conversation, past what is held: 40 events of 40 KB.

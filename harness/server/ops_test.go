@@ -28,7 +28,7 @@ func (f *fixture) operations(t *testing.T, agent, kind string) float64 {
 // from.
 func (f *fixture) family(t *testing.T, name string) (*dto.MetricFamily, string) {
 	t.Helper()
-	_, page := f.answer(t, http.MethodGet, "/metrics", "", "")
+	_, page := exchange(t, http.MethodGet, f.url+"/metrics", "", "")
 	fams, err := new(expfmt.TextParser).TextToMetricFamilies(strings.NewReader(page))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, page)
@@ -262,7 +262,7 @@ func TestOperationsCounted(t *testing.T) {
 // came.
 func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBody, <-chan struct{}) {
 	ch, said := make(chan answerBody, 1), make(chan struct{})
-	req := f.request(t, http.MethodPost, path, key, body, "Accept", "text/event-stream")
+	req := request(t, http.MethodPost, f.url+path, key, body, "Accept", "text/event-stream")
 	go func() {
 		var a answerBody
 		defer func() { ch <- a }()

@@ -67,12 +67,11 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	return &fixture{home: dir, url: hs.URL, model: model, asked: asked, srv: srv}
 }
 
-// request is a request to the server at path, with key (no
-// Authorization when it is "") and the headers hdr, a name and a value
-// each (one of no value left out).
-func (f *fixture) request(t *testing.T, method, path, key, body string, hdr ...string) *http.Request {
+// request is a request to url, with key (no Authorization when it is "")
+// and the headers hdr, a name and a value each (one of no value left out).
+func request(t *testing.T, method, url, key, body string, hdr ...string) *http.Request {
 	t.Helper()
-	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,25 +86,25 @@ func (f *fixture) request(t *testing.T, method, path, key, body string, hdr ...s
 	return req
 }
 
-// answer sends the request f.request makes and returns the answer, its
+// exchange sends the request request makes and returns the answer, its
 // body read whole, and closed.
-func (f *fixture) answer(t *testing.T, method, path, key, body string, hdr ...string) (*http.Response, string) {
+func exchange(t *testing.T, method, url, key, body string, hdr ...string) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(f.request(t, method, path, key, body, hdr...))
+	resp, err := http.DefaultClient.Do(request(t, method, url, key, body, hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: the body: %v", method, path, err)
+		t.Fatalf("%s %s: the body: %v", method, url, err)
 	}
 	return resp, string(b)
 }
 
 func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
 	t.Helper()
-	resp, b := f.answer(t, http.MethodPost, path, key, body, hdr...)
+	resp, b := exchange(t, http.MethodPost, f.url+path, key, body, hdr...)
 	return resp.StatusCode, b
 }
 
@@ -114,8 +113,8 @@ func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int
 func (f *fixture) said(t *testing.T, thread string, bodies ...string) {
 	t.Helper()
 	for _, body := range bodies {
-		if code, answer := f.post(t, "/v1/agents/ada/chats/"+thread+"/messages", key, body); code != 200 {
-			t.Fatalf("%s: %d %s", body, code, answer)
+		if code, said := f.post(t, "/v1/agents/ada/chats/"+thread+"/messages", key, body); code != 200 {
+			t.Fatalf("%s: %d %s", body, code, said)
 		}
 	}
 }
@@ -219,7 +218,7 @@ func TestMessage(t *testing.T) {
 
 func TestMessageStream(t *testing.T) {
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "one two three four", Chunks: 4}}})
-	resp, err := http.DefaultClient.Do(f.request(t, http.MethodPost, "/v1/agents/ada/chats/t1/messages", key, `{"text":"go"}`, "Accept", "text/event-stream"))
+	resp, err := http.DefaultClient.Do(request(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t1/messages", key, `{"text":"go"}`, "Accept", "text/event-stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +281,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %q; want %d saying %q", tc.name, code, e.Error, tc.code, tc.says)
 		}
 	}
-	if resp, _ := f.answer(t, http.MethodGet, "/v1/agents/ada/chats/t/messages", key, ""); resp.StatusCode != 405 {
+	if resp, _ := exchange(t, http.MethodGet, f.url+"/v1/agents/ada/chats/t/messages", key, ""); resp.StatusCode != 405 {
 		t.Errorf("GET messages: %d", resp.StatusCode)
 	}
 	if after := tree(t, f.home); after != before {
@@ -299,7 +298,7 @@ func TestChatAndMetrics(t *testing.T) {
 		f.said(t, "t", fmt.Sprintf(`{"text":"message %d","from":{"name":"Ada"},"owner":true}`, i))
 	}
 	get := func(path, accept string) (int, string, string) {
-		resp, body := f.answer(t, http.MethodGet, path, key, "", "Accept", accept)
+		resp, body := exchange(t, http.MethodGet, f.url+path, key, "", "Accept", accept)
 		return resp.StatusCode, resp.Header.Get("Content-Type"), body
 	}
 	code, ct, body := get("/v1/agents/ada/chats/t", "")
@@ -328,7 +327,7 @@ func TestCallerLeaves(t *testing.T) {
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "late answer", LatencyMS: 600}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req := f.request(t, http.MethodPost, "/v1/agents/ada/chats/t/messages", key, `{"text":"hi"}`).WithContext(ctx)
+	req := request(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", key, `{"text":"hi"}`).WithContext(ctx)
 	go func() {
 		<-f.asked // the turn is with the model: the caller leaves
 		cancel()
@@ -337,7 +336,7 @@ func TestCallerLeaves(t *testing.T) {
 		t.Fatal("the caller was answered before it left")
 	}
 	recover := func() []pendingAnswer {
-		_, body := f.answer(t, http.MethodGet, "/_link/recover", key, "")
+		_, body := exchange(t, http.MethodGet, f.url+"/_link/recover", key, "")
 		var out []pendingAnswer
 		if err := json.Unmarshal([]byte(body), &out); err != nil {
 			t.Fatal(err)
@@ -359,7 +358,7 @@ func TestCallerLeaves(t *testing.T) {
 	if !strings.Contains(string(events), "late answer") {
 		t.Fatalf("the answer is not in the conversation: %s", events)
 	}
-	if resp, _ := f.answer(t, http.MethodGet, "/_link/recover", "wrong", ""); resp.StatusCode != 401 {
+	if resp, _ := exchange(t, http.MethodGet, f.url+"/_link/recover", "wrong", ""); resp.StatusCode != 401 {
 		t.Errorf("recover with a wrong key: %d", resp.StatusCode)
 	}
 }
@@ -371,7 +370,7 @@ func TestIdleHoldsNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	send := func(i int) {
-		resp, err := client.Do(f.request(t, http.MethodPost, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"m%d"}`, i)))
+		resp, err := client.Do(request(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"m%d"}`, i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ type sseEvent struct{ name, data string }
 // the order they came.
 func (f *fixture) stream(t *testing.T, path, body string) []sseEvent {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(f.request(t, http.MethodPost, path, key, body, "Accept", "text/event-stream"))
+	resp, err := http.DefaultClient.Do(request(t, http.MethodPost, f.url+path, key, body, "Accept", "text/event-stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
