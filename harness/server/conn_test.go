@@ -5,13 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
-	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
@@ -48,15 +44,9 @@ func dialFixtureIn(t *testing.T, agents ...string) (*Server, *countingListener, 
 	t.Cleanup(func() { model.Close(); ms.Close() })
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}
 	t.Cleanup(hc.CloseIdleConnections)
-	env := map[string]string{"LNK_MODEL_PROXY": ms.URL}
 	var served []Agent
 	for _, name := range agents {
-		dir := filepath.Join(t.TempDir(), name)
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		r := &turn.Runner{Agent: home.Agent{Name: name, Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: hc, Open: openLog}
-		served = append(served, Agent{Runner: r, Key: key + name})
+		served = append(served, Agent{Runner: runnerOf(t, name, ms.URL, hc), Key: key + name})
 	}
 	srv, err := New(Options{}, served...)
 	if err != nil {

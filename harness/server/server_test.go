@@ -49,12 +49,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 		model.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { model.Close(); ms.Close() })
-	dir := filepath.Join(t.TempDir(), "ada")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LNK_MODEL_PROXY": ms.URL}
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+	r := runnerOf(t, "ada", ms.URL, &http.Client{})
 	for _, f := range setup {
 		f(r)
 	}
@@ -64,7 +59,19 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Wait() })
-	return &fixture{home: dir, url: hs.URL, model: model, asked: asked, srv: srv}
+	return &fixture{home: r.Agent.Dir, url: hs.URL, model: model, asked: asked, srv: srv}
+}
+
+// runnerOf is a runner of the agent name, in a home of its own, asking
+// the model proxy at modelURL through hc, its conversations kept as logs.
+func runnerOf(t *testing.T, name, modelURL string, hc *http.Client) *turn.Runner {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LNK_MODEL_PROXY": modelURL}
+	return &turn.Runner{Agent: home.Agent{Name: name, Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: hc, Open: openLog}
 }
 
 // request is a request to url, with key (no Authorization when it is "")
