@@ -276,14 +276,10 @@ text = "quick"
 		}
 		runtime.Gosched()
 	}
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/other/messages", strings.NewReader(`{"id":"new","text":"while stopping"}`))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, b, err := fleettest.Exchange(http.DefaultClient, http.MethodPost, h.url+"/v1/agents/ada/chats/other/messages", h.key, `{"id":"new","text":"while stopping"}`)
 	if err != nil {
 		t.Fatalf("a new message while stopping: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "stopping") {
 		t.Fatalf("a new message while stopping: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), b)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/store"
@@ -31,24 +31,20 @@ import (
 // thread and seq, and the body.
 func (h *harness) send(hc *http.Client, thread, text string) (int, string, int64, string, error) {
 	body, _ := json.Marshal(map[string]any{"text": text, "owner": true})
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/"+url.PathEscape(thread)+"/messages", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	resp, err := hc.Do(req)
+	code, b, err := fleettest.Post(hc, h.url, "ada", h.key, url.PathEscape(thread), string(body))
 	if err != nil {
 		return 0, "", 0, "", err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var a struct {
 		Thread string
 		Seq    int64
 	}
-	if resp.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(b, &a); err != nil {
-			return resp.StatusCode, "", 0, string(b), err
+	if code == http.StatusOK {
+		if err := json.Unmarshal([]byte(b), &a); err != nil {
+			return code, "", 0, b, err
 		}
 	}
-	return resp.StatusCode, a.Thread, a.Seq, string(b), nil
+	return code, a.Thread, a.Seq, b, nil
 }
 
 // folders is the names of the folders in dir, sorted.

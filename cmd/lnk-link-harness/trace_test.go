@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/trace/tracetest"
 )
 
@@ -66,16 +67,11 @@ text = "secret-answer"
 		"OTEL_SERVICE_NAME=lnk-link-harness",
 	}, &log, "lnk-link-harness", "serve", "--home", home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/agents/ada/chats/web:1/messages",
-		strings.NewReader(`{"id":"m1","text":"secret-message"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
-	req.Header.Set("Tracestate", "link=caller")
-	resp, err := http.DefaultClient.Do(req)
+	resp, _, err := fleettest.Exchange(http.DefaultClient, http.MethodPost, "http://"+addr+"/v1/agents/ada/chats/web:1/messages", key, `{"id":"m1","text":"secret-message"}`,
+		"Traceparent", "00-"+callerTrace+"-"+callerSpan+"-01", "Tracestate", "link=caller")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || called.Load() != 1 {
 		t.Fatalf("answered %s with the tool called %d times, want 200 and once", resp.Status, called.Load())
 	}

@@ -67,18 +67,32 @@ func Post(client *http.Client, base, name, key, thread, body string) (int, strin
 // agent's key, on client, and returns the answer's status and as much of
 // its body as could be read: an error is the request's alone.
 func Do(client *http.Client, method, url, key, body string) (int, string, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	resp, b, err := Exchange(client, method, url, key, body)
 	if err != nil {
 		return 0, "", err
 	}
+	return resp.StatusCode, b, nil
+}
+
+// Exchange is Do with the headers hdr too, a name and a value each, and
+// the answer whole: its status, its headers, and its body, closed, as
+// much of it as could be read.
+func Exchange(client *http.Client, method, url, key, body string, hdr ...string) (*http.Response, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
 	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), nil
+	return resp, string(b), nil
 }
 
 // Listening reads a line a fleet prints once an agent listens, "listening
