@@ -42,7 +42,7 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 		os.WriteFile(p, []byte(script), 0o600)
 		modelArgs = []string{"--script", p}
 	}
-	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64), log: new(bytes.Buffer)}
+	h := &harness{key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64), log: new(bytes.Buffer)}
 	modelURL := "http://" + startModel(t, modelArgs...)
 	if watch {
 		proxy := relay(t, modelURL)
@@ -67,9 +67,8 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 		t.Cleanup(via.Close)
 		modelURL = via.URL
 	}
-	os.Mkdir(h.home, 0o700)
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
+	var keyFile string
+	h.home, keyFile = adaHome(t, dir, "", h.key)
 	h.env = []string{"LNK_MODEL_PROXY=" + modelURL}
 	h.args = append([]string{"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile}, extra...)
 	cmd, addr := startLogged(t, h.env, h.log, "lnk-link-harness", h.args...)

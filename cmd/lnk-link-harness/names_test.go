@@ -29,11 +29,9 @@ func TestReservedThreadNames(t *testing.T) {
 	keptBy(t, "sqlite")
 	dir := t.TempDir()
 	modelAddr := startModel(t)
-	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
-	os.Mkdir(h.home, 0o700)
-	os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "sqlite"}}`), 0o600)
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
+	h := &harness{key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
+	var keyFile string
+	h.home, keyFile = adaHome(t, dir, `{"storage": {"conversations": "sqlite"}}`, h.key)
 	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, h.log, "lnk-link-harness",
 		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	h.url, h.cmd = "http://"+addr, cmd

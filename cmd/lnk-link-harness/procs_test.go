@@ -261,6 +261,26 @@ func writeAgents(t *testing.T, path, head string, names ...string) {
 	}
 }
 
+// adaHome makes the agent ada's home in dir, its config.json config when
+// that is not "", and beside it a key file holding key on a line; it
+// returns the home and the key file.
+func adaHome(t *testing.T, dir, config, key string) (home, keyFile string) {
+	t.Helper()
+	home, keyFile = filepath.Join(dir, "ada"), filepath.Join(dir, "key")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, keyFile
+}
+
 // agentNames is a0, a1, … a(n-1).
 func agentNames(n int) []string {
 	names := make([]string, n)

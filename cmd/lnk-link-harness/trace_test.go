@@ -55,10 +55,8 @@ results = "yes"
 text = "secret-answer"
 `), 0o600)
 	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0", "--script", script)
-	home, key := filepath.Join(dir, "ada"), "k-trace-0123456789abcdef01234567"
-	os.Mkdir(home, 0o700)
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	key := "k-trace-0123456789abcdef01234567"
+	home, keyFile := adaHome(t, dir, "", key)
 	var log bytes.Buffer
 	cmd, addr := startLogged(t, []string{
 		"LNK_MODEL_PROXY=http://" + modelAddr,
