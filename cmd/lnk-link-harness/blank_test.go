@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -258,7 +257,7 @@ func TestBlankBindCost(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			return 0, err
 		}
-		defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+		defer terminate(cmd)
 		line, err := bufio.NewReader(out).ReadString('\n')
 		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
 		if err != nil || !ok {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"lnk.dev/linkharness/harness/fleet/fleettest"
@@ -49,12 +48,8 @@ func TestBridgePerAgent(t *testing.T) {
 	cmd := command(t, nil, "lnk-link-harness", "serve", "--agents", path)
 	cmd.Stderr = os.Stderr
 	out := startOut(t, cmd)
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	addrs := map[string]string{}
-	for range n {
-		name, base := out.listening(t)
-		addrs[name] = base
-	}
+	defer terminate(cmd)
+	addrs := out.addresses(t, n)
 	var wg sync.WaitGroup
 	for name, base := range addrs {
 		wg.Go(func() {
@@ -69,8 +64,7 @@ func TestBridgePerAgent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
+	terminate(cmd)
 	for i := range n {
 		d, err := sqlite.Open(filepath.Join(stores[i], "chats", "events.sqlite"))
 		if err != nil {

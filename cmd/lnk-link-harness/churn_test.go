@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,14 +52,7 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	write(first)
 
 	cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "serve", "--agents", path)
-	addrs := map[string]string{}
-	listening := func() {
-		name, base := out.listening(t)
-		addrs[name] = base
-	}
-	for range n {
-		listening()
-	}
+	addrs := out.addresses(t, n)
 
 	// phase is 0 before the SIGHUP, 1 from the moment it is sent, 2 once
 	// the file was read again and every leaving agent is gone.
@@ -122,9 +116,7 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	phase.Store(1)
 	hup := time.Now()
 	cmd.Process.Signal(syscall.SIGHUP)
-	for range joined {
-		listening()
-	}
+	maps.Copy(addrs, out.addresses(t, len(joined)))
 	left, read := map[string]bool{}, time.Duration(0)
 	for len(left) < len(gone) || read == 0 {
 		l := log.wait(t, "the file read again and the agents gone", `"agent`)
@@ -152,8 +144,7 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := terminate(cmd); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
 

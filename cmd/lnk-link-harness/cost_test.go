@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 
 	"lnk.dev/linkharness/harness/budget"
@@ -41,12 +40,8 @@ func TestAsleepCost(t *testing.T) {
 // after each answered one message.
 func asleepRSS(t *testing.T, n int, modelAddr string) (fresh, worked int) {
 	cmd, out, log := serveMany(t, "[serve]\nsleep_after = \"1s\"\n\n", n, modelAddr)
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	addrs := map[string]string{}
-	for range n {
-		name, base := out.listening(t)
-		addrs[name] = base
-	}
+	defer terminate(cmd)
+	addrs := out.addresses(t, n)
 	allAsleep := func() {
 		// Once all sleep, the process gives back what they let go of,
 		// then says so.
@@ -125,11 +120,10 @@ func denseCost(t *testing.T, count int, asleep bool, modelAddr string) struct{ k
 		head = "[serve]\nsleep_after = \"1s\"\n\n"
 	}
 	cmd, out, log := serveMany(t, head, count, modelAddr, "--idle-free", "1s", "--log-level", "debug")
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	defer terminate(cmd)
 	type agent struct{ name, base string }
 	agents := make(chan agent, count)
-	for range count {
-		name, base := out.listening(t)
+	for name, base := range out.addresses(t, count) {
 		agents <- agent{name, base}
 	}
 	close(agents)

@@ -109,12 +109,10 @@ func crashTurns(t *testing.T, kind string, kills int) {
 	}))
 	t.Cleanup(via.Close)
 
-	ada := home.Agent{Name: "ada", Dir: filepath.Join(dir, "ada")}
-	os.Mkdir(ada.Dir, 0o700)
-	os.WriteFile(filepath.Join(ada.Dir, "config.json"), []byte(`{"storage": {"conversations": "`+kind+`"}}`), 0o600)
 	key := "k-e2e-0123456789abcdef0123456789"
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	ada := home.Agent{Name: "ada"}
+	var keyFile string
+	ada.Dir, keyFile = adaHome(t, dir, `{"storage": {"conversations": "`+kind+`"}}`, key)
 	h := &harness{home: ada.Dir, key: key}
 
 	startProc := func() *crashProc {

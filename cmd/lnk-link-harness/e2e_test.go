@@ -42,7 +42,7 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 		os.WriteFile(p, []byte(script), 0o600)
 		modelArgs = []string{"--script", p}
 	}
-	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64), log: new(bytes.Buffer)}
+	h := &harness{key: "k-e2e-0123456789abcdef0123456789", asked: make(chan struct{}, 64), log: new(bytes.Buffer)}
 	modelURL := "http://" + startModel(t, modelArgs...)
 	if watch {
 		proxy := relay(t, modelURL)
@@ -67,9 +67,8 @@ func startHarness(t *testing.T, script string, watch bool, extra ...string) *har
 		t.Cleanup(via.Close)
 		modelURL = via.URL
 	}
-	os.Mkdir(h.home, 0o700)
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
+	var keyFile string
+	h.home, keyFile = adaHome(t, dir, "", h.key)
 	h.env = []string{"LNK_MODEL_PROXY=" + modelURL}
 	h.args = append([]string{"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile}, extra...)
 	cmd, addr := startLogged(t, h.env, h.log, "lnk-link-harness", h.args...)
@@ -276,14 +275,10 @@ text = "quick"
 		}
 		runtime.Gosched()
 	}
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/other/messages", strings.NewReader(`{"id":"new","text":"while stopping"}`))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, b, err := fleettest.Exchange(http.DefaultClient, http.MethodPost, h.url+"/v1/agents/ada/chats/other/messages", h.key, `{"id":"new","text":"while stopping"}`)
 	if err != nil {
 		t.Fatalf("a new message while stopping: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "stopping") {
 		t.Fatalf("a new message while stopping: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), b)
 	}
@@ -336,12 +331,8 @@ func TestManyAgents(t *testing.T) {
 	cmd := command(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "lnk-link-harness", "serve", "--agents", path)
 	cmd.Stderr = os.Stderr
 	out := startOut(t, cmd)
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	addrs := map[string]string{}
-	for range 2 {
-		name, base := out.listening(t)
-		addrs[name] = base
-	}
+	defer terminate(cmd)
+	addrs := out.addresses(t, 2)
 	if addrs["ada"] == "" || addrs["bob"] == "" || addrs["ada"] == addrs["bob"] {
 		t.Fatalf("addresses %v", addrs)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/ending"
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/turn"
 )
@@ -25,18 +25,14 @@ type endedAnswer struct {
 // postAnswer posts body to path at base with key and reads the answer.
 func postAnswer(t *testing.T, base, key, path, body string) (int, endedAnswer, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	code, b, err := fleettest.Do(http.DefaultClient, http.MethodPost, base+path, key, body)
 	if err != nil {
 		t.Error(err)
 		return 0, endedAnswer{}, ""
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var a endedAnswer
-	json.Unmarshal(b, &a)
-	return resp.StatusCode, a, string(b)
+	json.Unmarshal([]byte(b), &a)
+	return code, a, b
 }
 
 // Two processes serve one home; the first runs a turn whose model holds

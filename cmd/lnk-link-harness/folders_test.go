@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -15,10 +14,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/store"
@@ -32,24 +31,36 @@ import (
 // thread and seq, and the body.
 func (h *harness) send(hc *http.Client, thread, text string) (int, string, int64, string, error) {
 	body, _ := json.Marshal(map[string]any{"text": text, "owner": true})
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/agents/ada/chats/"+url.PathEscape(thread)+"/messages", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	resp, err := hc.Do(req)
+	code, b, err := fleettest.Post(hc, h.url, "ada", h.key, url.PathEscape(thread), string(body))
 	if err != nil {
 		return 0, "", 0, "", err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var a struct {
 		Thread string
 		Seq    int64
 	}
-	if resp.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(b, &a); err != nil {
-			return resp.StatusCode, "", 0, string(b), err
+	if code == http.StatusOK {
+		if err := json.Unmarshal([]byte(b), &a); err != nil {
+			return code, "", 0, b, err
 		}
 	}
-	return resp.StatusCode, a.Thread, a.Seq, string(b), nil
+	return code, a.Thread, a.Seq, b, nil
+}
+
+// folders is the names of the folders in dir, sorted.
+func folders(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
 }
 
 // firstEvent decodes the first of a conversation's events, and says how
@@ -125,20 +136,10 @@ func TestThreadNamesEachAFolder(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			h.cmd.Process.Signal(syscall.SIGTERM)
-			h.cmd.Wait()
+			terminate(h.cmd)
 
 			chats := filepath.Join(h.home, "chats")
-			ents, err := os.ReadDir(chats)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var dirs []string
-			for _, e := range ents {
-				if e.IsDir() {
-					dirs = append(dirs, e.Name())
-				}
-			}
+			dirs := folders(t, chats)
 			want := make([]string, len(names))
 			of := make(map[string]string, len(names)) // thread by folder
 			for i, name := range names {
@@ -152,7 +153,10 @@ func TestThreadNamesEachAFolder(t *testing.T) {
 			if !slices.Equal(dirs, want) {
 				t.Fatalf("chats/ holds %d folders, want %d, one a thread", len(dirs), len(want))
 			}
-			var db *sqlite.Driver
+			var (
+				db  *sqlite.Driver
+				err error
+			)
 			if kind == "sqlite" {
 				if db, err = sqlite.Open(filepath.Join(chats, "events.sqlite")); err != nil {
 					t.Fatal(err)
@@ -286,8 +290,7 @@ func TestHomeWrittenBefore(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(chats, fork)); err != nil {
 				t.Errorf("the fork's folder: %v", err)
 			}
-			h.cmd.Process.Signal(syscall.SIGTERM)
-			h.cmd.Wait()
+			terminate(h.cmd)
 
 			bin, _ := build()
 			lnk := func(args ...string) string {

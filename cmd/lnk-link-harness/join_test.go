@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,14 +48,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	write(kEntry(kKey), first...)
 
 	cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, "serve", "--agents", path)
-	addrs := map[string]string{}
-	listening := func() {
-		name, base := out.listening(t)
-		addrs[name] = base
-	}
-	for range n + 1 {
-		listening()
-	}
+	addrs := out.addresses(t, n+1)
 	send := func(name, key, thread string) int {
 		code, _, err := fleettest.Post(oneShot, addrs[name], name, key, thread, `{"text":"still here?"}`)
 		if err != nil {
@@ -112,9 +106,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 	// Some leave, as many join, and k's key changes.
 	write(kEntry(kNewKey), append(append([]string(nil), stay...), joined...)...)
 	cmd.Process.Signal(syscall.SIGHUP)
-	for range joined {
-		listening()
-	}
+	maps.Copy(addrs, out.addresses(t, len(joined)))
 	// Each that left says so, and k sleeps, to wake with its new key.
 	left, kAsleep := map[string]bool{}, false
 	for len(left) < len(gone) || !kAsleep {
@@ -164,8 +156,7 @@ func TestAgentsJoinAndLeave(t *testing.T) {
 
 	close(stop)
 	wg.Wait()
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := terminate(cmd); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
 

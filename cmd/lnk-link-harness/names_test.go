@@ -29,11 +29,9 @@ func TestReservedThreadNames(t *testing.T) {
 	keptBy(t, "sqlite")
 	dir := t.TempDir()
 	modelAddr := startModel(t)
-	h := &harness{home: filepath.Join(dir, "ada"), key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
-	os.Mkdir(h.home, 0o700)
-	os.WriteFile(filepath.Join(h.home, "config.json"), []byte(`{"storage": {"conversations": "sqlite"}}`), 0o600)
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(h.key+"\n"), 0o600)
+	h := &harness{key: "k-e2e-0123456789abcdef0123456789", log: new(bytes.Buffer)}
+	var keyFile string
+	h.home, keyFile = adaHome(t, dir, `{"storage": {"conversations": "sqlite"}}`, h.key)
 	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, h.log, "lnk-link-harness",
 		"serve", "--home", h.home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 	h.url, h.cmd = "http://"+addr, cmd
@@ -67,17 +65,7 @@ func TestReservedThreadNames(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(chats, "events.sqlite")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
 		t.Errorf("chats/events.sqlite: %v, %v; want a file of mode 0600", fi, err)
 	}
-	ents, err := os.ReadDir(chats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dirs []string
-	for _, e := range ents {
-		if e.IsDir() {
-			dirs = append(dirs, e.Name())
-		}
-	}
-	if got := strings.Join(dirs, " "); got != "a b telegram-42~mxmekvd5hxz7cn2b" {
+	if got := strings.Join(folders(t, chats), " "); got != "a b telegram-42~mxmekvd5hxz7cn2b" {
 		t.Errorf("chats/ holds the folders %s, want a b telegram-42~mxmekvd5hxz7cn2b", got)
 	}
 }

@@ -138,6 +138,25 @@ func (c lines) listening(t *testing.T) (name, base string) {
 	return name, base
 }
 
+// addresses reads the next n listening lines of a process serving an
+// agents file, and returns each agent's base URL by its name.
+func (c lines) addresses(t *testing.T, n int) map[string]string {
+	t.Helper()
+	addrs := make(map[string]string, n)
+	for range n {
+		name, base := c.listening(t)
+		addrs[name] = base
+	}
+	return addrs
+}
+
+// terminate stops the program cmd runs as a person would, with SIGTERM,
+// and returns how it ended.
+func terminate(cmd *exec.Cmd) error {
+	cmd.Process.Signal(syscall.SIGTERM)
+	return cmd.Wait()
+}
+
 // startOut starts cmd, its standard output read a line at a time; it is
 // killed at the test's end if it is still running, with its process
 // group when it has one of its own.
@@ -240,6 +259,26 @@ func writeAgents(t *testing.T, path, head string, names ...string) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// adaHome makes the agent ada's home in dir, its config.json config when
+// that is not "", and beside it a key file holding key on a line; it
+// returns the home and the key file.
+func adaHome(t *testing.T, dir, config, key string) (home, keyFile string) {
+	t.Helper()
+	home, keyFile = filepath.Join(dir, "ada"), filepath.Join(dir, "key")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, keyFile
 }
 
 // agentNames is a0, a1, … a(n-1).

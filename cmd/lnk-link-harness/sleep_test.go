@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"lnk.dev/linkharness/harness/fleet/fleettest"
@@ -21,12 +20,7 @@ func TestAgentsSleep(t *testing.T) {
 	writeAgents(t, path, "[serve]\nsleep_after = \"100ms\"\n\n", "a", "b")
 	run := func(args ...string) (*exec.Cmd, lines, map[string]string) {
 		cmd, out, log := startWatched(t, []string{"LNK_MODEL_PROXY=http://" + modelAddr}, append([]string{"serve", "--agents", path}, args...)...)
-		addrs := map[string]string{}
-		for range 2 {
-			name, base := out.listening(t)
-			addrs[name] = base
-		}
-		return cmd, log, addrs
+		return cmd, log, out.addresses(t, 2)
 	}
 	message := func(addrs map[string]string, name, id string) {
 		code, b, err := fleettest.Post(oneShot, addrs[name], name, fleettest.Key(name), "t", `{"id":"`+id+`","text":"hello"}`)
@@ -44,8 +38,7 @@ func TestAgentsSleep(t *testing.T) {
 	message(addrs, "a", "m2")
 	log.wait(t, "a awake", `"agent awake"`, `"agent":"a"`)
 	log.wait(t, "a asleep again", `"agent asleep"`, `"agent":"a"`)
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := terminate(cmd); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "a", "chats", "t", "events.jsonl"))

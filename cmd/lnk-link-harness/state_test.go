@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,21 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // do sends a request with the agent's key, and returns the status and body.
 func (h *harness) do(t *testing.T, method, path string, body []byte) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(method, h.url+path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+h.key)
-	req.Header.Set("Accept", "application/jsonl")
-	resp, err := http.DefaultClient.Do(req)
+	resp, b, err := fleettest.Exchange(http.DefaultClient, method, h.url+path, h.key, string(body), "Accept", "application/jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, []byte(b)
 }
 
 // files lists every file under dir with its bytes.

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/trace/tracetest"
 )
 
@@ -55,10 +55,8 @@ results = "yes"
 text = "secret-answer"
 `), 0o600)
 	_, modelAddr := start(t, nil, "lnk", "scripted-model", "--listen", "127.0.0.1:0", "--script", script)
-	home, key := filepath.Join(dir, "ada"), "k-trace-0123456789abcdef01234567"
-	os.Mkdir(home, 0o700)
-	keyFile := filepath.Join(dir, "key")
-	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	key := "k-trace-0123456789abcdef01234567"
+	home, keyFile := adaHome(t, dir, "", key)
 	var log bytes.Buffer
 	cmd, addr := startLogged(t, []string{
 		"LNK_MODEL_PROXY=http://" + modelAddr,
@@ -67,23 +65,17 @@ text = "secret-answer"
 		"OTEL_SERVICE_NAME=lnk-link-harness",
 	}, &log, "lnk-link-harness", "serve", "--home", home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
 
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/agents/ada/chats/web:1/messages",
-		strings.NewReader(`{"id":"m1","text":"secret-message"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
-	req.Header.Set("Tracestate", "link=caller")
-	resp, err := http.DefaultClient.Do(req)
+	resp, _, err := fleettest.Exchange(http.DefaultClient, http.MethodPost, "http://"+addr+"/v1/agents/ada/chats/web:1/messages", key, `{"id":"m1","text":"secret-message"}`,
+		"Traceparent", "00-"+callerTrace+"-"+callerSpan+"-01", "Tracestate", "link=caller")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || called.Load() != 1 {
 		t.Fatalf("answered %s with the tool called %d times, want 200 and once", resp.Status, called.Load())
 	}
 	// A stop flushes what the exporter holds; Jaeger has stored a batch
 	// before it answers its export.
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := terminate(cmd); err != nil {
 		t.Fatalf("exit: %v\n%s", err, log.String())
 	}
 	checkTurnTree(t, j.Trace(t, callerTrace))

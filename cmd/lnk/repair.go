@@ -56,23 +56,13 @@ func repairChat(ctx context.Context, w io.Writer, a home.Agent, thread, dir, kin
 	case "":
 		return fmt.Errorf("no conversation %q in %s", thread, a.Dir)
 	case "log":
-		c, err := eventlog.Open(dir)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		r, err := c.Repair(ctx)
+		r, err := repairIn[eventlog.Repaired](ctx, dir, eventlog.Open)
 		if err != nil {
 			return err
 		}
 		kept, cuts = r.Kept, r.Cuts
 	case "compact":
-		c, err := compact.Open(dir)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		r, err := c.Repair(ctx)
+		r, err := repairIn[compact.Repaired](ctx, dir, compact.Open)
 		if err != nil {
 			return err
 		}
@@ -103,4 +93,20 @@ func repairChat(ctx context.Context, w io.Writer, a home.Agent, thread, dir, kin
 		}
 	}
 	return nil
+}
+
+// repairIn opens the conversation in dir with open, the store's own, and
+// repairs it: the log and compact repair alike, each saying what it did
+// in a Repaired of its own.
+func repairIn[R any, C interface {
+	Repair(context.Context) (R, error)
+	Close() error
+}](ctx context.Context, dir string, open func(string) (C, error)) (R, error) {
+	c, err := open(dir)
+	if err != nil {
+		var none R
+		return none, err
+	}
+	defer c.Close()
+	return c.Repair(ctx)
 }

@@ -1,18 +1,17 @@
 package fleet
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/loadgen/memory"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
@@ -69,28 +68,10 @@ func servePeers(dir string) {
 // the tool server's URL.
 func startPeers(t *testing.T, dir string) (modelAddr, memoryURL string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), peersEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line := fleettest.Peer(t, peersEnv+"="+dir)
 	said := strings.Fields(line)
-	if err != nil || len(said) != 2 {
-		t.Fatalf("the peers said %q: %v", line, err)
+	if len(said) != 2 {
+		t.Fatalf("the peers said %q", line)
 	}
 	return said[0], said[1]
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,19 +17,25 @@ import (
 
 func (f *fixture) do(t *testing.T, method, path string, body []byte) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, f.url+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	resp, b := exchange(t, method, f.url+path, key, string(body), "Accept", "application/jsonl")
+	return resp.StatusCode, []byte(b)
+}
+
+// imported gives to the state archive, taken out of from, and wants it
+// taken whole: threads, its conversations, each with its events in to as
+// they are in from, byte for byte.
+func imported(t *testing.T, from, to *fixture, archive []byte, threads ...string) {
+	t.Helper()
+	if code, body := to.do(t, http.MethodPut, "/asp/v1/agents/ada/state", archive); code != 200 || !strings.Contains(string(body), fmt.Sprintf(`"conversations":%d`, len(threads))) {
+		t.Fatalf("import: %d %s", code, body)
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "application/jsonl")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	for _, thread := range threads {
+		_, want := from.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
+		code, got := to.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
+		if code != 200 || !bytes.Equal(got, want) {
+			t.Errorf("%s imported: %d\n%s\nwant\n%s", thread, code, got, want)
+		}
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }
 
 // An agent's state taken out of one server and given to another with a
@@ -44,11 +49,8 @@ func TestStateMoves(t *testing.T) {
 	os.WriteFile(filepath.Join(from.home, "instructions", "persona.md"), []byte("You are Ada.\n"), 0o600)
 	os.MkdirAll(filepath.Join(from.home, "memory"), 0o700)
 	os.WriteFile(filepath.Join(from.home, "memory", "notes.md"), []byte("# Your notes\n- tea\n"), 0o600)
-	for _, p := range []string{"/v1/agents/ada/chats/web:1/messages", "/v1/agents/ada/chats/web:1/messages", "/v1/agents/ada/chats/tg:2/messages"} {
-		if code, body := from.post(t, p, key, `{"text":"hello","owner":true}`); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
-	}
+	from.said(t, "web:1", `{"text":"hello","owner":true}`, `{"text":"hello","owner":true}`)
+	from.said(t, "tg:2", `{"text":"hello","owner":true}`)
 	os.WriteFile(filepath.Join(from.home, chatFile("tg:2", "tools.json")), []byte(`{"tools":["memory"]}`+"\n"), 0o600)
 
 	code, archive := from.do(t, http.MethodGet, "/asp/v1/agents/ada/state", nil)
@@ -69,16 +71,7 @@ func TestStateMoves(t *testing.T) {
 			t.Errorf("a %s archive changed the home:\n%s", name, got)
 		}
 	}
-	if code, body := to.do(t, http.MethodPut, "/asp/v1/agents/ada/state", archive); code != 200 || !strings.Contains(string(body), `"conversations":2`) {
-		t.Fatalf("import: %d %s", code, body)
-	}
-	for _, thread := range []string{"web:1", "tg:2"} {
-		_, want := from.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
-		code, got := to.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
-		if code != 200 || !bytes.Equal(got, want) {
-			t.Errorf("%s imported: %d\n%s\nwant\n%s", thread, code, got, want)
-		}
-	}
+	imported(t, from, to, archive, "web:1", "tg:2")
 	for _, f := range []string{"instructions/persona.md", "memory/notes.md", chatFile("tg:2", "tools.json")} {
 		want, _ := os.ReadFile(filepath.Join(from.home, f))
 		if got, err := os.ReadFile(filepath.Join(to.home, f)); err != nil || !bytes.Equal(got, want) {

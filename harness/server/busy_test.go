@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,15 +35,7 @@ func TestBusyIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	post := func() (*http.Response, string) {
-		req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"id":"m1","text":"hello"}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return exchange(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", key, `{"id":"m1","text":"hello"}`)
 	}
 	resp, body := post()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "held by another process's turn") {

@@ -2,18 +2,12 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
-	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
@@ -50,15 +44,9 @@ func dialFixtureIn(t *testing.T, agents ...string) (*Server, *countingListener, 
 	t.Cleanup(func() { model.Close(); ms.Close() })
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}
 	t.Cleanup(hc.CloseIdleConnections)
-	env := map[string]string{"LNK_MODEL_PROXY": ms.URL}
 	var served []Agent
 	for _, name := range agents {
-		dir := filepath.Join(t.TempDir(), name)
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		r := &turn.Runner{Agent: home.Agent{Name: name, Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: hc, Open: openLog}
-		served = append(served, Agent{Runner: r, Key: key + name})
+		served = append(served, Agent{Runner: runnerOf(t, name, ms.URL, hc), Key: key + name})
 	}
 	srv, err := New(Options{}, served...)
 	if err != nil {
@@ -75,19 +63,7 @@ func dialFixtureIn(t *testing.T, agents ...string) (*Server, *countingListener, 
 // sendAs posts one message to agent's thread and wants it answered.
 func sendAs(t *testing.T, base, agent, text string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/agents/"+agent+"/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":%q}`, text)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key+agent)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		t.Fatal(err)
-	}
+	resp, _ := exchange(t, http.MethodPost, base+"/v1/agents/"+agent+"/chats/t/messages", key+agent, fmt.Sprintf(`{"text":%q}`, text))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("message %q to %s: status %d", text, agent, resp.StatusCode)
 	}

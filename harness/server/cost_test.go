@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"io"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -43,15 +42,7 @@ func TestCostAsCharged(t *testing.T) {
 			if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"text":"hi","owner":true}`); code != 200 {
 				t.Fatalf("%d %s", code, body)
 			}
-			req, _ := http.NewRequest(http.MethodGet, f.url+"/v1/agents/ada/chats/t", nil)
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Accept", "application/jsonl")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_, b := f.do(t, http.MethodGet, "/v1/agents/ada/chats/t", nil)
 			lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 			var d event.Decoder
 			var a event.Event

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/store/event"
-	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // recoverOnce asks _link/recover once.
@@ -39,26 +37,12 @@ func (f *fixture) recoverOnce(t *testing.T) []pendingAnswer {
 // never handed over.
 func TestCrashedAnswerHandedOverOnce(t *testing.T) {
 	f := newFixture(t, nil)
-	for i := range 2 {
-		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"id":"m%d","text":"told %d","owner":true}`, i, i)); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
-	}
+	f.said(t, "t", `{"id":"m0","text":"told 0","owner":true}`, `{"id":"m1","text":"told 1","owner":true}`)
 	// A process that died after writing its answer, before telling it.
-	conv, err := eventlog.Open(filepath.Join(f.home, "chats", "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC()
-	for _, e := range []event.Event{
-		{Seq: 5, Time: now, Type: event.TypeMessage, ID: "m2", Owner: true, Text: "never told"},
-		{Seq: 6, Time: now, Type: event.TypeAnswer, Text: "the answer nobody got"},
-	} {
-		if err := conv.Append(context.Background(), e.Seq, event.Append(nil, &e)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conv.Close()
+	f.kept(t, "t",
+		event.Event{Seq: 5, Time: now, Type: event.TypeMessage, ID: "m2", Owner: true, Text: "never told"},
+		event.Event{Seq: 6, Time: now, Type: event.TypeAnswer, Text: "the answer nobody got"})
 	if got := f.recoverOnce(t); len(got) != 0 {
 		t.Fatalf("handed over before a turn found it: %+v", got)
 	}

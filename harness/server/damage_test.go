@@ -2,8 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,41 +20,17 @@ import (
 func TestChatDamaged(t *testing.T) {
 	f := newFixture(t, nil)
 	get := func(path, accept string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s: the body: %v", path, err)
-		}
-		return resp.StatusCode, string(b)
+		resp, body := exchange(t, http.MethodGet, f.url+path, key, "", "Accept", accept)
+		return resp.StatusCode, body
 	}
 	// A big conversation, past what is held: 40 events of 40 KB.
-	big := filepath.Join(f.home, "chats", "big")
-	os.MkdirAll(big, 0o700)
-	l, _ := eventlog.Open(big)
+	var big []event.Event
 	for seq := int64(1); seq <= 40; seq++ {
-		e := event.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: event.TypeMessage, Text: strings.Repeat("x", 40<<10)}
-		if seq == 1 {
-			e.Thread = "big"
-		}
-		if err := l.Append(context.Background(), seq, event.Append(nil, &e)); err != nil {
-			t.Fatal(err)
-		}
+		big = append(big, event.Event{Seq: seq, Time: time.Unix(1767225600+seq, 0).UTC(), Type: event.TypeMessage, Text: strings.Repeat("x", 40<<10)})
 	}
-	l.Close()
-	for i := range 3 {
-		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"text":"message `+string(rune('0'+i))+`"}`); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
-	}
+	big[0].Thread = "big"
+	f.kept(t, "big", big...)
+	f.said(t, "t", `{"text":"message 0"}`, `{"text":"message 1"}`, `{"text":"message 2"}`)
 	for _, c := range []struct {
 		thread string
 		line   int // the line damaged, from 0

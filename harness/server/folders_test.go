@@ -14,9 +14,7 @@ import (
 // made of its name, dir, as a home of then holds it.
 func (f *fixture) formerHome(t *testing.T, thread, dir string) {
 	t.Helper()
-	if code, body := f.post(t, "/v1/agents/ada/chats/"+thread+"/messages", key, `{"text":"said before the rule","owner":true}`); code != 200 {
-		t.Fatalf("%d %s", code, body)
-	}
+	f.said(t, thread, `{"text":"said before the rule","owner":true}`)
 	if err := os.Rename(filepath.Join(f.home, chatFile(thread, "")), filepath.Join(f.home, "chats", dir)); err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +56,9 @@ func TestStateOfAHomeWrittenBefore(t *testing.T) {
 	if code != 200 || !bytes.Contains(archive, []byte(`"dir": "telegram-42"`)) || !bytes.Contains(archive, []byte(`"dir": "Web1"`)) {
 		t.Fatalf("export: %d %s", code, archive)
 	}
-	if code, body := to.do(t, http.MethodPut, "/asp/v1/agents/ada/state", archive); code != 200 || !strings.Contains(string(body), `"conversations":2`) {
-		t.Fatalf("import: %d %s", code, body)
-	}
-	for _, thread := range []string{"telegram:42", "Web1"} {
-		_, want := from.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
-		code, got := to.do(t, http.MethodGet, "/v1/agents/ada/chats/"+thread, nil)
-		if code != 200 || !bytes.Equal(got, want) {
-			t.Errorf("%s imported: %d\n%s\nwant\n%s", thread, code, got, want)
-		}
+	threads := []string{"telegram:42", "Web1"}
+	imported(t, from, to, archive, threads...)
+	for _, thread := range threads {
 		if _, err := os.Stat(filepath.Join(to.home, chatFile(thread, "events.jsonl"))); err != nil {
 			t.Errorf("%s imported, not in the folder its name makes: %v", thread, err)
 		}

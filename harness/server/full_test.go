@@ -51,14 +51,7 @@ func TestTurnsBounded(t *testing.T) {
 	first := f.postLater(t, "/v1/agents/ada/chats/a/messages", `{"id":"1","text":"wait for me"}`)
 	<-g.held // the turn runs, its model asked
 
-	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/b/messages", strings.NewReader(`{"id":"1","text":"hello"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := exchange(t, http.MethodPost, f.url+"/v1/agents/ada/chats/b/messages", key, `{"id":"1","text":"hello"}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != fullRetry || !strings.Contains(string(body), "as many turns run") {
 		t.Fatalf("a second turn past the bound: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), body)
 	}
@@ -107,13 +100,8 @@ func TestReady(t *testing.T) {
 	t.Cleanup(own.Close)
 	ready := func(base string) (int, string) {
 		t.Helper()
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, b := exchange(t, http.MethodGet, base+"/readyz", "", "")
+		return resp.StatusCode, b
 	}
 	if code, _ := ready(own.URL); code != 200 {
 		t.Fatalf("a fresh agent: /readyz %d", code)
@@ -141,13 +129,7 @@ func TestReady(t *testing.T) {
 			t.Errorf("stopping: %s/readyz %d %s", base, code, b)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/b/messages", strings.NewReader(`{"text":"hi"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := exchange(t, http.MethodPost, f.url+"/v1/agents/ada/chats/b/messages", key, `{"text":"hi"}`)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("a message while stopping: %s Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
 	}

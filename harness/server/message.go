@@ -38,25 +38,31 @@ func answerOf(a turn.Answer) answerBody {
 		Usage: usageBody{a.Usage.Input, a.Usage.Output, a.Usage.CacheRead, a.Usage.CacheWrite}}
 }
 
-// threadBody checks the thread's name and reads the request's body, at
-// most MaxBodyBytes of it; when either is wrong it refuses the request and
-// reports false.
-func (s *Server) threadBody(w http.ResponseWriter, r *http.Request, name, thread string) ([]byte, bool) {
+// threadBody checks the thread's name, reads the request's body, at most
+// MaxBodyBytes of it, and parses it with parse (a message's, a fork's);
+// when any is wrong it refuses the request and reports false.
+func threadBody[B any](s *Server, w http.ResponseWriter, r *http.Request, name, thread string, parse func([]byte) (B, error)) (B, bool) {
+	var none B
 	if _, err := home.ThreadDir(thread); err != nil {
 		s.refuse(w, name, "", http.StatusBadRequest, "thread: %v", err)
-		return nil, false
+		return none, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			s.refuse(w, name, thread, http.StatusRequestEntityTooLarge, "body over %d bytes", MaxBodyBytes)
-			return nil, false
+			return none, false
 		}
 		s.refuse(w, name, thread, http.StatusBadRequest, "reading the body: %v", err)
-		return nil, false
+		return none, false
 	}
-	return body, true
+	b, err := parse(body)
+	if err != nil {
+		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
+		return none, false
+	}
+	return b, true
 }
 
 // message takes a message and answers it, streamed when the caller accepts
@@ -78,13 +84,8 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		s.refuseFull(w, name, thread, budget.ErrFull)
 		return
 	}
-	body, ok := s.threadBody(w, r, name, thread)
+	mb, ok := threadBody(s, w, r, name, thread, parseMessageBody)
 	if !ok {
-		return
-	}
-	mb, err := parseMessageBody(body)
-	if err != nil {
-		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
 		return
 	}
 	if mb.Text == nil {

@@ -66,13 +66,8 @@ func parseForkBody(data []byte) (forkBody, error) {
 // goes.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, a *served, thread string) {
 	name := a.Runner.Agent.Name
-	data, ok := s.threadBody(w, r, name, thread)
+	b, ok := threadBody(s, w, r, name, thread, parseForkBody)
 	if !ok {
-		return
-	}
-	b, err := parseForkBody(data)
-	if err != nil {
-		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
 		return
 	}
 	s.turns.Add(1)

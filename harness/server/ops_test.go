@@ -1,15 +1,10 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +15,6 @@ import (
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
-	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // operations reads lnk_operations_total of kind for agent from /metrics.
@@ -29,29 +23,39 @@ func (f *fixture) operations(t *testing.T, agent, kind string) float64 {
 	return f.counter(t, "lnk_operations_total", "agent", agent, "kind", kind)
 }
 
-// counter reads the counter of family whose labels hold the pairs given
-// from /metrics, through Prometheus's own text parser.
-func (f *fixture) counter(t *testing.T, family string, pairs ...string) float64 {
+// family reads the metric family name from /metrics, through
+// Prometheus's own text parser, and returns it with the page it was read
+// from.
+func (f *fixture) family(t *testing.T, name string) (*dto.MetricFamily, string) {
 	t.Helper()
-	resp, err := http.Get(f.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	page, _ := io.ReadAll(resp.Body)
-	fams, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(page))
+	_, page := exchange(t, http.MethodGet, f.url+"/metrics", "", "")
+	fams, err := new(expfmt.TextParser).TextToMetricFamilies(strings.NewReader(page))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, page)
 	}
-	fam := fams[family]
+	fam := fams[name]
 	if fam == nil {
-		t.Fatalf("no %s:\n%s", family, page)
+		t.Fatalf("no %s:\n%s", name, page)
 	}
+	return fam, page
+}
+
+// labels is a series' labels, their values by name.
+func labels(m *dto.Metric) map[string]string {
+	l := make(map[string]string, len(m.Label))
+	for _, p := range m.Label {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
+
+// counter reads the counter of family whose labels hold the pairs given
+// from /metrics.
+func (f *fixture) counter(t *testing.T, family string, pairs ...string) float64 {
+	t.Helper()
+	fam, _ := f.family(t, family)
 	for _, m := range fam.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
+		got := labels(m)
 		match := true
 		for i := 0; i+1 < len(pairs); i += 2 {
 			match = match && got[pairs[i]] == pairs[i+1]
@@ -111,11 +115,7 @@ func TestEndOverHTTP(t *testing.T) {
 // body is 400; each fork is counted.
 func TestForkOverHTTP(t *testing.T) {
 	f := newFixture(t, nil)
-	for _, text := range []string{"one", "two"} {
-		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, `{"text":"`+text+`","owner":true}`); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
-	}
+	f.said(t, "t", `{"text":"one","owner":true}`, `{"text":"two","owner":true}`)
 	code, body := f.post(t, "/v1/agents/ada/chats/t/fork", key, `{"before":3,"text":"TWO"}`)
 	if code != 200 || !strings.Contains(body, `"thread":"t:fork3"`) || !strings.Contains(body, `"seq":4`) {
 		t.Fatalf("fork: %d %s", code, body)
@@ -144,11 +144,7 @@ func TestForkOverHTTP(t *testing.T) {
 // once, with its agent, thread and seq.
 func TestOperationsCounted(t *testing.T) {
 	from := newFixture(t, nil)
-	for _, text := range []string{"one", "two"} {
-		if code, body := from.post(t, "/v1/agents/ada/chats/web:1/messages", key, `{"text":"`+text+`","owner":true}`); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
-	}
+	from.said(t, "web:1", `{"text":"one","owner":true}`, `{"text":"two","owner":true}`)
 	code, archive := from.do(t, http.MethodGet, "/asp/v1/agents/ada/state", nil)
 	if code != 200 {
 		t.Fatalf("export: %d %s", code, archive)
@@ -207,26 +203,12 @@ func TestOperationsCounted(t *testing.T) {
 
 	// An answer written by a process that died before telling it, after
 	// one that was told.
-	if code, body := f.post(t, "/v1/agents/ada/chats/c/messages", key, `{"id":"m0","text":"told","owner":true}`); code != 200 {
-		t.Fatalf("%d %s", code, body)
-	}
-	conv, err := eventlog.Open(filepath.Join(f.home, "chats", "c"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.said(t, "c", `{"id":"m0","text":"told","owner":true}`)
 	now := time.Now().UTC()
-	for _, e := range []event.Event{
-		{Seq: 3, Time: now, Type: event.TypeMessage, ID: "m1", Owner: true, Text: "never told"},
-		{Seq: 4, Time: now, Type: event.TypeAnswer, Text: "the answer nobody got"},
-	} {
-		if err := conv.Append(context.Background(), e.Seq, event.Append(nil, &e)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conv.Close()
-	if code, body := f.post(t, "/v1/agents/ada/chats/c/messages", key, `{"id":"m2","text":"next","owner":true}`); code != 200 {
-		t.Fatalf("%d %s", code, body)
-	}
+	f.kept(t, "c",
+		event.Event{Seq: 3, Time: now, Type: event.TypeMessage, ID: "m1", Owner: true, Text: "never told"},
+		event.Event{Seq: 4, Time: now, Type: event.TypeAnswer, Text: "the answer nobody got"})
+	f.said(t, "c", `{"id":"m2","text":"next","owner":true}`)
 	if got := f.recoverOnce(t); len(got) != 1 || !got[0].Crashed {
 		t.Fatalf("recover: %+v, want the crashed answer", got)
 	}
@@ -240,26 +222,13 @@ func TestOperationsCounted(t *testing.T) {
 	}
 	want["export"]++
 
-	resp, err := http.Get(f.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	page, _ := io.ReadAll(resp.Body)
-	fams, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(page))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, page)
-	}
-	fam := fams["lnk_operations_total"]
-	if fam == nil || fam.GetType() != dto.MetricType_COUNTER {
+	fam, page := f.family(t, "lnk_operations_total")
+	if fam.GetType() != dto.MetricType_COUNTER {
 		t.Fatalf("no counter lnk_operations_total:\n%s", page)
 	}
 	got := map[string]float64{}
 	for _, m := range fam.Metric {
-		l := map[string]string{}
-		for _, p := range m.Label {
-			l[p.GetName()] = p.GetValue()
-		}
+		l := labels(m)
 		if l["agent"] != "ada" || len(l) != 2 {
 			t.Errorf("a series of labels %v", l)
 			continue
@@ -293,9 +262,7 @@ func TestOperationsCounted(t *testing.T) {
 // came.
 func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBody, <-chan struct{}) {
 	ch, said := make(chan answerBody, 1), make(chan struct{})
-	req, _ := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
+	req := request(t, http.MethodPost, f.url+path, key, body, "Accept", "text/event-stream")
 	go func() {
 		var a answerBody
 		defer func() { ch <- a }()
@@ -306,22 +273,18 @@ func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBod
 			return
 		}
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		ev, first := "", true
-		for sc.Scan() {
-			line := sc.Text()
+		first := true
+		readSSE(resp.Body, func(ev, data string) {
 			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: ") && ev == "delta" && first:
+			case ev == "delta" && first:
 				first = false
 				close(said)
-			case strings.HasPrefix(line, "data: ") && ev == "done":
-				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &a); err != nil {
+			case ev == "done":
+				if err := json.Unmarshal([]byte(data), &a); err != nil {
 					t.Errorf("done: %v", err)
 				}
 			}
-		}
+		})
 		if first {
 			t.Errorf("%s: no delta came", body)
 			close(said)

@@ -21,6 +21,7 @@ import (
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
+	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
 )
 
@@ -48,12 +49,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 		model.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { model.Close(); ms.Close() })
-	dir := filepath.Join(t.TempDir(), "ada")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LNK_MODEL_PROXY": ms.URL}
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+	r := runnerOf(t, "ada", ms.URL, &http.Client{})
 	for _, f := range setup {
 		f(r)
 	}
@@ -63,12 +59,26 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Wait() })
-	return &fixture{home: dir, url: hs.URL, model: model, asked: asked, srv: srv}
+	return &fixture{home: r.Agent.Dir, url: hs.URL, model: model, asked: asked, srv: srv}
 }
 
-func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
+// runnerOf is a runner of the agent name, in a home of its own, asking
+// the model proxy at modelURL through hc, its conversations kept as logs.
+func runnerOf(t *testing.T, name, modelURL string, hc *http.Client) *turn.Runner {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LNK_MODEL_PROXY": modelURL}
+	return &turn.Runner{Agent: home.Agent{Name: name, Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: hc, Open: openLog}
+}
+
+// request is a request to url, with key (no Authorization when it is "")
+// and the headers hdr, a name and a value each (one of no value left out).
+func request(t *testing.T, method, url, key, body string, hdr ...string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +86,80 @@ func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		if hdr[i+1] != "" {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// exchange sends the request request makes and returns the answer, its
+// body read whole, and closed.
+func exchange(t *testing.T, method, url, key, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(request(t, method, url, key, body, hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: the body: %v", method, url, err)
+	}
+	return resp, string(b)
+}
+
+func (f *fixture) post(t *testing.T, path, key, body string, hdr ...string) (int, string) {
+	t.Helper()
+	resp, b := exchange(t, http.MethodPost, f.url+path, key, body, hdr...)
+	return resp.StatusCode, b
+}
+
+// said sends thread each of bodies as a message, in turn, and wants each
+// answered 200.
+func (f *fixture) said(t *testing.T, thread string, bodies ...string) {
+	t.Helper()
+	for _, body := range bodies {
+		if code, said := f.post(t, "/v1/agents/ada/chats/"+thread+"/messages", key, body); code != 200 {
+			t.Fatalf("%s: %d %s", body, code, said)
+		}
+	}
+}
+
+// kept appends events to the log of thread, a plain name its folder
+// bears, as a process of the home does, this server not told: what a
+// process that died left.
+func (f *fixture) kept(t *testing.T, thread string, events ...event.Event) {
+	t.Helper()
+	dir := filepath.Join(f.home, "chats", thread)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conv, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	for _, e := range events {
+		if err := conv.Append(context.Background(), e.Seq, event.Append(nil, &e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readSSE reads server-sent events from r to its end, calling each with
+// every event's name and data in the order they came.
+func readSSE(r io.Reader, each func(name, data string)) {
+	var name string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "event: "); ok {
+			name = n
+		} else if d, ok := strings.CutPrefix(line, "data: "); ok {
+			each(name, d)
+		}
+	}
 }
 
 // tree lists every file under dir with its size, to see that nothing was
@@ -150,10 +225,7 @@ func TestMessage(t *testing.T) {
 
 func TestMessageStream(t *testing.T) {
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "one two three four", Chunks: 4}}})
-	req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t1/messages", strings.NewReader(`{"text":"go"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(request(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t1/messages", key, `{"text":"go"}`, "Accept", "text/event-stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,25 +235,16 @@ func TestMessageStream(t *testing.T) {
 	}
 	var deltas []string
 	var done string
-	sc := bufio.NewScanner(resp.Body)
-	var ev string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			ev = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data := strings.TrimPrefix(line, "data: ")
-			switch ev {
-			case "delta":
-				var d struct{ Text string }
-				json.Unmarshal([]byte(data), &d)
-				deltas = append(deltas, d.Text)
-			case "done":
-				done = data
-			}
+	readSSE(resp.Body, func(ev, data string) {
+		switch ev {
+		case "delta":
+			var d struct{ Text string }
+			json.Unmarshal([]byte(data), &d)
+			deltas = append(deltas, d.Text)
+		case "done":
+			done = data
 		}
-	}
+	})
 	if strings.Join(deltas, "") != "one two three four" || len(deltas) < 2 {
 		t.Errorf("deltas %q", deltas)
 	}
@@ -225,14 +288,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %q; want %d saying %q", tc.name, code, e.Error, tc.code, tc.says)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodGet, f.url+"/v1/agents/ada/chats/t/messages", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 405 {
+	if resp, _ := exchange(t, http.MethodGet, f.url+"/v1/agents/ada/chats/t/messages", key, ""); resp.StatusCode != 405 {
 		t.Errorf("GET messages: %d", resp.StatusCode)
 	}
 	if after := tree(t, f.home); after != before {
@@ -246,23 +302,11 @@ func TestBadInput(t *testing.T) {
 func TestChatAndMetrics(t *testing.T) {
 	f := newFixture(t, nil)
 	for i := range 3 {
-		if code, body := f.post(t, "/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"message %d","from":{"name":"Ada"},"owner":true}`, i)); code != 200 {
-			t.Fatalf("%d %s", code, body)
-		}
+		f.said(t, "t", fmt.Sprintf(`{"text":"message %d","from":{"name":"Ada"},"owner":true}`, i))
 	}
 	get := func(path, accept string) (int, string, string) {
-		req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		resp, body := exchange(t, http.MethodGet, f.url+path, key, "", "Accept", accept)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), body
 	}
 	code, ct, body := get("/v1/agents/ada/chats/t", "")
 	if code != 200 || !strings.HasPrefix(ct, "text/markdown") || strings.Count(body, "message ") != 3 {
@@ -290,8 +334,7 @@ func TestCallerLeaves(t *testing.T) {
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "late answer", LatencyMS: 600}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(`{"text":"hi"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
+	req := request(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", key, `{"text":"hi"}`).WithContext(ctx)
 	go func() {
 		<-f.asked // the turn is with the model: the caller leaves
 		cancel()
@@ -300,15 +343,9 @@ func TestCallerLeaves(t *testing.T) {
 		t.Fatal("the caller was answered before it left")
 	}
 	recover := func() []pendingAnswer {
-		req, _ := http.NewRequest(http.MethodGet, f.url+"/_link/recover", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		_, body := exchange(t, http.MethodGet, f.url+"/_link/recover", key, "")
 		var out []pendingAnswer
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -328,14 +365,7 @@ func TestCallerLeaves(t *testing.T) {
 	if !strings.Contains(string(events), "late answer") {
 		t.Fatalf("the answer is not in the conversation: %s", events)
 	}
-	req, _ = http.NewRequest(http.MethodGet, f.url+"/_link/recover", nil)
-	req.Header.Set("Authorization", "Bearer wrong")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 {
+	if resp, _ := exchange(t, http.MethodGet, f.url+"/_link/recover", "wrong", ""); resp.StatusCode != 401 {
 		t.Errorf("recover with a wrong key: %d", resp.StatusCode)
 	}
 }
@@ -347,9 +377,7 @@ func TestIdleHoldsNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	send := func(i int) {
-		req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", strings.NewReader(fmt.Sprintf(`{"text":"m%d"}`, i)))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := client.Do(req)
+		resp, err := client.Do(request(t, http.MethodPost, f.url+"/v1/agents/ada/chats/t/messages", key, fmt.Sprintf(`{"text":"m%d"}`, i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -17,27 +16,13 @@ type sseEvent struct{ name, data string }
 // the order they came.
 func (f *fixture) stream(t *testing.T, path, body string) []sseEvent {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(request(t, http.MethodPost, f.url+path, key, body, "Accept", "text/event-stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var (
-		events []sseEvent
-		name   string
-	)
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if n, ok := strings.CutPrefix(line, "event: "); ok {
-			name = n
-		} else if d, ok := strings.CutPrefix(line, "data: "); ok {
-			events = append(events, sseEvent{name, d})
-		}
-	}
+	var events []sseEvent
+	readSSE(resp.Body, func(name, data string) { events = append(events, sseEvent{name, data}) })
 	return events
 }
 

@@ -48,11 +48,7 @@ func TestAnswerBeforeSummary(t *testing.T) {
 		}
 	})
 	const path = "/v1/agents/ada/chats/t/messages"
-	for _, text := range []string{"first", "second"} {
-		if code, body := f.post(t, path, key, `{"text":"`+text+`"}`); code != 200 {
-			t.Fatalf("%s: %d %s", text, code, body)
-		}
-	}
+	f.said(t, "t", `{"text":"first"}`, `{"text":"second"}`)
 	<-asked // the second turn asks for its summary, its answer given
 	if n := f.srv.Running(); n != 1 {
 		t.Fatalf("%d turns running while the summary is asked, want the one summarizing", n)

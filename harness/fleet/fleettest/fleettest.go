@@ -1,10 +1,12 @@
 package fleettest
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,18 +67,32 @@ func Post(client *http.Client, base, name, key, thread, body string) (int, strin
 // agent's key, on client, and returns the answer's status and as much of
 // its body as could be read: an error is the request's alone.
 func Do(client *http.Client, method, url, key, body string) (int, string, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	resp, b, err := Exchange(client, method, url, key, body)
 	if err != nil {
 		return 0, "", err
 	}
+	return resp.StatusCode, b, nil
+}
+
+// Exchange is Do with the headers hdr too, a name and a value each, and
+// the answer whole: its status, its headers, and its body, closed, as
+// much of it as could be read.
+func Exchange(client *http.Client, method, url, key, body string, hdr ...string) (*http.Response, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
 	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), nil
+	return resp, string(b), nil
 }
 
 // Listening reads a line a fleet prints once an agent listens, "listening
@@ -90,4 +106,37 @@ func Listening(line string) (name, base string, err error) {
 		return "", "", fmt.Errorf("not a listening line: %q", line)
 	}
 	return name, "http://" + addr, nil
+}
+
+// Peer starts the test binary again, running no test, in a process of its
+// own with env ("KEY=value") added to this process's environment: its
+// TestMain, seeing env, serves what the test talks to (a model, a tool
+// server), so that nothing it holds is counted as the test's. Peer returns
+// the first line it writes, trimmed; the process's standard input is closed
+// at the test's end, which is its cue to end, and it is waited for.
+func Peer(t testing.TB, env string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the peer process said %q: %v", line, err)
+	}
+	return strings.TrimSpace(line)
 }

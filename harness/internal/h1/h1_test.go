@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/harness/fleet/fleettest"
 )
 
 // TestMain serves as the child of TestNoGoroutine when asked to (see
@@ -33,15 +34,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// counted is a Transport whose dials are counted.
-func counted(t *Transport) (*Transport, *atomic.Int64) {
+// counted is t, its dials counted, and a client sending through it.
+func counted(t *Transport) (*Transport, *http.Client, *atomic.Int64) {
 	var n atomic.Int64
 	var d net.Dialer
 	t.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		n.Add(1)
 		return d.DialContext(ctx, network, addr)
 	}
-	return t, &n
+	return t, &http.Client{Transport: t}, &n
 }
 
 // get sends a GET to url through hc and reads the whole answer.
@@ -68,8 +69,7 @@ func TestKeepAlive(t *testing.T) {
 		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, b)
 	}))
 	defer s.Close()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	_, hc, dials := counted(&Transport{})
 	for i := range 1000 {
 		body := fmt.Sprintf("message %d", i)
 		var resp *http.Response
@@ -134,8 +134,7 @@ func TestStream(t *testing.T) {
 	next := make(chan struct{})
 	s := sse(next)
 	defer s.Close()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	tr, hc, dials := counted(&Transport{})
 	for i := range 2 {
 		resp, err := hc.Get(s.URL)
 		if err != nil {
@@ -157,7 +156,7 @@ func TestStream(t *testing.T) {
 			t.Fatalf("after the events: %q, %v", b, err)
 		}
 		resp.Body.Close()
-		if n := tr.idleCount("http://" + s.Listener.Addr().String()); n != 1 {
+		if n := tr.idleCount(s.URL); n != 1 {
 			t.Fatalf("request %d: %d idle, want 1", i, n)
 		}
 	}
@@ -170,8 +169,7 @@ func TestCancelStream(t *testing.T) {
 	next := make(chan struct{})
 	s := sse(next)
 	defer s.Close()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	tr, hc, dials := counted(&Transport{})
 	cause := errors.New("the turn was stopped")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
@@ -195,7 +193,7 @@ func TestCancelStream(t *testing.T) {
 		t.Fatalf("read after cancel: %v, want it to wrap %v and its cause", err, context.Canceled)
 	}
 	resp.Body.Close()
-	if n := tr.idleCount("http://" + s.Listener.Addr().String()); n != 0 {
+	if n := tr.idleCount(s.URL); n != 0 {
 		t.Fatalf("%d idle after a cancelled stream, want 0", n)
 	}
 	close(next)
@@ -232,8 +230,7 @@ func TestServerClosesIdle(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer s.Close()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	tr, hc, dials := counted(&Transport{})
 	get(t, hc, s.URL)
 	s.CloseClientConnections()
 	// A body that cannot be sent again: the request can only succeed if
@@ -242,7 +239,7 @@ func TestServerClosesIdle(t *testing.T) {
 	for _, rewindable := range []bool{true, false} {
 		body := io.Reader(strings.NewReader("hello"))
 		if !rewindable {
-			wait(t, tr, "http://"+s.Listener.Addr().String())
+			wait(t, tr, s.URL)
 			body = io.NopCloser(body)
 		}
 		req, _ := http.NewRequest(http.MethodPost, s.URL, body)
@@ -343,8 +340,7 @@ func TestJunkAfterAnswer(t *testing.T) {
 		}
 		return true
 	})
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	tr, hc, dials := counted(&Transport{})
 	url := "http://" + l.Addr().String()
 	get(t, hc, url)
 	io.WriteString(<-junk, "HTTP/1.1 200 OK\r\n") // an answer nobody asked for
@@ -367,8 +363,7 @@ func TestRetry(t *testing.T) {
 		return true
 	})
 	url := "http://" + l.Addr().String()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	_, hc, dials := counted(&Transport{})
 	get(t, hc, url)
 	resp, err := hc.Post(url, "text/plain", bytes.NewReader([]byte("again")))
 	if err != nil {
@@ -412,8 +407,7 @@ func TestBodyClosedEarly(t *testing.T) {
 		io.WriteString(w, strings.Repeat("x", 64<<10))
 	}))
 	defer s.Close()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	_, hc, dials := counted(&Transport{})
 	resp, err := hc.Get(s.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -442,8 +436,7 @@ func TestConnectionClose(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer s.Close()
-	tr, dials := counted(&Transport{})
-	hc := &http.Client{Transport: tr}
+	_, hc, dials := counted(&Transport{})
 	get(t, hc, s.URL+"?close") // the server says close
 	req, _ := http.NewRequest(http.MethodGet, s.URL, nil)
 	req.Close = true // the client says close
@@ -467,8 +460,7 @@ func TestTLS(t *testing.T) {
 		io.WriteString(w, "secret")
 	}))
 	defer s.Close()
-	tr, dials := counted(&Transport{TLS: &tls.Config{RootCAs: s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
-	hc := &http.Client{Transport: tr}
+	_, hc, dials := counted(&Transport{TLS: &tls.Config{RootCAs: s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
 	for range 3 {
 		if got := get(t, hc, s.URL); got != "secret" {
 			t.Fatalf("got %q", got)
@@ -501,8 +493,7 @@ func TestConcurrent(t *testing.T) {
 		io.WriteString(w, r.URL.Query().Get("i"))
 	}))
 	defer s.Close()
-	tr, dials := counted(&Transport{MaxIdle: 3})
-	hc := &http.Client{Transport: tr}
+	tr, hc, dials := counted(&Transport{MaxIdle: 3})
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -522,11 +513,11 @@ func TestConcurrent(t *testing.T) {
 	if d := dials.Load(); d != n {
 		t.Errorf("dialed %d times, want %d: each request its own connection", d, n)
 	}
-	if idle := tr.idleCount("http://" + s.Listener.Addr().String()); idle != 3 {
+	if idle := tr.idleCount(s.URL); idle != 3 {
 		t.Errorf("%d idle, want MaxIdle, 3", idle)
 	}
 	hc.CloseIdleConnections()
-	if idle := tr.idleCount("http://" + s.Listener.Addr().String()); idle != 0 {
+	if idle := tr.idleCount(s.URL); idle != 0 {
 		t.Errorf("%d idle after CloseIdleConnections, want 0", idle)
 	}
 	get(t, hc, s.URL)
@@ -555,8 +546,7 @@ func TestIdleTimeout(t *testing.T) {
 	}))
 	defer s.Close()
 	var now atomic.Int64 // the clock, in seconds; moved by the test alone
-	tr, dials := counted(&Transport{IdleTimeout: time.Minute, Now: func() time.Time { return time.Unix(now.Load(), 0) }})
-	hc := &http.Client{Transport: tr}
+	_, hc, dials := counted(&Transport{IdleTimeout: time.Minute, Now: func() time.Time { return time.Unix(now.Load(), 0) }})
 	defer hc.CloseIdleConnections()
 	get(t, hc, s.URL)
 	now.Add(59)
@@ -622,29 +612,7 @@ func serveCall(w http.ResponseWriter, r *http.Request) {
 // server's, so what it counts is the client's alone.
 func childServer(t testing.TB) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the server process said no address: %v", err)
-	}
-	return "http://" + strings.TrimSpace(line)
+	return "http://" + fleettest.Peer(t, childEnv+"=1")
 }
 
 // post sends one model-like call through hc and reads its stream.
@@ -731,8 +699,7 @@ func TestBodySizes(t *testing.T) {
 		url string
 		tr  *Transport
 	}{{plain.URL, &Transport{}}, {secure.URL, &Transport{TLS: &tls.Config{RootCAs: roots}}}} {
-		tr, dials := counted(s.tr)
-		hc := &http.Client{Transport: tr}
+		_, hc, dials := counted(s.tr)
 		for _, n := range []int{0, 1, bufSize - 200, bufSize, bufSize + 1, 300 << 10} {
 			body := bytes.Repeat([]byte("abcdefgh"), n/8+1)[:n]
 			resp, err := hc.Post(s.url, "application/json", bytes.NewReader(body))
