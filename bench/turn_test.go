@@ -13,6 +13,7 @@ import (
 
 	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
@@ -24,32 +25,18 @@ import (
 // writeConversation writes n events of about 600 bytes, messages and
 // answers in turn, each answer with its window's checkpoint.
 func writeConversation(b *testing.B, dir, thread string, n int) {
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 10)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second), Text: text}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
+	hometest.WriteLog(b, dir, thread, at, n, func(e *event.Event) {
+		e.Text = text
+		if e.Seq%2 == 1 {
 			e.Type, e.Head, e.Owner = event.TypeMessage, "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", true
 		} else {
 			e.Type, e.Model, e.Provider, e.ResponseID = event.TypeAnswer, "anthropic/claude-opus-5-5", "anthropic", "msg_0123456789"
 			e.Usage = event.Usage{Input: 1200, Output: 120, CacheRead: 1100}
-			e.Window = &event.Window{Start: max(1, seq-31), StartTime: at}
+			e.Window = &event.Window{Start: max(1, e.Seq-31), StartTime: at}
 		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
+	})
 }
 
 // BenchmarkTurn is one whole turn, in process: the message appended and

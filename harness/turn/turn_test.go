@@ -13,6 +13,7 @@ import (
 
 	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
@@ -110,30 +111,14 @@ func TestBadMessageWritesNothing(t *testing.T) {
 // long conversation holds them; every answer records its checkpoint.
 func writeConversation(t testing.TB, dir, thread string, n int) {
 	t.Helper()
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
-			e.Type, e.ID, e.Text, e.Head = event.TypeMessage, fmt.Sprintf("m%d", seq), fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
+	hometest.WriteLog(t, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, func(e *event.Event) {
+		if e.Seq%2 == 1 {
+			e.Type, e.ID, e.Text, e.Head = event.TypeMessage, fmt.Sprintf("m%d", e.Seq), fmt.Sprintf("message %d: %s", e.Seq, strings.Repeat("words ", 40)), "[head]"
 		} else {
-			e.Type, e.Text = event.TypeAnswer, fmt.Sprintf("answer %d: %s", seq, strings.Repeat("reply ", 40))
-			e.Window = &event.Window{Start: max(1, seq-40), TokensBefore: 0}
+			e.Type, e.Text = event.TypeAnswer, fmt.Sprintf("answer %d: %s", e.Seq, strings.Repeat("reply ", 40))
+			e.Window = &event.Window{Start: max(1, e.Seq-40), TokensBefore: 0}
 		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 // A turn reads only the tail it needs: in a conversation of 20,000 events

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
@@ -192,32 +193,16 @@ func sameRequests(t *testing.T, modelName string, n int, web string) {
 // the first event: a conversation of n messages, all of them sent.
 func writeWindow(tb testing.TB, dir, thread string, n int) {
 	tb.Helper()
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
-			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", seq), "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]"
-			e.Text = fmt.Sprintf("message %d: %s", seq, strings.Repeat("how are you today? ", 5))
+	hometest.WriteLog(tb, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, func(e *event.Event) {
+		if e.Seq%2 == 1 {
+			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", e.Seq), "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]"
+			e.Text = fmt.Sprintf("message %d: %s", e.Seq, strings.Repeat("how are you today? ", 5))
 		} else {
 			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
-			e.Text = fmt.Sprintf("answer %d: %s", seq, strings.Repeat("fine, thank you. ", 8))
+			e.Text = fmt.Sprintf("answer %d: %s", e.Seq, strings.Repeat("fine, thank you. ", 8))
 			e.Window = &event.Window{Start: 1}
 		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	})
 }
 
 // BenchmarkWarmTurn is one whole turn in process, the scripted model
