@@ -276,12 +276,7 @@ func TestSteerPastLastRound(t *testing.T) {
 [[rule]]
 match = "call no tool"
 text = "stopping"
-[[rule]]
-match = "loop"
-text = "again"
-[[rule.call]]
-name = "web__echo"
-args = '{"text":"x"}'
+`+loopScript+`
 [[rule]]
 match = "late"
 text = "a turn of its own"
