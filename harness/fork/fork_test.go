@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/turn"
@@ -30,17 +30,9 @@ func runner(t *testing.T, model string) (*turn.Runner, *scripted.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	root := t.TempDir()
-	dir := filepath.Join(root, "agents", "ada")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	s := settings.Defaults()
 	s.Model.Name = model
-	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String(), "LNK_HOME": root}
+	dir, env := hometest.Agent(t, s, "http://"+addr.String())
 	open := func(dir, kind string) (store.Conversation, error) {
 		if kind != "" && kind != "log" {
 			return nil, fmt.Errorf("the tests keep conversations as logs, not %q", kind)

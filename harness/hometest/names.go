@@ -2,8 +2,9 @@
 // in other scripts, with punctuation and of the longest length, and names
 // that differ from one drawn before only in case or in one character
 // outside [A-Za-z0-9._-], the names that met in one folder under the rule
-// before home.ThreadDir's. It writes, too, a long conversation into a
-// thread's folder as the log keeps it (WriteLog).
+// before home.ThreadDir's. It makes, too, an agent's home of its own
+// (Agent) and writes a long conversation into a thread's folder as the log
+// keeps it (WriteLog).
 package hometest
 
 import (

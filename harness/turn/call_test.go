@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
@@ -28,15 +29,8 @@ func modelRunner(t *testing.T, script *scripted.Script, s settings.Settings, env
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	root := t.TempDir()
-	dir := filepath.Join(root, "agents", "ada")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String(), "LNK_HOME": root}
+	dir, all := hometest.Agent(t, s, "http://"+addr.String())
+	root := all["LNK_HOME"]
 	for k, v := range env {
 		all[k] = v
 	}
