@@ -46,6 +46,20 @@ func countRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Serv
 	return r, m, calls
 }
 
+// countScript is a model that, sent a message holding match, calls
+// web__count n times in one round, with the texts 0 to n-1, and then
+// answers text.
+func countScript(match string, n int, text string) *scripted.Script {
+	calls := make([]scripted.Call, n)
+	for i := range calls {
+		calls[i] = scripted.Call{Name: "web__count", Args: fmt.Sprintf(`{"text":"%d"}`, i)}
+	}
+	return &scripted.Script{Rules: []scripted.Rule{
+		{Match: match, Results: "no", Calls: calls},
+		{Match: match, Results: "yes", Text: text},
+	}}
+}
+
 // idsOf counts the messages in events carrying id.
 func idsOf(events []event.Event, id string) int {
 	n := 0
@@ -60,53 +74,37 @@ func idsOf(events []event.Event, id string) int {
 // A retry after a turn of 31 tool calls (34 events) is told the same
 // answer, and no tool runs again.
 func TestRetryAfterManyCalls(t *testing.T) {
-	var calls strings.Builder
-	for i := range 31 {
-		fmt.Fprintf(&calls, "[[rule.call]]\nname = \"web__count\"\nargs = '{\"text\":\"%d\"}'\n", i)
-	}
-	r, m, counted := countRunner(t, parseScript(t, `
-[[rule]]
-match = "many"
-results = "no"
-`+calls.String()+`
-[[rule]]
-match = "many"
-results = "yes"
-text = "thirty-one counted"
-`))
+	r, m, counted := countRunner(t, countScript("many", 31, "thirty-one counted"))
 	ctx := context.Background()
 	first, err := r.Message(ctx, "t", Message{ID: "m-many", Text: "many calls"}, nil)
 	if err != nil || first.Text != "thirty-one counted" || counted.Load() != 31 {
 		t.Fatalf("%+v %v, %d calls", first, err, counted.Load())
 	}
+	checkRetry(t, r, m, counted, Message{ID: "m-many", Text: "many calls"}, first, 31)
+	if ev := readEvents(t, r, "t"); len(ev) != 34 || idsOf(ev, "m-many") != 1 {
+		t.Errorf("%d events, the id %d times", len(ev), idsOf(ev, "m-many"))
+	}
+}
+
+// checkRetry sends msg to conversation t again and checks it is told
+// first's answer, marked a repeat, without asking the model, and that the
+// tools have run calls times in all.
+func checkRetry(t *testing.T, r *Runner, m *scripted.Server, counted *atomic.Int64, msg Message, first Answer, calls int64) {
+	t.Helper()
 	asked := len(m.Requests())
-	again, err := r.Message(ctx, "t", Message{ID: "m-many", Text: "many calls"}, nil)
+	again, err := r.Message(context.Background(), "t", msg, nil)
 	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
 		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
 	}
-	if counted.Load() != 31 || len(m.Requests()) != asked {
-		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-31, len(m.Requests())-asked)
-	}
-	if ev := readEvents(t, r, "t"); len(ev) != 34 || idsOf(ev, "m-many") != 1 {
-		t.Errorf("%d events, the id %d times", len(ev), idsOf(ev, "m-many"))
+	if counted.Load() != calls || len(m.Requests()) != asked {
+		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-calls, len(m.Requests())-asked)
 	}
 }
 
 // A retry after 40 plain turns is told the same answer, and no tool runs
 // again.
 func TestRetryAfterFortyTurns(t *testing.T) {
-	r, m, counted := countRunner(t, parseScript(t, `
-[[rule]]
-match = "first"
-results = "no"
-[[rule.call]]
-name = "web__count"
-args = '{"text":"once"}'
-[[rule]]
-match = "first"
-results = "yes"
-text = "counted once"
-`))
+	r, m, counted := countRunner(t, countScript("first", 1, "counted once"))
 	ctx := context.Background()
 	first, err := r.Message(ctx, "t", Message{ID: "m-first", Text: "first"}, nil)
 	if err != nil || first.Text != "counted once" {
@@ -117,14 +115,7 @@ text = "counted once"
 			t.Fatal(err)
 		}
 	}
-	asked := len(m.Requests())
-	again, err := r.Message(ctx, "t", Message{ID: "m-first", Text: "first"}, nil)
-	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
-		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
-	}
-	if counted.Load() != 1 || len(m.Requests()) != asked {
-		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-1, len(m.Requests())-asked)
-	}
+	checkRetry(t, r, m, counted, Message{ID: "m-first", Text: "first"}, first, 1)
 	if ev := readEvents(t, r, "t"); idsOf(ev, "m-first") != 1 {
 		t.Errorf("the id %d times", idsOf(ev, "m-first"))
 	}
@@ -134,32 +125,14 @@ text = "counted once"
 // nothing written, no tool run. The same words from another sender, or
 // once anything else was said, are a new message.
 func TestRetryWithoutID(t *testing.T) {
-	r, m, counted := countRunner(t, parseScript(t, `
-[[rule]]
-match = "count"
-results = "no"
-[[rule.call]]
-name = "web__count"
-args = '{"text":"once"}'
-[[rule]]
-match = "count"
-results = "yes"
-text = "counted"
-`))
+	r, m, counted := countRunner(t, countScript("count", 1, "counted"))
 	ctx := context.Background()
 	ada := Message{Text: "count please", From: event.Sender{ID: "u1", Name: "Ada"}, Connection: "telegram"}
 	first, err := r.Message(ctx, "t", ada, nil)
 	if err != nil || counted.Load() != 1 {
 		t.Fatalf("%+v %v", first, err)
 	}
-	asked := len(m.Requests())
-	again, err := r.Message(ctx, "t", ada, nil)
-	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
-		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
-	}
-	if counted.Load() != 1 || len(m.Requests()) != asked {
-		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-1, len(m.Requests())-asked)
-	}
+	checkRetry(t, r, m, counted, ada, first, 1)
 	if ev := readEvents(t, r, "t"); len(ofType(ev, event.TypeMessage)) != 1 {
 		t.Fatalf("%d messages, want 1", len(ofType(ev, event.TypeMessage)))
 	}
