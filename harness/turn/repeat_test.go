@@ -300,10 +300,11 @@ func sendCtx(ctx context.Context, r *Runner, thread string, m Message) <-chan to
 	return ch
 }
 
-// A message that came while a turn ran, its caller gone, is answered when
-// that turn fails before taking it: it has a turn of its own.
-func TestQueuedBehindFailedTurn(t *testing.T) {
-	r, g := gateFail(t, &scripted.Script{Rules: []scripted.Rule{{Match: "bee", Text: "answer to bee"}}}, 1)
+// failBeforeQueued sends alpha as a, holds the model's first call, sends
+// bee as b behind it, its caller then gone, and lets the call go: it checks
+// alpha's turn fails, and returns what bee is told.
+func failBeforeQueued(t *testing.T, r *Runner, g *modelGate) Answer {
+	t.Helper()
 	g.hold(1)
 	a := send(r, "t", Message{ID: "a", Text: "alpha"})
 	g.inCall(t, 1)
@@ -315,7 +316,14 @@ func TestQueuedBehindFailedTurn(t *testing.T) {
 	if o := <-a; o.err == nil {
 		t.Errorf("the failed turn's message: %+v, want the model's error", o.a)
 	}
-	got := wait(t, b)
+	return wait(t, b)
+}
+
+// A message that came while a turn ran, its caller gone, is answered when
+// that turn fails before taking it: it has a turn of its own.
+func TestQueuedBehindFailedTurn(t *testing.T) {
+	r, g := gateFail(t, &scripted.Script{Rules: []scripted.Rule{{Match: "bee", Text: "answer to bee"}}}, 1)
+	got := failBeforeQueued(t, r, g)
 	if got.Text != "answer to bee" || got.Repeat {
 		t.Errorf("the queued message: %+v", got)
 	}
@@ -333,18 +341,9 @@ func TestTakenByFailedTurn(t *testing.T) {
 		{Match: "bee", Text: "answer to bee"},
 		{Match: "alpha", Results: "no", Calls: []scripted.Call{{Name: "web__count", Args: `{"text":"a"}`}}},
 	}}, 2)
-	g.hold(1)
-	a := send(r, "t", Message{ID: "a", Text: "alpha"})
-	g.inCall(t, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	b := sendCtx(ctx, r, "t", Message{ID: "b", Text: "bee"})
-	waitTurn(t, r, "t", 1, 1)
-	cancel()
-	g.release(1) // the answer calls web__count; b is taken before the next call, which fails
-	if o := <-a; o.err == nil {
-		t.Errorf("the failed turn's message: %+v, want the model's error", o.a)
-	}
-	got := wait(t, b)
+	// The answer to alpha calls web__count; bee is taken before the next
+	// call, which fails.
+	got := failBeforeQueued(t, r, g)
 	if got.Text != "answer to bee" {
 		t.Errorf("the taken message: %+v", got)
 	}
