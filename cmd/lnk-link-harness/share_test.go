@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -52,41 +53,16 @@ func TestTwoProcessesOneThread(t *testing.T) {
 					}
 				}()
 			}
-			answers := map[string]sent{}
+			answers := map[string]int64{}
 			for range callers * each {
 				o := <-out
 				if o.err != nil {
 					t.Errorf("message %s: %v", o.id, o.err)
 					continue
 				}
-				answers[o.id] = o.s
+				answers[o.id] = o.s.seq
 			}
-
-			ev := h.events(t, "shared")
-			at := map[string]int64{}
-			for i, e := range ev {
-				if e.Seq != int64(i+1) {
-					t.Fatalf("event %d has seq %d", i+1, e.Seq)
-				}
-				if e.Type != event.TypeMessage {
-					continue
-				}
-				if _, twice := at[e.ID]; twice {
-					t.Errorf("message %s written twice", e.ID)
-				}
-				at[e.ID] = e.Seq
-			}
-			if len(at) != callers*each {
-				t.Errorf("%d messages written, want %d", len(at), callers*each)
-			}
-			for id, s := range answers {
-				if s.seq <= at[id] || s.seq > int64(len(ev)) || ev[s.seq-1].Type != event.TypeAnswer {
-					t.Errorf("message %s (seq %d) told seq %d", id, at[id], s.seq)
-				}
-			}
-			if n := len(ev); n == 0 || ev[n-1].Type != event.TypeAnswer {
-				t.Errorf("the conversation does not end with an answer")
-			}
+			hometest.CheckShared(t, h.events(t, "shared"), answers, callers*each)
 		})
 	}
 }

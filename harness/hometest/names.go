@@ -3,8 +3,9 @@
 // that differ from one drawn before only in case or in one character
 // outside [A-Za-z0-9._-], the names that met in one folder under the rule
 // before home.ThreadDir's. It makes, too, an agent's home of its own
-// (Agent) and writes a long conversation into a thread's folder as the log
-// keeps it (WriteLog).
+// (Agent), writes a long conversation into a thread's folder as the log
+// keeps it (WriteLog), and checks a conversation many callers wrote into
+// at once (CheckShared).
 package hometest
 
 import (

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 )
@@ -39,40 +40,16 @@ func TestTwoRunnersTakeTurns(t *testing.T) {
 			}
 		}()
 	}
-	answers := map[string]Answer{}
+	answers := map[string]int64{}
 	for range callers * each {
 		o := <-out
 		if o.err != nil {
 			t.Errorf("message %s: %v", o.id, o.err)
 			continue
 		}
-		answers[o.id] = o.a
+		answers[o.id] = o.a.Seq
 	}
-	ev := readEvents(t, r1, "shared")
-	at := map[string]int64{}
-	for i, e := range ev {
-		if e.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d", i+1, e.Seq)
-		}
-		if e.Type != event.TypeMessage {
-			continue
-		}
-		if _, twice := at[e.ID]; twice {
-			t.Errorf("message %s written twice", e.ID)
-		}
-		at[e.ID] = e.Seq
-	}
-	if len(at) != callers*each {
-		t.Errorf("%d messages written, want %d", len(at), callers*each)
-	}
-	for id, a := range answers {
-		if a.Seq <= at[id] || a.Seq > int64(len(ev)) || ev[a.Seq-1].Type != event.TypeAnswer {
-			t.Errorf("message %s (seq %d) told %+v", id, at[id], a)
-		}
-	}
-	if last := ev[len(ev)-1]; last.Type != event.TypeAnswer {
-		t.Errorf("the conversation ends with a %s", last.Type)
-	}
+	hometest.CheckShared(t, readEvents(t, r1, "shared"), answers, callers*each)
 }
 
 // A copy for people that cannot be written after the answer is durable
