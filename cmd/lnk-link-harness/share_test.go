@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,30 +37,10 @@ func TestTwoProcessesOneThread(t *testing.T) {
 			procs := []*harness{h, second}
 
 			const callers, each = 4, 10
-			type told struct {
-				id  string
-				s   sent
-				err error
-			}
-			out := make(chan told, callers*each)
-			for c := range callers {
-				go func() {
-					for i := range each {
-						id := fmt.Sprintf("c%d-%d", c, i)
-						s, err := procs[(c+i)%2].message("shared", id, id)
-						out <- told{id, s, err}
-					}
-				}()
-			}
-			answers := map[string]int64{}
-			for range callers * each {
-				o := <-out
-				if o.err != nil {
-					t.Errorf("message %s: %v", o.id, o.err)
-					continue
-				}
-				answers[o.id] = o.s.seq
-			}
+			answers := hometest.Share(t, callers, each, func(by int, id string) (int64, error) {
+				s, err := procs[by].message("shared", id, id)
+				return s.seq, err
+			})
 			hometest.CheckShared(t, h.events(t, "shared"), answers, callers*each)
 		})
 	}

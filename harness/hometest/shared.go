@@ -1,16 +1,52 @@
 package hometest
 
 import (
+	"fmt"
 	"testing"
 
 	"lnk.dev/linkharness/store/event"
 )
 
+// Share has callers callers send each messages apiece into one
+// conversation at once, the messages of each alternating between two
+// senders (send's by, 0 or 1), as two processes serving one home would
+// take them, their ids c0-0, c0-1 and on. It returns the seq each was told
+// of its answer, by id; a message send fails is reported on t and left
+// out.
+func Share(t testing.TB, callers, each int, send func(by int, id string) (int64, error)) map[string]int64 {
+	t.Helper()
+	type told struct {
+		id  string
+		seq int64
+		err error
+	}
+	out := make(chan told, callers*each)
+	for c := range callers {
+		go func() {
+			for i := range each {
+				id := fmt.Sprintf("c%d-%d", c, i)
+				seq, err := send((c+i)%2, id)
+				out <- told{id, seq, err}
+			}
+		}()
+	}
+	seqs := map[string]int64{}
+	for range callers * each {
+		o := <-out
+		if o.err != nil {
+			t.Errorf("message %s: %v", o.id, o.err)
+			continue
+		}
+		seqs[o.id] = o.seq
+	}
+	return seqs
+}
+
 // CheckShared checks ev, the events of a conversation callers wrote n
 // messages into at once, each told the seq of its answer (told, by the
-// message's id): the seqs run from 1 without a gap, every message is
-// written once, and every one is told an answer after it; the
-// conversation ends with an answer.
+// message's id, as Share returns them): the seqs run from 1 without a
+// gap, every message is written once, and every one is told an answer
+// after it; the conversation ends with an answer.
 func CheckShared(t testing.TB, ev []event.Event, told map[string]int64, n int) {
 	t.Helper()
 	at := map[string]int64{}

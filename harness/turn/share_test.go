@@ -3,7 +3,6 @@ package turn
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,30 +24,10 @@ func TestTwoRunnersTakeTurns(t *testing.T) {
 	r2 := &Runner{Agent: r1.Agent, Getenv: r1.Getenv, HTTP: r1.HTTP, Metrics: r1.Metrics, Open: r1.Open}
 	runners := []*Runner{r1, r2}
 	const callers, each = 4, 10
-	type told struct {
-		id  string
-		a   Answer
-		err error
-	}
-	out := make(chan told, callers*each)
-	for c := range callers {
-		go func() {
-			for i := range each {
-				id := fmt.Sprintf("c%d-%d", c, i)
-				a, err := runners[(c+i)%2].Message(context.Background(), "shared", Message{ID: id, Text: id}, nil)
-				out <- told{id, a, err}
-			}
-		}()
-	}
-	answers := map[string]int64{}
-	for range callers * each {
-		o := <-out
-		if o.err != nil {
-			t.Errorf("message %s: %v", o.id, o.err)
-			continue
-		}
-		answers[o.id] = o.a.Seq
-	}
+	answers := hometest.Share(t, callers, each, func(by int, id string) (int64, error) {
+		a, err := runners[by].Message(context.Background(), "shared", Message{ID: id, Text: id}, nil)
+		return a.Seq, err
+	})
 	hometest.CheckShared(t, readEvents(t, r1, "shared"), answers, callers*each)
 }
 
