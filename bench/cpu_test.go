@@ -22,7 +22,6 @@ import (
 	"lnk.dev/linkharness/loadgen/drive"
 	"lnk.dev/linkharness/loadgen/proc"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/store/event"
 )
 
 // programs are the servers BenchmarkMessageCPU builds once per run: the
@@ -167,16 +166,7 @@ func writeWindow(b *testing.B, dir, thread string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hometest.WriteLog(b, chat, thread, time.Now().Add(-time.Hour), n, func(e *event.Event) {
-		if e.Seq%2 == 1 {
-			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", e.Seq), "[Thu 2026-12-03 09:00 UTC · bench]"
-			e.Text = fmt.Sprintf("message %d: %s", e.Seq, strings.Repeat("how are you today? ", 5))
-		} else {
-			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
-			e.Text = fmt.Sprintf("answer %d: %s", e.Seq, strings.Repeat("fine, thank you. ", 6))
-			e.Window = &event.Window{Start: 1}
-		}
-	})
+	hometest.WriteLog(b, chat, thread, time.Now().Add(-time.Hour), n, hometest.Window("[Thu 2026-12-03 09:00 UTC · bench]", 6))
 }
 
 // served is one server process started for a benchmark, its warm-up

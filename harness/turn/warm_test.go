@@ -193,16 +193,7 @@ func sameRequests(t *testing.T, modelName string, n int, web string) {
 // the first event: a conversation of n messages, all of them sent.
 func writeWindow(tb testing.TB, dir, thread string, n int) {
 	tb.Helper()
-	hometest.WriteLog(tb, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, func(e *event.Event) {
-		if e.Seq%2 == 1 {
-			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", e.Seq), "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]"
-			e.Text = fmt.Sprintf("message %d: %s", e.Seq, strings.Repeat("how are you today? ", 5))
-		} else {
-			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
-			e.Text = fmt.Sprintf("answer %d: %s", e.Seq, strings.Repeat("fine, thank you. ", 8))
-			e.Window = &event.Window{Start: 1}
-		}
-	})
+	hometest.WriteLog(tb, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, hometest.Window("[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", 8))
 }
 
 // BenchmarkWarmTurn is one whole turn in process, the scripted model
