@@ -16,7 +16,6 @@ import (
 	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/turn"
-	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
@@ -44,17 +43,11 @@ func writeConversation(b *testing.B, dir, thread string, n int) {
 // scripted model called over loopback HTTP, the answer appended and synced,
 // the copy added to. Its cost must not grow with the conversation.
 func BenchmarkTurn(b *testing.B) {
-	proxy, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proxy.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	_, proxy := hometest.Model(b, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	for _, n := range []int{0, 1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			dir := filepath.Join(b.TempDir(), "ada")
-			os.Mkdir(dir, 0o700)
-			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
+			r := newRunner(b, env)
 			if n > 0 {
 				chat, _ := r.Agent.Path(home.Chat, "bench")
 				writeConversation(b, chat, "bench", n)
@@ -96,15 +89,8 @@ func TestTurnAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	proxy, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	dir := filepath.Join(t.TempDir(), "ada")
-	os.Mkdir(dir, 0o700)
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
+	_, proxy := hometest.Model(t, nil)
+	r := newRunner(t, map[string]string{"LNK_MODEL_PROXY": proxy})
 	ctx := context.Background()
 	send := func(i int) {
 		if _, err := r.Message(ctx, "budget", turn.Message{Text: fmt.Sprintf("message %d", i), Owner: true}, nil); err != nil {
@@ -129,6 +115,15 @@ func TestTurnAllocs(t *testing.T) {
 	} else {
 		t.Logf("a turn allocates %d KiB in %d allocations", per>>10, (after.Mallocs-before.Mallocs)/turns)
 	}
+}
+
+// newRunner is a Runner of a fresh agent ada reading env, calling its
+// model through the harness's own transport.
+func newRunner(tb testing.TB, env map[string]string) *turn.Runner {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	return &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
 }
 
 // openLog keeps the benchmarks' conversations as logs: the programs wire

@@ -25,14 +25,10 @@ import (
 // its conversations kept as logs.
 func runner(t *testing.T, model string) (*turn.Runner, *scripted.Server) {
 	t.Helper()
-	srv, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv, proxy := hometest.Model(t, nil)
 	s := settings.Defaults()
 	s.Model.Name = model
-	dir, env := hometest.Agent(t, s, "http://"+addr.String())
+	dir, env := hometest.Agent(t, s, proxy)
 	open := func(dir, kind string) (store.Conversation, error) {
 		if kind != "" && kind != "log" {
 			return nil, fmt.Errorf("the tests keep conversations as logs, not %q", kind)

@@ -1,11 +1,3 @@
-// Package hometest draws thread names for tests of an agent's home: names
-// in other scripts, with punctuation and of the longest length, and names
-// that differ from one drawn before only in case or in one character
-// outside [A-Za-z0-9._-], the names that met in one folder under the rule
-// before home.ThreadDir's. It makes, too, an agent's home of its own
-// (Agent), writes a long conversation into a thread's folder as the log
-// keeps it (WriteLog), and checks a conversation many callers wrote into
-// at once (CheckShared).
 package hometest
 
 import (

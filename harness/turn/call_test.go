@@ -24,12 +24,8 @@ import (
 // writes them) and env's keys over those.
 func modelRunner(t *testing.T, script *scripted.Script, s settings.Settings, env map[string]string) (*Runner, *scripted.Server, string) {
 	t.Helper()
-	srv, addr, err := scripted.Listen("127.0.0.1:0", script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	dir, all := hometest.Agent(t, s, "http://"+addr.String())
+	srv, proxy := hometest.Model(t, script)
+	dir, all := hometest.Agent(t, s, proxy)
 	root := all["LNK_HOME"]
 	for k, v := range env {
 		all[k] = v

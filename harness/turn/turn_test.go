@@ -26,14 +26,10 @@ import (
 
 func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server) {
 	t.Helper()
-	model, addr, err := scripted.Listen("127.0.0.1:0", script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
+	model, proxy := hometest.Model(t, script)
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Process: Process{Warm: &warm.Cache{}}}, model
 }
 

@@ -196,6 +196,21 @@ func writeWindow(tb testing.TB, dir, thread string, n int) {
 	hometest.WriteLog(tb, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, hometest.Window("[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", 8))
 }
 
+// windowRunner is a Runner of a fresh agent reading env, with w its Warm
+// (none when nil), whose conversation thread holds n events of one window
+// (writeWindow's).
+func windowRunner(tb testing.TB, env map[string]string, w *warm.Cache, thread string, n int) *Runner {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Process: Process{Warm: w}}
+	chat, _ := r.Agent.Path(home.Chat, thread)
+	if n > 0 {
+		writeWindow(tb, chat, thread, n)
+	}
+	return r
+}
+
 // BenchmarkWarmTurn is one whole turn in process, the scripted model
 // called over loopback HTTP, in a conversation whose window holds every
 // message: a new one (window=0) and one of 800 messages (window=800), each
@@ -205,26 +220,17 @@ func writeWindow(tb testing.TB, dir, thread string, n int) {
 //
 //	go test -run '^$' -bench WarmTurn -benchtime 50x -count 5 ./harness/turn
 func BenchmarkWarmTurn(b *testing.B) {
-	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer model.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	_, proxy := hometest.Model(b, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	for _, n := range []int{0, 800} {
 		for _, withWarm := range []bool{false, true} {
 			b.Run(fmt.Sprintf("window=%d/warm=%v", n, withWarm), func(b *testing.B) {
-				dir := filepath.Join(b.TempDir(), "ada")
-				os.Mkdir(dir, 0o700)
-				r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+				var w *warm.Cache
 				if withWarm {
-					r.Warm = &warm.Cache{}
-					defer r.Warm.Release()
+					w = &warm.Cache{}
+					defer w.Release()
 				}
-				chat, _ := r.Agent.Path(home.Chat, "bench")
-				if n > 0 {
-					writeWindow(b, chat, "bench", n)
-				}
+				r := windowRunner(b, env, w, "bench", n)
 				ctx := context.Background()
 				// One turn first: the id index and the copy for people made.
 				if _, err := r.Message(ctx, "bench", Message{ID: "first", Text: "hello"}, nil); err != nil {
@@ -250,21 +256,12 @@ func TestWarmTurnAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	_, proxy := hometest.Model(t, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	allocs := func(n int) float64 {
-		dir := filepath.Join(t.TempDir(), "ada")
-		os.Mkdir(dir, 0o700)
-		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Process: Process{Warm: &warm.Cache{}}}
-		defer r.Warm.Release()
-		chat, _ := r.Agent.Path(home.Chat, "t")
-		if n > 0 {
-			writeWindow(t, chat, "t", n)
-		}
+		w := &warm.Cache{}
+		defer w.Release()
+		r := windowRunner(t, env, w, "t", n)
 		i := 0
 		send := func() {
 			i++
