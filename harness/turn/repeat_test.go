@@ -391,7 +391,7 @@ func TestIDIndexRemade(t *testing.T) {
 func TestRetryCountsRoundsSpent(t *testing.T) {
 	for _, spent := range []int{MaxRounds - 2, MaxRounds} {
 		t.Run(fmt.Sprintf("spent=%d", spent), func(t *testing.T) {
-			r, m := loopRunner(t)
+			r, m := webRunner(t, loopScript)
 			dir, _ := r.Agent.Path(home.Chat, "t")
 			os.MkdirAll(dir, 0o700)
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

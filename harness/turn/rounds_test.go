@@ -125,12 +125,12 @@ name = "web__echo"
 args = '{"text":"x"}'
 `
 
-// loopRunner is a runner whose model is loopScript's, its tools those of
-// webServer.
-func loopRunner(t *testing.T) (*Runner, *scripted.Server) {
+// webRunner is a runner whose model is scripted by script, its tools
+// those of webServer.
+func webRunner(t *testing.T, script string) (*Runner, *scripted.Server) {
 	t.Helper()
 	web, _ := webServer(t)
-	return toolRunner(t, parseScript(t, loopScript), tools.Server{Name: "web", URL: web})
+	return toolRunner(t, parseScript(t, script), tools.Server{Name: "web", URL: web})
 }
 
 // readEvents reads a conversation's events.
@@ -240,7 +240,7 @@ text = "all three came back"
 // A model that calls a tool every round gets eight rounds, and is then
 // asked once more, told to call nothing; a call it makes anyway is not run.
 func TestEightRounds(t *testing.T) {
-	r, m := loopRunner(t)
+	r, m := webRunner(t, loopScript)
 	a, err := r.Message(context.Background(), "t", Message{Text: "loop forever"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -271,8 +271,7 @@ func checkLastRound(t *testing.T, r *Runner, m *scripted.Server, a Answer) [][]b
 // An answer of 100 KiB is kept as 32 KiB and marked cut; a call to a tool
 // the conversation wasn't offered is answered as one there isn't.
 func TestResultCutAndNoSuchTool(t *testing.T) {
-	web, _ := webServer(t)
-	r, _ := toolRunner(t, parseScript(t, `
+	r, _ := webRunner(t, `
 [[rule]]
 match = "big"
 results = "no"
@@ -285,7 +284,7 @@ args = '{"path":"/"}'
 match = "big"
 results = "yes"
 text = "read it"
-`), tools.Server{Name: "web", URL: web})
+`)
 	if _, err := r.Message(context.Background(), "t", Message{Text: "big one"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -395,8 +394,7 @@ func TestBackgroundEndHead(t *testing.T) {
 
 // With no tools offered, earlier calls and answers go to the model as text.
 func TestToolsGoneAsText(t *testing.T) {
-	web, _ := webServer(t)
-	r, m := toolRunner(t, parseScript(t, `
+	r, m := webRunner(t, `
 [[rule]]
 match = "echo"
 results = "no"
@@ -407,7 +405,7 @@ args = '{"text":"hi"}'
 match = "echo"
 results = "yes"
 text = "heard"
-`), tools.Server{Name: "web", URL: web})
+`)
 	ctx := context.Background()
 	if _, err := r.Message(ctx, "t", Message{Text: "echo please"}, nil); err != nil {
 		t.Fatal(err)
