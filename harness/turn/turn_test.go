@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/idempotency"
@@ -267,11 +266,8 @@ func TestCopyRemade(t *testing.T) {
 	if !strings.HasPrefix(string(c), string(b)) || !strings.Contains(string(c), "thirteen") || strings.Count(string(c), "eleven") != 1 {
 		t.Fatalf("the copy after a cut:\n%s", c)
 	}
-	var whole strings.Builder
-	conv, _ := r.Conversation("c")
-	defer conv.Close()
-	if _, err := chatcopy.Write(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
-		t.Fatalf("the copy added to differs from one made from the events (%v):\n%s\n---\n%s", err, c, whole.String())
+	if whole := madeCopy(t, r, "c"); whole != string(c) {
+		t.Fatalf("the copy added to differs from one made from the events:\n%s\n---\n%s", c, whole)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/idempotency"
@@ -331,17 +330,9 @@ func TestWarmKeepsFiles(t *testing.T) {
 	copyPath, _ := r.Agent.Path(home.ChatCopy, "t")
 	copyIsWhole := func(when string) {
 		t.Helper()
-		conv, err := r.Conversation("t")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conv.Close()
-		var want bytes.Buffer
-		if _, err := chatcopy.Write(ctx, &want, "ada", conv); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want.Bytes())
+		want := madeCopy(t, r, "t")
+		if got, _ := os.ReadFile(copyPath); string(got) != want {
+			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want)
 		}
 	}
 	// The files kept open with the conversation, as the process holds them.
