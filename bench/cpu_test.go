@@ -18,11 +18,10 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/loadgen/drive"
 	"lnk.dev/linkharness/loadgen/proc"
 	"lnk.dev/linkharness/loadgen/scripted"
-	"lnk.dev/linkharness/store/event"
-	eventlog "lnk.dev/linkharness/store/log"
 )
 
 // programs are the servers BenchmarkMessageCPU builds once per run: the
@@ -167,34 +166,7 @@ func writeWindow(b *testing.B, dir, thread string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.MkdirAll(chat, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(chat, eventlog.FileName))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	at := time.Now().Add(-time.Hour)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
-			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", seq), "[Thu 2026-12-03 09:00 UTC · bench]"
-			e.Text = fmt.Sprintf("message %d: %s", seq, strings.Repeat("how are you today? ", 5))
-		} else {
-			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
-			e.Text = fmt.Sprintf("answer %d: %s", seq, strings.Repeat("fine, thank you. ", 6))
-			e.Window = &event.Window{Start: 1}
-		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
+	hometest.WriteLog(b, chat, thread, time.Now().Add(-time.Hour), n, hometest.Window("[Thu 2026-12-03 09:00 UTC · bench]", 6))
 }
 
 // served is one server process started for a benchmark, its warm-up

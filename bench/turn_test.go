@@ -13,9 +13,9 @@ import (
 
 	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/turn"
-	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 	eventlog "lnk.dev/linkharness/store/log"
@@ -24,32 +24,18 @@ import (
 // writeConversation writes n events of about 600 bytes, messages and
 // answers in turn, each answer with its window's checkpoint.
 func writeConversation(b *testing.B, dir, thread string, n int) {
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 10)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second), Text: text}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
+	hometest.WriteLog(b, dir, thread, at, n, func(e *event.Event) {
+		e.Text = text
+		if e.Seq%2 == 1 {
 			e.Type, e.Head, e.Owner = event.TypeMessage, "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", true
 		} else {
 			e.Type, e.Model, e.Provider, e.ResponseID = event.TypeAnswer, "anthropic/claude-opus-5-5", "anthropic", "msg_0123456789"
 			e.Usage = event.Usage{Input: 1200, Output: 120, CacheRead: 1100}
-			e.Window = &event.Window{Start: max(1, seq-31), StartTime: at}
+			e.Window = &event.Window{Start: max(1, e.Seq-31), StartTime: at}
 		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
+	})
 }
 
 // BenchmarkTurn is one whole turn, in process: the message appended and
@@ -57,17 +43,11 @@ func writeConversation(b *testing.B, dir, thread string, n int) {
 // scripted model called over loopback HTTP, the answer appended and synced,
 // the copy added to. Its cost must not grow with the conversation.
 func BenchmarkTurn(b *testing.B) {
-	proxy, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proxy.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	_, proxy := hometest.Model(b, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	for _, n := range []int{0, 1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			dir := filepath.Join(b.TempDir(), "ada")
-			os.Mkdir(dir, 0o700)
-			r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
+			r := newRunner(b, env)
 			if n > 0 {
 				chat, _ := r.Agent.Path(home.Chat, "bench")
 				writeConversation(b, chat, "bench", n)
@@ -109,15 +89,8 @@ func TestTurnAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	proxy, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
-	dir := filepath.Join(t.TempDir(), "ada")
-	os.Mkdir(dir, 0o700)
-	r := &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
+	_, proxy := hometest.Model(t, nil)
+	r := newRunner(t, map[string]string{"LNK_MODEL_PROXY": proxy})
 	ctx := context.Background()
 	send := func(i int) {
 		if _, err := r.Message(ctx, "budget", turn.Message{Text: fmt.Sprintf("message %d", i), Owner: true}, nil); err != nil {
@@ -142,6 +115,15 @@ func TestTurnAllocs(t *testing.T) {
 	} else {
 		t.Logf("a turn allocates %d KiB in %d allocations", per>>10, (after.Mallocs-before.Mallocs)/turns)
 	}
+}
+
+// newRunner is a Runner of a fresh agent ada reading env, calling its
+// model through the harness's own transport.
+func newRunner(tb testing.TB, env map[string]string) *turn.Runner {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	return &turn.Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{Transport: &model.Transport{}}, Open: openLog}
 }
 
 // openLog keeps the benchmarks' conversations as logs: the programs wire

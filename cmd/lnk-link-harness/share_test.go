@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -37,56 +37,11 @@ func TestTwoProcessesOneThread(t *testing.T) {
 			procs := []*harness{h, second}
 
 			const callers, each = 4, 10
-			type told struct {
-				id  string
-				s   sent
-				err error
-			}
-			out := make(chan told, callers*each)
-			for c := range callers {
-				go func() {
-					for i := range each {
-						id := fmt.Sprintf("c%d-%d", c, i)
-						s, err := procs[(c+i)%2].message("shared", id, id)
-						out <- told{id, s, err}
-					}
-				}()
-			}
-			answers := map[string]sent{}
-			for range callers * each {
-				o := <-out
-				if o.err != nil {
-					t.Errorf("message %s: %v", o.id, o.err)
-					continue
-				}
-				answers[o.id] = o.s
-			}
-
-			ev := h.events(t, "shared")
-			at := map[string]int64{}
-			for i, e := range ev {
-				if e.Seq != int64(i+1) {
-					t.Fatalf("event %d has seq %d", i+1, e.Seq)
-				}
-				if e.Type != event.TypeMessage {
-					continue
-				}
-				if _, twice := at[e.ID]; twice {
-					t.Errorf("message %s written twice", e.ID)
-				}
-				at[e.ID] = e.Seq
-			}
-			if len(at) != callers*each {
-				t.Errorf("%d messages written, want %d", len(at), callers*each)
-			}
-			for id, s := range answers {
-				if s.seq <= at[id] || s.seq > int64(len(ev)) || ev[s.seq-1].Type != event.TypeAnswer {
-					t.Errorf("message %s (seq %d) told seq %d", id, at[id], s.seq)
-				}
-			}
-			if n := len(ev); n == 0 || ev[n-1].Type != event.TypeAnswer {
-				t.Errorf("the conversation does not end with an answer")
-			}
+			answers := hometest.Share(t, callers, each, func(by int, id string) (int64, error) {
+				s, err := procs[by].message("shared", id, id)
+				return s.seq, err
+			})
+			hometest.CheckShared(t, h.events(t, "shared"), answers, callers*each)
 		})
 	}
 }

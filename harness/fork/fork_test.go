@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
 	"lnk.dev/linkharness/harness/turn"
@@ -25,22 +25,10 @@ import (
 // its conversations kept as logs.
 func runner(t *testing.T, model string) (*turn.Runner, *scripted.Server) {
 	t.Helper()
-	srv, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	root := t.TempDir()
-	dir := filepath.Join(root, "agents", "ada")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	srv, proxy := hometest.Model(t, nil)
 	s := settings.Defaults()
 	s.Model.Name = model
-	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String(), "LNK_HOME": root}
+	dir, env := hometest.Agent(t, s, proxy)
 	open := func(dir, kind string) (store.Conversation, error) {
 		if kind != "" && kind != "log" {
 			return nil, fmt.Errorf("the tests keep conversations as logs, not %q", kind)

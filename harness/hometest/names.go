@@ -1,8 +1,3 @@
-// Package hometest draws thread names for tests of an agent's home: names
-// in other scripts, with punctuation and of the longest length, and names
-// that differ from one drawn before only in case or in one character
-// outside [A-Za-z0-9._-], the names that met in one folder under the rule
-// before home.ThreadDir's.
 package hometest
 
 import (

@@ -11,13 +11,20 @@ import (
 // decoding in it, and no time of the tool's own.
 func BenchmarkCall(b *testing.B) {
 	ts := newTestServer(b, "")
+	benchEcho(b, ts.URL, "t", `{"text":"x"}`)
+}
+
+// benchEcho times calls to echo, with args, in conversation thread, on a
+// kept session (memory's) to the server at url, its first call made
+// before the timing starts.
+func benchEcho(b *testing.B, url, thread, args string) {
 	ctx := context.Background()
-	_, tr := begin(b, ctx, newAgent(b), []Server{{Name: "memory", URL: ts.URL}}, Options{})
-	tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"x"}`))
+	_, tr := begin(b, ctx, newAgent(b), []Server{{Name: "memory", URL: url}}, Options{})
+	tr.Call(ctx, thread, "memory__echo", []byte(args))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if r := tr.Call(ctx, "t", "memory__echo", []byte(`{"text":"x"}`)); r.Error != "" {
+		if r := tr.Call(ctx, thread, "memory__echo", []byte(args)); r.Error != "" {
 			b.Fatal(r.Error)
 		}
 	}

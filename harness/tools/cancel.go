@@ -36,16 +36,22 @@ func sendCancelled(ctx context.Context, send func(context.Context, mcp.JSONRPCNo
 	_ = send(ctx, n)
 }
 
+// sendRequest sends req on tr, and then a notifications/cancelled for it
+// when it was given up (see sendCancelled).
+func sendRequest(ctx context.Context, tr transport.Interface, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := tr.SendRequest(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		sendCancelled(ctx, tr.SendNotification, req)
+	}
+	return resp, err
+}
+
 // cancellingHTTP is the streamable HTTP transport, sending a
 // notifications/cancelled for each call given up (see sendCancelled).
 type cancellingHTTP struct{ *transport.StreamableHTTP }
 
 func (c cancellingHTTP) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := c.StreamableHTTP.SendRequest(ctx, req)
-	if err != nil && ctx.Err() != nil {
-		sendCancelled(ctx, c.SendNotification, req)
-	}
-	return resp, err
+	return sendRequest(ctx, c.StreamableHTTP, req)
 }
 
 // cancellingSSE is the SSE transport, sending a notifications/cancelled
@@ -53,9 +59,5 @@ func (c cancellingHTTP) SendRequest(ctx context.Context, req transport.JSONRPCRe
 type cancellingSSE struct{ *transport.SSE }
 
 func (c cancellingSSE) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := c.SSE.SendRequest(ctx, req)
-	if err != nil && ctx.Err() != nil {
-		sendCancelled(ctx, c.SendNotification, req)
-	}
-	return resp, err
+	return sendRequest(ctx, c.SSE, req)
 }

@@ -267,15 +267,5 @@ func TestBridgeSeesConversation(t *testing.T) {
 // server-everything's echo, in a process of its own: the allocations
 // counted are the harness's alone, the server's being in node.
 func BenchmarkCallEverything(b *testing.B) {
-	addr := everything(b, "streamableHttp")
-	ctx := context.Background()
-	_, tr := begin(b, ctx, newAgent(b), []Server{{Name: "memory", URL: addr}}, Options{})
-	tr.Call(ctx, "t", "memory__echo", []byte(`{"message":"x"}`))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if r := tr.Call(ctx, "web:1", "memory__echo", []byte(`{"message":"x"}`)); r.Error != "" {
-			b.Fatal(r.Error)
-		}
-	}
+	benchEcho(b, everything(b, "streamableHttp"), "web:1", `{"message":"x"}`)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/settings"
@@ -23,20 +24,9 @@ import (
 // writes them) and env's keys over those.
 func modelRunner(t *testing.T, script *scripted.Script, s settings.Settings, env map[string]string) (*Runner, *scripted.Server, string) {
 	t.Helper()
-	srv, addr, err := scripted.Listen("127.0.0.1:0", script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	root := t.TempDir()
-	dir := filepath.Join(root, "agents", "ada")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := settings.Write(filepath.Join(dir, "config.json"), s); err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String(), "LNK_HOME": root}
+	srv, proxy := hometest.Model(t, script)
+	dir, all := hometest.Agent(t, s, proxy)
+	root := all["LNK_HOME"]
 	for k, v := range env {
 		all[k] = v
 	}

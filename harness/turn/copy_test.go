@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/driver"
@@ -38,18 +37,10 @@ func TestNoCopyBesideADriversConversation(t *testing.T) {
 	if _, err := os.Stat(copyPath); !os.IsNotExist(err) {
 		t.Fatalf("a copy left from before is still there: %v", err)
 	}
-	conv, err := r.Conversation("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
-	var made strings.Builder
-	if _, err := chatcopy.Write(ctx, &made, "ada", conv); err != nil {
-		t.Fatal(err)
-	}
+	made := madeCopy(t, r, "t")
 	for _, want := range []string{"one", "two", "three", "<!-- lnk:answer 6 -->"} {
-		if !strings.Contains(made.String(), want) {
-			t.Errorf("the copy made from the events lacks %q:\n%s", want, made.String())
+		if !strings.Contains(made, want) {
+			t.Errorf("the copy made from the events lacks %q:\n%s", want, made)
 		}
 	}
 }

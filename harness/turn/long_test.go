@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,24 +146,8 @@ func unmarked(b []byte) []byte {
 // from its end.
 func lastEvents(t *testing.T, r *Runner, thread string, n int) []event.Event {
 	t.Helper()
-	conv, err := r.Conversation(thread)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
-	var out []event.Event
-	var dec event.Decoder
-	err = conv.Read(context.Background(), store.FromLast, store.Backward, func(_ int64, b []byte) bool {
-		var e event.Event
-		if err := dec.Decode(bytes.Clone(b), &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append([]event.Event{e}, out...)
-		return len(out) < n
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := scanEvents(t, r, thread, store.FromLast, store.Backward, n)
+	slices.Reverse(out)
 	return out
 }
 

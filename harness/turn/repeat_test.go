@@ -46,6 +46,20 @@ func countRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Serv
 	return r, m, calls
 }
 
+// countScript is a model that, sent a message holding match, calls
+// web__count n times in one round, with the texts 0 to n-1, and then
+// answers text.
+func countScript(match string, n int, text string) *scripted.Script {
+	calls := make([]scripted.Call, n)
+	for i := range calls {
+		calls[i] = scripted.Call{Name: "web__count", Args: fmt.Sprintf(`{"text":"%d"}`, i)}
+	}
+	return &scripted.Script{Rules: []scripted.Rule{
+		{Match: match, Results: "no", Calls: calls},
+		{Match: match, Results: "yes", Text: text},
+	}}
+}
+
 // idsOf counts the messages in events carrying id.
 func idsOf(events []event.Event, id string) int {
 	n := 0
@@ -60,53 +74,37 @@ func idsOf(events []event.Event, id string) int {
 // A retry after a turn of 31 tool calls (34 events) is told the same
 // answer, and no tool runs again.
 func TestRetryAfterManyCalls(t *testing.T) {
-	var calls strings.Builder
-	for i := range 31 {
-		fmt.Fprintf(&calls, "[[rule.call]]\nname = \"web__count\"\nargs = '{\"text\":\"%d\"}'\n", i)
-	}
-	r, m, counted := countRunner(t, parseScript(t, `
-[[rule]]
-match = "many"
-results = "no"
-`+calls.String()+`
-[[rule]]
-match = "many"
-results = "yes"
-text = "thirty-one counted"
-`))
+	r, m, counted := countRunner(t, countScript("many", 31, "thirty-one counted"))
 	ctx := context.Background()
 	first, err := r.Message(ctx, "t", Message{ID: "m-many", Text: "many calls"}, nil)
 	if err != nil || first.Text != "thirty-one counted" || counted.Load() != 31 {
 		t.Fatalf("%+v %v, %d calls", first, err, counted.Load())
 	}
+	checkRetry(t, r, m, counted, Message{ID: "m-many", Text: "many calls"}, first, 31)
+	if ev := readEvents(t, r, "t"); len(ev) != 34 || idsOf(ev, "m-many") != 1 {
+		t.Errorf("%d events, the id %d times", len(ev), idsOf(ev, "m-many"))
+	}
+}
+
+// checkRetry sends msg to conversation t again and checks it is told
+// first's answer, marked a repeat, without asking the model, and that the
+// tools have run calls times in all.
+func checkRetry(t *testing.T, r *Runner, m *scripted.Server, counted *atomic.Int64, msg Message, first Answer, calls int64) {
+	t.Helper()
 	asked := len(m.Requests())
-	again, err := r.Message(ctx, "t", Message{ID: "m-many", Text: "many calls"}, nil)
+	again, err := r.Message(context.Background(), "t", msg, nil)
 	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
 		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
 	}
-	if counted.Load() != 31 || len(m.Requests()) != asked {
-		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-31, len(m.Requests())-asked)
-	}
-	if ev := readEvents(t, r, "t"); len(ev) != 34 || idsOf(ev, "m-many") != 1 {
-		t.Errorf("%d events, the id %d times", len(ev), idsOf(ev, "m-many"))
+	if counted.Load() != calls || len(m.Requests()) != asked {
+		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-calls, len(m.Requests())-asked)
 	}
 }
 
 // A retry after 40 plain turns is told the same answer, and no tool runs
 // again.
 func TestRetryAfterFortyTurns(t *testing.T) {
-	r, m, counted := countRunner(t, parseScript(t, `
-[[rule]]
-match = "first"
-results = "no"
-[[rule.call]]
-name = "web__count"
-args = '{"text":"once"}'
-[[rule]]
-match = "first"
-results = "yes"
-text = "counted once"
-`))
+	r, m, counted := countRunner(t, countScript("first", 1, "counted once"))
 	ctx := context.Background()
 	first, err := r.Message(ctx, "t", Message{ID: "m-first", Text: "first"}, nil)
 	if err != nil || first.Text != "counted once" {
@@ -117,14 +115,7 @@ text = "counted once"
 			t.Fatal(err)
 		}
 	}
-	asked := len(m.Requests())
-	again, err := r.Message(ctx, "t", Message{ID: "m-first", Text: "first"}, nil)
-	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
-		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
-	}
-	if counted.Load() != 1 || len(m.Requests()) != asked {
-		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-1, len(m.Requests())-asked)
-	}
+	checkRetry(t, r, m, counted, Message{ID: "m-first", Text: "first"}, first, 1)
 	if ev := readEvents(t, r, "t"); idsOf(ev, "m-first") != 1 {
 		t.Errorf("the id %d times", idsOf(ev, "m-first"))
 	}
@@ -134,32 +125,14 @@ text = "counted once"
 // nothing written, no tool run. The same words from another sender, or
 // once anything else was said, are a new message.
 func TestRetryWithoutID(t *testing.T) {
-	r, m, counted := countRunner(t, parseScript(t, `
-[[rule]]
-match = "count"
-results = "no"
-[[rule.call]]
-name = "web__count"
-args = '{"text":"once"}'
-[[rule]]
-match = "count"
-results = "yes"
-text = "counted"
-`))
+	r, m, counted := countRunner(t, countScript("count", 1, "counted"))
 	ctx := context.Background()
 	ada := Message{Text: "count please", From: event.Sender{ID: "u1", Name: "Ada"}, Connection: "telegram"}
 	first, err := r.Message(ctx, "t", ada, nil)
 	if err != nil || counted.Load() != 1 {
 		t.Fatalf("%+v %v", first, err)
 	}
-	asked := len(m.Requests())
-	again, err := r.Message(ctx, "t", ada, nil)
-	if err != nil || !again.Repeat || again.Seq != first.Seq || again.Text != first.Text {
-		t.Errorf("the retry: %+v %v, want %+v", again, err, first)
-	}
-	if counted.Load() != 1 || len(m.Requests()) != asked {
-		t.Errorf("the retry ran %d tools and asked the model %d times", counted.Load()-1, len(m.Requests())-asked)
-	}
+	checkRetry(t, r, m, counted, ada, first, 1)
 	if ev := readEvents(t, r, "t"); len(ofType(ev, event.TypeMessage)) != 1 {
 		t.Fatalf("%d messages, want 1", len(ofType(ev, event.TypeMessage)))
 	}
@@ -327,10 +300,11 @@ func sendCtx(ctx context.Context, r *Runner, thread string, m Message) <-chan to
 	return ch
 }
 
-// A message that came while a turn ran, its caller gone, is answered when
-// that turn fails before taking it: it has a turn of its own.
-func TestQueuedBehindFailedTurn(t *testing.T) {
-	r, g := gateFail(t, &scripted.Script{Rules: []scripted.Rule{{Match: "bee", Text: "answer to bee"}}}, 1)
+// failBeforeQueued sends alpha as a, holds the model's first call, sends
+// bee as b behind it, its caller then gone, and lets the call go: it checks
+// alpha's turn fails, and returns what bee is told.
+func failBeforeQueued(t *testing.T, r *Runner, g *modelGate) Answer {
+	t.Helper()
 	g.hold(1)
 	a := send(r, "t", Message{ID: "a", Text: "alpha"})
 	g.inCall(t, 1)
@@ -342,7 +316,14 @@ func TestQueuedBehindFailedTurn(t *testing.T) {
 	if o := <-a; o.err == nil {
 		t.Errorf("the failed turn's message: %+v, want the model's error", o.a)
 	}
-	got := wait(t, b)
+	return wait(t, b)
+}
+
+// A message that came while a turn ran, its caller gone, is answered when
+// that turn fails before taking it: it has a turn of its own.
+func TestQueuedBehindFailedTurn(t *testing.T) {
+	r, g := gateFail(t, &scripted.Script{Rules: []scripted.Rule{{Match: "bee", Text: "answer to bee"}}}, 1)
+	got := failBeforeQueued(t, r, g)
 	if got.Text != "answer to bee" || got.Repeat {
 		t.Errorf("the queued message: %+v", got)
 	}
@@ -360,18 +341,9 @@ func TestTakenByFailedTurn(t *testing.T) {
 		{Match: "bee", Text: "answer to bee"},
 		{Match: "alpha", Results: "no", Calls: []scripted.Call{{Name: "web__count", Args: `{"text":"a"}`}}},
 	}}, 2)
-	g.hold(1)
-	a := send(r, "t", Message{ID: "a", Text: "alpha"})
-	g.inCall(t, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	b := sendCtx(ctx, r, "t", Message{ID: "b", Text: "bee"})
-	waitTurn(t, r, "t", 1, 1)
-	cancel()
-	g.release(1) // the answer calls web__count; b is taken before the next call, which fails
-	if o := <-a; o.err == nil {
-		t.Errorf("the failed turn's message: %+v, want the model's error", o.a)
-	}
-	got := wait(t, b)
+	// The answer to alpha calls web__count; bee is taken before the next
+	// call, which fails.
+	got := failBeforeQueued(t, r, g)
 	if got.Text != "answer to bee" {
 		t.Errorf("the taken message: %+v", got)
 	}
@@ -419,15 +391,7 @@ func TestIDIndexRemade(t *testing.T) {
 func TestRetryCountsRoundsSpent(t *testing.T) {
 	for _, spent := range []int{MaxRounds - 2, MaxRounds} {
 		t.Run(fmt.Sprintf("spent=%d", spent), func(t *testing.T) {
-			web, _ := webServer(t)
-			r, m := toolRunner(t, parseScript(t, `
-[[rule]]
-match = "loop"
-text = "again"
-[[rule.call]]
-name = "web__echo"
-args = '{"text":"x"}'
-`), tools.Server{Name: "web", URL: web})
+			r, m := webRunner(t, loopScript)
 			dir, _ := r.Agent.Path(home.Chat, "t")
 			os.MkdirAll(dir, 0o700)
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -450,14 +414,8 @@ args = '{"text":"x"}'
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev := readEvents(t, r, "t")
-			answers := ofType(ev, event.TypeAnswer)
-			if len(answers) != MaxRounds+1 || len(ofType(ev, event.TypeResult)) != MaxRounds || a.Seq != answers[MaxRounds].Seq {
-				t.Fatalf("%d answers and %d results, the turn's %+v; want %d and %d", len(answers), len(ofType(ev, event.TypeResult)), a, MaxRounds+1, MaxRounds)
-			}
-			reqs := m.Requests()
-			if len(reqs) != MaxRounds-spent+1 || !strings.Contains(string(reqs[len(reqs)-1]), "call no tool") {
-				t.Errorf("%d model calls, the last %s; want %d, the last told to call nothing", len(reqs), reqs[len(reqs)-1], MaxRounds-spent+1)
+			if reqs := checkLastRound(t, r, m, a); len(reqs) != MaxRounds-spent+1 {
+				t.Errorf("%d model calls; want %d", len(reqs), MaxRounds-spent+1)
 			}
 		})
 	}

@@ -10,7 +10,6 @@ import (
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
-	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -22,8 +21,7 @@ import (
 // turn still answers. Its message left the window with the summary; the
 // copy for people still holds it.
 func TestToolHeavyTurnStaysInWindow(t *testing.T) {
-	web, _ := webServer(t)
-	r, m := toolRunner(t, parseScript(t, `
+	r, m := webRunner(t, `
 [[rule]]
 match = "filled your window"
 text = "Summary: Ada asked for the large pages read; each was, and the digging goes on."
@@ -37,7 +35,7 @@ match = "dig"
 text = "digging"
 [[rule.call]]
 name = "web__big"
-`), tools.Server{Name: "web", URL: web})
+`)
 	const size = 24000
 	s := settings.Defaults()
 	s.Window.Max, s.Window.MaxSet = size, true

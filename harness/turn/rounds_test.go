@@ -114,8 +114,34 @@ func parseScript(t *testing.T, s string) *scripted.Script {
 	return sc
 }
 
+// loopScript is a model that, asked to loop, answers "again" and calls
+// web__echo, every round it is let.
+const loopScript = `
+[[rule]]
+match = "loop"
+text = "again"
+[[rule.call]]
+name = "web__echo"
+args = '{"text":"x"}'
+`
+
+// webRunner is a runner whose model is scripted by script, its tools
+// those of webServer.
+func webRunner(t *testing.T, script string) (*Runner, *scripted.Server) {
+	t.Helper()
+	web, _ := webServer(t)
+	return toolRunner(t, parseScript(t, script), tools.Server{Name: "web", URL: web})
+}
+
 // readEvents reads a conversation's events.
 func readEvents(t *testing.T, r *Runner, thread string) []event.Event {
+	t.Helper()
+	return scanEvents(t, r, thread, 1, store.Forward, -1)
+}
+
+// scanEvents reads at most n of a conversation's events (every one when n
+// is negative) from seq from in direction d, in the order read.
+func scanEvents(t *testing.T, r *Runner, thread string, from int64, d store.Direction, n int) []event.Event {
 	t.Helper()
 	conv, err := r.Conversation(thread)
 	if err != nil {
@@ -124,13 +150,13 @@ func readEvents(t *testing.T, r *Runner, thread string) []event.Event {
 	defer conv.Close()
 	var out []event.Event
 	var dec event.Decoder
-	err = conv.Read(context.Background(), 1, store.Forward, func(_ int64, ev []byte) bool {
+	err = conv.Read(context.Background(), from, d, func(_ int64, b []byte) bool {
 		var e event.Event
-		if err := dec.Decode(ev, &e); err != nil {
+		if err := dec.Decode(bytes.Clone(b), &e); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, e)
-		return true
+		return len(out) != n
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -214,19 +240,19 @@ text = "all three came back"
 // A model that calls a tool every round gets eight rounds, and is then
 // asked once more, told to call nothing; a call it makes anyway is not run.
 func TestEightRounds(t *testing.T) {
-	web, _ := webServer(t)
-	r, m := toolRunner(t, parseScript(t, `
-[[rule]]
-match = "loop"
-text = "again"
-[[rule.call]]
-name = "web__echo"
-args = '{"text":"x"}'
-`), tools.Server{Name: "web", URL: web})
+	r, m := webRunner(t, loopScript)
 	a, err := r.Message(context.Background(), "t", Message{Text: "loop forever"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkLastRound(t, r, m, a)
+}
+
+// checkLastRound checks the turn told a in conversation t ran MaxRounds
+// rounds and then answered calling nothing, the model's last request
+// telling it to call nothing, and returns the model's requests.
+func checkLastRound(t *testing.T, r *Runner, m *scripted.Server, a Answer) [][]byte {
+	t.Helper()
 	ev := readEvents(t, r, "t")
 	answers := ofType(ev, event.TypeAnswer)
 	if n := len(ofType(ev, event.TypeResult)); n != MaxRounds {
@@ -239,13 +265,13 @@ args = '{"text":"x"}'
 	if last := string(reqs[len(reqs)-1]); !strings.Contains(last, "call no tool") {
 		t.Errorf("the last request did not say to call nothing: %s", last)
 	}
+	return reqs
 }
 
 // An answer of 100 KiB is kept as 32 KiB and marked cut; a call to a tool
 // the conversation wasn't offered is answered as one there isn't.
 func TestResultCutAndNoSuchTool(t *testing.T) {
-	web, _ := webServer(t)
-	r, _ := toolRunner(t, parseScript(t, `
+	r, _ := webRunner(t, `
 [[rule]]
 match = "big"
 results = "no"
@@ -258,7 +284,7 @@ args = '{"path":"/"}'
 match = "big"
 results = "yes"
 text = "read it"
-`), tools.Server{Name: "web", URL: web})
+`)
 	if _, err := r.Message(context.Background(), "t", Message{Text: "big one"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -368,8 +394,7 @@ func TestBackgroundEndHead(t *testing.T) {
 
 // With no tools offered, earlier calls and answers go to the model as text.
 func TestToolsGoneAsText(t *testing.T) {
-	web, _ := webServer(t)
-	r, m := toolRunner(t, parseScript(t, `
+	r, m := webRunner(t, `
 [[rule]]
 match = "echo"
 results = "no"
@@ -380,7 +405,7 @@ args = '{"text":"hi"}'
 match = "echo"
 results = "yes"
 text = "heard"
-`), tools.Server{Name: "web", URL: web})
+`)
 	ctx := context.Background()
 	if _, err := r.Message(ctx, "t", Message{Text: "echo please"}, nil); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package turn
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 )
@@ -24,55 +24,11 @@ func TestTwoRunnersTakeTurns(t *testing.T) {
 	r2 := &Runner{Agent: r1.Agent, Getenv: r1.Getenv, HTTP: r1.HTTP, Metrics: r1.Metrics, Open: r1.Open}
 	runners := []*Runner{r1, r2}
 	const callers, each = 4, 10
-	type told struct {
-		id  string
-		a   Answer
-		err error
-	}
-	out := make(chan told, callers*each)
-	for c := range callers {
-		go func() {
-			for i := range each {
-				id := fmt.Sprintf("c%d-%d", c, i)
-				a, err := runners[(c+i)%2].Message(context.Background(), "shared", Message{ID: id, Text: id}, nil)
-				out <- told{id, a, err}
-			}
-		}()
-	}
-	answers := map[string]Answer{}
-	for range callers * each {
-		o := <-out
-		if o.err != nil {
-			t.Errorf("message %s: %v", o.id, o.err)
-			continue
-		}
-		answers[o.id] = o.a
-	}
-	ev := readEvents(t, r1, "shared")
-	at := map[string]int64{}
-	for i, e := range ev {
-		if e.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d", i+1, e.Seq)
-		}
-		if e.Type != event.TypeMessage {
-			continue
-		}
-		if _, twice := at[e.ID]; twice {
-			t.Errorf("message %s written twice", e.ID)
-		}
-		at[e.ID] = e.Seq
-	}
-	if len(at) != callers*each {
-		t.Errorf("%d messages written, want %d", len(at), callers*each)
-	}
-	for id, a := range answers {
-		if a.Seq <= at[id] || a.Seq > int64(len(ev)) || ev[a.Seq-1].Type != event.TypeAnswer {
-			t.Errorf("message %s (seq %d) told %+v", id, at[id], a)
-		}
-	}
-	if last := ev[len(ev)-1]; last.Type != event.TypeAnswer {
-		t.Errorf("the conversation ends with a %s", last.Type)
-	}
+	answers := hometest.Share(t, callers, each, func(by int, id string) (int64, error) {
+		a, err := runners[by].Message(context.Background(), "shared", Message{ID: id, Text: id}, nil)
+		return a.Seq, err
+	})
+	hometest.CheckShared(t, readEvents(t, r1, "shared"), answers, callers*each)
 }
 
 // A copy for people that cannot be written after the answer is durable

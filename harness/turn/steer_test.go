@@ -171,6 +171,17 @@ func types(events []event.Event) string {
 // checkCopy checks the copy added to is the one made from the events.
 func checkCopy(t *testing.T, r *Runner, thread string) {
 	t.Helper()
+	whole := madeCopy(t, r, thread)
+	got := readCopy(t, r, thread)
+	if got != whole {
+		t.Errorf("the copy added to differs from one made from the events:\n%s\n---\n%s", got, whole)
+	}
+}
+
+// madeCopy is the copy for people of the conversation thread made afresh
+// from its events.
+func madeCopy(t *testing.T, r *Runner, thread string) string {
+	t.Helper()
 	conv, err := r.Conversation(thread)
 	if err != nil {
 		t.Fatal(err)
@@ -180,10 +191,7 @@ func checkCopy(t *testing.T, r *Runner, thread string) {
 	if _, err := chatcopy.Write(context.Background(), &whole, r.Agent.Name, conv); err != nil {
 		t.Fatal(err)
 	}
-	got := readCopy(t, r, thread)
-	if got != whole.String() {
-		t.Errorf("the copy added to differs from one made from the events:\n%s\n---\n%s", got, whole.String())
-	}
+	return whole.String()
 }
 
 // A message that comes while the model answers is appended once that
@@ -276,12 +284,7 @@ func TestSteerPastLastRound(t *testing.T) {
 [[rule]]
 match = "call no tool"
 text = "stopping"
-[[rule]]
-match = "loop"
-text = "again"
-[[rule.call]]
-name = "web__echo"
-args = '{"text":"x"}'
+`+loopScript+`
 [[rule]]
 match = "late"
 text = "a turn of its own"

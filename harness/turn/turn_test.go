@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
@@ -25,14 +25,10 @@ import (
 
 func newRunner(t *testing.T, script *scripted.Script) (*Runner, *scripted.Server) {
 	t.Helper()
-	model, addr, err := scripted.Listen("127.0.0.1:0", script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
+	model, proxy := hometest.Model(t, script)
 	dir := filepath.Join(t.TempDir(), "ada")
 	os.Mkdir(dir, 0o700)
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	return &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Metrics: &metrics.Agent{Name: "ada"}, Open: openLog, Process: Process{Warm: &warm.Cache{}}}, model
 }
 
@@ -110,30 +106,14 @@ func TestBadMessageWritesNothing(t *testing.T) {
 // long conversation holds them; every answer records its checkpoint.
 func writeConversation(t testing.TB, dir, thread string, n int) {
 	t.Helper()
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
-			e.Type, e.ID, e.Text, e.Head = event.TypeMessage, fmt.Sprintf("m%d", seq), fmt.Sprintf("message %d: %s", seq, strings.Repeat("words ", 40)), "[head]"
+	hometest.WriteLog(t, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, func(e *event.Event) {
+		if e.Seq%2 == 1 {
+			e.Type, e.ID, e.Text, e.Head = event.TypeMessage, fmt.Sprintf("m%d", e.Seq), fmt.Sprintf("message %d: %s", e.Seq, strings.Repeat("words ", 40)), "[head]"
 		} else {
-			e.Type, e.Text = event.TypeAnswer, fmt.Sprintf("answer %d: %s", seq, strings.Repeat("reply ", 40))
-			e.Window = &event.Window{Start: max(1, seq-40), TokensBefore: 0}
+			e.Type, e.Text = event.TypeAnswer, fmt.Sprintf("answer %d: %s", e.Seq, strings.Repeat("reply ", 40))
+			e.Window = &event.Window{Start: max(1, e.Seq-40), TokensBefore: 0}
 		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 // A turn reads only the tail it needs: in a conversation of 20,000 events
@@ -286,11 +266,8 @@ func TestCopyRemade(t *testing.T) {
 	if !strings.HasPrefix(string(c), string(b)) || !strings.Contains(string(c), "thirteen") || strings.Count(string(c), "eleven") != 1 {
 		t.Fatalf("the copy after a cut:\n%s", c)
 	}
-	var whole strings.Builder
-	conv, _ := r.Conversation("c")
-	defer conv.Close()
-	if _, err := chatcopy.Write(ctx, &whole, "ada", conv); err != nil || whole.String() != string(c) {
-		t.Fatalf("the copy added to differs from one made from the events (%v):\n%s\n---\n%s", err, c, whole.String())
+	if whole := madeCopy(t, r, "c"); whole != string(c) {
+		t.Fatalf("the copy added to differs from one made from the events:\n%s\n---\n%s", c, whole)
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/settings"
@@ -192,32 +192,22 @@ func sameRequests(t *testing.T, modelName string, n int, web string) {
 // the first event: a conversation of n messages, all of them sent.
 func writeWindow(tb testing.TB, dir, thread string, n int) {
 	tb.Helper()
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		tb.Fatal(err)
+	hometest.WriteLog(tb, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, hometest.Window("[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]", 8))
+}
+
+// windowRunner is a Runner of a fresh agent reading env, with w its Warm
+// (none when nil), whose conversation thread holds n events of one window
+// (writeWindow's).
+func windowRunner(tb testing.TB, env map[string]string, w *warm.Cache, thread string, n int) *Runner {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "ada")
+	os.Mkdir(dir, 0o700)
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Process: Process{Warm: w}}
+	chat, _ := r.Agent.Path(home.Chat, thread)
+	if n > 0 {
+		writeWindow(tb, chat, thread, n)
 	}
-	defer f.Close()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
-		if seq == 1 {
-			e.Thread = thread
-		}
-		if seq%2 == 1 {
-			e.Type, e.ID, e.Head = event.TypeMessage, fmt.Sprintf("w%d", seq), "[Thu 2026-01-01 00:00 UTC · bench · Ada, your owner]"
-			e.Text = fmt.Sprintf("message %d: %s", seq, strings.Repeat("how are you today? ", 5))
-		} else {
-			e.Type, e.Model, e.Provider = event.TypeAnswer, "claude-opus-5-5", "anthropic"
-			e.Text = fmt.Sprintf("answer %d: %s", seq, strings.Repeat("fine, thank you. ", 8))
-			e.Window = &event.Window{Start: 1}
-		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	return r
 }
 
 // BenchmarkWarmTurn is one whole turn in process, the scripted model
@@ -229,26 +219,17 @@ func writeWindow(tb testing.TB, dir, thread string, n int) {
 //
 //	go test -run '^$' -bench WarmTurn -benchtime 50x -count 5 ./harness/turn
 func BenchmarkWarmTurn(b *testing.B) {
-	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer model.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	_, proxy := hometest.Model(b, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	for _, n := range []int{0, 800} {
 		for _, withWarm := range []bool{false, true} {
 			b.Run(fmt.Sprintf("window=%d/warm=%v", n, withWarm), func(b *testing.B) {
-				dir := filepath.Join(b.TempDir(), "ada")
-				os.Mkdir(dir, 0o700)
-				r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog}
+				var w *warm.Cache
 				if withWarm {
-					r.Warm = &warm.Cache{}
-					defer r.Warm.Release()
+					w = &warm.Cache{}
+					defer w.Release()
 				}
-				chat, _ := r.Agent.Path(home.Chat, "bench")
-				if n > 0 {
-					writeWindow(b, chat, "bench", n)
-				}
+				r := windowRunner(b, env, w, "bench", n)
 				ctx := context.Background()
 				// One turn first: the id index and the copy for people made.
 				if _, err := r.Message(ctx, "bench", Message{ID: "first", Text: "hello"}, nil); err != nil {
@@ -274,21 +255,12 @@ func TestWarmTurnAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets run without the race detector")
 	}
-	model, addr, err := scripted.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	env := map[string]string{"LNK_MODEL_PROXY": "http://" + addr.String()}
+	_, proxy := hometest.Model(t, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": proxy}
 	allocs := func(n int) float64 {
-		dir := filepath.Join(t.TempDir(), "ada")
-		os.Mkdir(dir, 0o700)
-		r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Getenv: func(k string) string { return env[k] }, HTTP: &http.Client{}, Open: openLog, Process: Process{Warm: &warm.Cache{}}}
-		defer r.Warm.Release()
-		chat, _ := r.Agent.Path(home.Chat, "t")
-		if n > 0 {
-			writeWindow(t, chat, "t", n)
-		}
+		w := &warm.Cache{}
+		defer w.Release()
+		r := windowRunner(t, env, w, "t", n)
 		i := 0
 		send := func() {
 			i++
@@ -358,17 +330,9 @@ func TestWarmKeepsFiles(t *testing.T) {
 	copyPath, _ := r.Agent.Path(home.ChatCopy, "t")
 	copyIsWhole := func(when string) {
 		t.Helper()
-		conv, err := r.Conversation("t")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conv.Close()
-		var want bytes.Buffer
-		if _, err := chatcopy.Write(ctx, &want, "ada", conv); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want.Bytes())
+		want := madeCopy(t, r, "t")
+		if got, _ := os.ReadFile(copyPath); string(got) != want {
+			t.Errorf("%s: the copy for people is\n%s\nwant\n%s", when, got, want)
 		}
 	}
 	// The files kept open with the conversation, as the process holds them.

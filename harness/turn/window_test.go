@@ -3,13 +3,13 @@ package turn
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/store/event"
 )
 
@@ -19,23 +19,12 @@ import (
 // answer since recording the window it opens.
 func writeSummarized(tb testing.TB, dir, thread string, n int) (summarySeq int64) {
 	tb.Helper()
-	os.MkdirAll(dir, 0o700)
-	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := int64(n - 20)
 	if s%2 == 0 {
 		s-- // after an answer
 	}
-	var buf []byte
-	for seq := int64(1); seq <= int64(n); seq++ {
-		e := event.Event{Seq: seq, Time: at.Add(time.Duration(seq) * time.Second)}
-		if seq == 1 {
-			e.Thread = thread
-		}
+	hometest.WriteLog(tb, dir, thread, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n, func(e *event.Event) {
+		seq := e.Seq
 		message := seq%2 == 1
 		if seq > s {
 			message = (seq-s)%2 == 1
@@ -53,11 +42,7 @@ func writeSummarized(tb testing.TB, dir, thread string, n int) (summarySeq int64
 				e.Window.Start, e.Window.TokensBefore = s-30, 9000
 			}
 		}
-		buf = append(event.Append(buf[:0], &e), '\n')
-		if _, err := f.Write(buf); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	})
 	return s
 }
 
