@@ -1,181 +1,27 @@
 package tools
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/harness/tools/npmtest"
 )
-
-// npmDir is where .ci/run installs the real MCP servers the tests run
-// (npm ci in testdata/npm).
-func npmDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs("testdata/npm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// needNode skips a test when node or the installed servers are missing,
-// except under CI, where they must be there.
-func needNode(t testing.TB, bin string) string {
-	t.Helper()
-	path := filepath.Join(npmDir(t), "node_modules", ".bin", bin)
-	_, nodeErr := exec.LookPath("node")
-	_, binErr := os.Stat(path)
-	if nodeErr != nil || binErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs node and %s (npm ci in %s): %v %v", bin, npmDir(t), nodeErr, binErr)
-		}
-		t.Skipf("no node or no %s: run npm ci in %s", bin, npmDir(t))
-	}
-	return path
-}
-
-// freePort finds a port nobody listens on now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startNode starts a node MCP server listening on port, and waits until
-// it says so: a line of its output holding "on port <port>" (each of the
-// servers started here prints one once it listens). What it prints after
-// is kept, for a test to read.
-func startNode(t testing.TB, port int, name string, args ...string) *nodeOut {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	cmd.Dir = npmDir(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		r.Close()
-	})
-	said := fmt.Sprintf("on port %d", port)
-	var seen []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(strings.ToLower(sc.Text()), said) {
-			// Keep reading its output, so a full pipe never stops it.
-			out := &nodeOut{more: make(chan struct{})}
-			go out.read(sc)
-			return out
-		}
-		seen = append(seen, sc.Text())
-	}
-	t.Fatalf("%s ended without saying it listens %s: %s", name, said, strings.Join(seen, "\n"))
-	return nil
-}
-
-// nodeOut is what a node server printed once it listened, a line at a
-// time. It is safe for concurrent use.
-type nodeOut struct {
-	mu    sync.Mutex
-	lines []string
-	more  chan struct{} // closed, and made again, when a line comes or the output ends
-	ended bool
-}
-
-func (o *nodeOut) read(sc *bufio.Scanner) {
-	for {
-		ok := sc.Scan()
-		o.mu.Lock()
-		if ok {
-			o.lines = append(o.lines, sc.Text())
-		} else {
-			o.ended = true
-		}
-		close(o.more)
-		o.more = make(chan struct{})
-		o.mu.Unlock()
-		if !ok {
-			return
-		}
-	}
-}
-
-// find waits for a line printed that holds each of parts, and returns it;
-// false once the output ended, or ctx did, without one.
-func (o *nodeOut) find(ctx context.Context, parts ...string) (string, bool) {
-	for i := 0; ; {
-		o.mu.Lock()
-		lines, ended, more := o.lines, o.ended, o.more
-		o.mu.Unlock()
-		for ; i < len(lines); i++ {
-			if containsAll(lines[i], parts) {
-				return lines[i], true
-			}
-		}
-		if ended {
-			return "", false
-		}
-		select {
-		case <-more:
-		case <-ctx.Done():
-			return "", false
-		}
-	}
-}
-
-func containsAll(s string, parts []string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
-}
-
-// Everything starts @modelcontextprotocol/server-everything over
-// transport ("streamableHttp" or "sse") and returns its address.
-func everything(t testing.TB, transport string) string {
-	bin := needNode(t, "mcp-server-everything")
-	port := freePort(t)
-	startNode(t, port, bin, transport)
-	if transport == "sse" {
-		return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-}
 
 // memoryBridged starts @modelcontextprotocol/server-memory, a stdio server,
 // behind supergateway's stdio to streamable HTTP bridge, which prints each
 // message it passes to the server.
-func memoryBridged(t testing.TB) (string, *nodeOut) {
-	gw := needNode(t, "supergateway")
-	mem := needNode(t, "mcp-server-memory")
-	port := freePort(t)
+func memoryBridged(t testing.TB) (string, *npmtest.Out) {
+	gw := npmtest.Need(t, "supergateway")
+	mem := npmtest.Need(t, "mcp-server-memory")
+	port := npmtest.FreePort(t)
 	t.Setenv("MEMORY_FILE_PATH", filepath.Join(t.TempDir(), "memory.jsonl"))
-	out := startNode(t, port, gw, "--stdio", mem, "--outputTransport", "streamableHttp", "--stateful", "--port", fmt.Sprint(port), "--logLevel", "info")
+	out := npmtest.Start(t, port, gw, "--stdio", mem, "--outputTransport", "streamableHttp", "--stateful", "--port", fmt.Sprint(port), "--logLevel", "info")
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port), out
 }
 
@@ -184,7 +30,7 @@ func memoryBridged(t testing.TB) (string, *nodeOut) {
 func TestEverything(t *testing.T) {
 	for _, transport := range []string{"streamableHttp", "sse"} {
 		t.Run(transport, func(t *testing.T) {
-			addr := everything(t, transport)
+			addr := npmtest.Everything(t, transport)
 			ctx := context.Background()
 			_, tr := begin(t, ctx, newAgent(t), []Server{{Name: "everything", URL: addr}}, Options{})
 			got := names(tr)
@@ -245,7 +91,7 @@ func TestBridgeSeesConversation(t *testing.T) {
 			t.Fatalf("%s: %+v", thread, r)
 		}
 		tr.End()
-		line, ok := out.find(ctx, "Child:", `"tools/call"`, "E "+thread)
+		line, ok := out.Find(ctx, "Child:", `"tools/call"`, "E "+thread)
 		if !ok {
 			t.Fatalf("supergateway printed no call of %s", thread)
 		}
@@ -267,5 +113,5 @@ func TestBridgeSeesConversation(t *testing.T) {
 // server-everything's echo, in a process of its own: the allocations
 // counted are the harness's alone, the server's being in node.
 func BenchmarkCallEverything(b *testing.B) {
-	benchEcho(b, everything(b, "streamableHttp"), "web:1", `{"message":"x"}`)
+	benchEcho(b, npmtest.Everything(b, "streamableHttp"), "web:1", `{"message":"x"}`)
 }

@@ -20,6 +20,7 @@ import (
 
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/tools/npmtest"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
 )
@@ -295,7 +296,7 @@ func (rec *callRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request, next 
 // the server (a notifications/cancelled naming it reaches it), the turn
 // writes its answer marked ended, and the next message is answered.
 func TestEndCancelsEverythingCall(t *testing.T) {
-	addr := everything(t, "streamableHttp")
+	addr := npmtest.Everything(t, "streamableHttp")
 	u, err := url.Parse(addr)
 	if err != nil {
 		t.Fatal(err)

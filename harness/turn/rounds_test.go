@@ -1,18 +1,11 @@
 package turn
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -22,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/tools"
+	"lnk.dev/linkharness/harness/tools/npmtest"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -426,7 +420,7 @@ text = "heard"
 func TestEverythingTurn(t *testing.T) {
 	for _, transport := range []string{"streamableHttp", "sse"} {
 		t.Run(transport, func(t *testing.T) {
-			addr := everything(t, transport)
+			addr := npmtest.Everything(t, transport)
 			r, m := toolRunner(t, parseScript(t, `
 [[rule]]
 match = "sum"
@@ -464,56 +458,6 @@ text = "done"
 			}
 		})
 	}
-}
-
-// everything starts @modelcontextprotocol/server-everything, installed by
-// .ci/run in harness/tools/testdata/npm, over transport; without node or
-// the package the test is skipped, except under CI.
-func everything(t *testing.T, transport string) string {
-	t.Helper()
-	bin, _ := filepath.Abs("../tools/testdata/npm/node_modules/.bin/mcp-server-everything")
-	_, nodeErr := exec.LookPath("node")
-	_, binErr := os.Stat(bin)
-	if nodeErr != nil || binErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs node and server-everything: %v %v", nodeErr, binErr)
-		}
-		t.Skip("no node or no server-everything: run npm ci in harness/tools/testdata/npm")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, transport)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); r.Close() })
-	// It says "... on port <port>" once it listens.
-	said, listening := fmt.Sprintf("on port %d", port), false
-	sc := bufio.NewScanner(r)
-	for !listening && sc.Scan() {
-		listening = strings.Contains(strings.ToLower(sc.Text()), said)
-	}
-	if !listening {
-		t.Fatalf("server-everything ended without saying it listens %s", said)
-	}
-	go io.Copy(io.Discard, r) // so a full pipe never stops it
-	if transport == "sse" {
-		return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
 // A kept memory session is one for every turn and conversation of the
