@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,20 +60,6 @@ func build(b *testing.B) (floor, link string) {
 		b.Fatal(programs.err)
 	}
 	return programs.floor, programs.link
-}
-
-// countingListener counts the connections it accepts.
-type countingListener struct {
-	net.Listener
-	accepted atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.accepted.Add(1)
-	}
-	return c, err
 }
 
 // warmup is how many messages a server answers before it is measured, at
@@ -174,7 +159,7 @@ func writeWindow(b *testing.B, dir, thread string, n int) {
 type served struct {
 	unit   drive.Unit
 	send   func(i int)
-	model  *countingListener
+	model  *scripted.Server
 	warmed int // the messages of the warm-up
 }
 
@@ -188,9 +173,8 @@ func serveWindow(b *testing.B, program string, window int, each bool) *served {
 	if err != nil {
 		b.Fatal(err)
 	}
-	counted := &countingListener{Listener: ln}
 	model := scripted.New(nil)
-	go model.Serve(counted)
+	go model.Serve(ln)
 	b.Cleanup(func() { model.Close() })
 
 	dir := b.TempDir()
@@ -254,7 +238,7 @@ func serveWindow(b *testing.B, program string, window int, each bool) *served {
 	for start := time.Now(); n < warmup || time.Since(start) < warmFor; n++ {
 		send(n)
 	}
-	return &served{unit: unit, send: send, model: counted, warmed: n}
+	return &served{unit: unit, send: send, model: model, warmed: n}
 }
 
 // messageCPU measures program over b.N messages, each on a connection of
@@ -263,7 +247,7 @@ func messageCPU(b *testing.B, program string, each bool) {
 	s := serveWindow(b, program, 0, each)
 	b.ReportAllocs()
 	sendMeasured(b, s)
-	b.ReportMetric(float64(s.model.accepted.Load()), "model-dials")
+	b.ReportMetric(float64(s.model.Conns()), "model-dials")
 }
 
 // sendMeasured sends s b.N messages after its warm-up, the benchmark's

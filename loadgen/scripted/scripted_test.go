@@ -581,3 +581,27 @@ func TestPingAndTrickle(t *testing.T) {
 		t.Errorf("a trickle in %d reads sent\n%s", reads, all)
 	}
 }
+
+// Conns counts the connections the model accepted: two calls on one kept
+// connection are one, a client of its own a second.
+func TestConns(t *testing.T) {
+	srv, addr, err := Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	base := "http://" + addr.String()
+	kept := &http.Client{Transport: &http.Transport{}}
+	other := &http.Client{Transport: &http.Transport{}}
+	for _, hc := range []*http.Client{kept, kept, other} {
+		resp, err := hc.Post(base+"/v1/messages", "application/json", strings.NewReader(anthropicBody("hi", false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if n := srv.Conns(); n != 2 {
+		t.Errorf("%d connections counted, want 2", n)
+	}
+}

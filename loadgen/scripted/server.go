@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -38,7 +39,8 @@ type Server struct {
 	parsers fastjson.ParserPool
 	done    chan struct{} // closed by Close and Shutdown: stalls end
 	stop    sync.Once
-	cache   promptCache // with the script's Cache: the requests a prompt cache holds
+	cache   promptCache  // with the script's Cache: the requests a prompt cache holds
+	conns   atomic.Int64 // the connections accepted, on every listener served
 
 	mu sync.Mutex // guards the fields below
 	// The request bodies kept, a ring of keptRequests: the oldest at head.
@@ -88,10 +90,21 @@ func (s *Server) server() *http.Server {
 		return nil
 	default:
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ConnState: s.count}
 	s.servers = append(s.servers, hs)
 	return hs
 }
+
+// count counts a connection accepted.
+func (s *Server) count(_ net.Conn, state http.ConnState) {
+	if state == http.StateNew {
+		s.conns.Add(1)
+	}
+}
+
+// Conns returns how many connections s accepted on the listeners it served
+// (Listen's and Serve's): how often its callers dialed it.
+func (s *Server) Conns() int64 { return s.conns.Load() }
 
 // Shutdown ends the stalls, then stops serving once the requests under way
 // are answered, or ctx ends.
