@@ -7,5 +7,7 @@
 // scripted model for it (Model), writes a long conversation into a
 // thread's folder as the log keeps it (WriteLog, Window), and has many
 // callers send into one conversation at once and checks what they wrote
-// (Share, CheckShared).
+// (Share, CheckShared). It fills a home with something for every section
+// of the prompt (Populate), and keeps what a runner or server logged
+// (Logs).
 package hometest

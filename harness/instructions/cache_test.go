@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/internal/hometest"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/settings"
 )
 

@@ -1,55 +1,25 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/sqlite"
 )
 
-// lockedBuffer is a log's writer, read once the server is done.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("a log line that is not JSON: %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // A failed turn, a refusal and a lease taken from a dead holder are each
 // logged once, with the agent, the thread and (where one was written) the
 // seq; no line holds a message's text or a key.
 func TestLogLines(t *testing.T) {
-	var buf lockedBuffer
+	var buf hometest.Logs
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "chats.db"))
 	if err != nil {
@@ -86,7 +56,7 @@ func TestLogLines(t *testing.T) {
 		t.Fatalf("after a dead holder: %d %s", code, body)
 	}
 
-	lines := buf.lines(t)
+	lines := buf.Lines(t)
 	for _, want := range []struct {
 		msg    string
 		thread string
@@ -120,7 +90,7 @@ func TestLogLines(t *testing.T) {
 			}
 		}
 	}
-	all := buf.b.String()
+	all := buf.String()
 	t.Log(all)
 	for _, never := range []string{secret, key, wrongKey} {
 		if strings.Contains(all, never) {

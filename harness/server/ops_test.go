@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/turn"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store/event"
@@ -150,7 +151,7 @@ func TestOperationsCounted(t *testing.T) {
 		t.Fatalf("export: %d %s", code, archive)
 	}
 
-	logs := new(lockedBuffer)
+	logs := new(hometest.Logs)
 	f := newFixture(t, &scripted.Script{Rules: []scripted.Rule{
 		{Match: "stall", Text: "words and then nothing", Chunks: 4, Stall: true, AfterChunks: 1},
 		{Match: "any", Text: "hi"},
@@ -242,7 +243,7 @@ func TestOperationsCounted(t *testing.T) {
 	}
 
 	logged := map[string]float64{}
-	for _, rec := range logs.lines(t) {
+	for _, rec := range logs.Lines(t) {
 		kind := map[any]string{"conversation imported": "import", "turn ended": "end", "forked": "fork", "answer handed over": "hand_over", "state exported": "export"}[rec["msg"]]
 		if kind == "" {
 			continue

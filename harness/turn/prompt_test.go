@@ -10,12 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/internal/hometest"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -272,27 +271,10 @@ func TestModelChangesOnlyItsSection(t *testing.T) {
 }
 
 // logTo sends r's log to a buffer for a test.
-func logTo(r *Runner) *syncBuffer {
-	var b syncBuffer
+func logTo(r *Runner) *hometest.Logs {
+	var b hometest.Logs
 	r.Log = slog.New(slog.NewTextHandler(&b, nil))
 	return &b
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Bad input leaves out what it spoils, says so in the log, and the turn

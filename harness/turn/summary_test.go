@@ -13,7 +13,7 @@ import (
 
 	"lnk.dev/linkharness/harness/chatcopy"
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/internal/hometest"
+	"lnk.dev/linkharness/harness/hometest"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
