@@ -1,16 +1,11 @@
 // Package storetest is the conformance suite every way of keeping a
 // conversation runs: the log, compact, and each driver, in-process and
 // through its plugin program or the store bridge. A store's test calls Run
-// with a function that opens the store kept in a folder:
+// with a function that opens the store kept in a folder; a store kept in one
+// file or folder there calls RunFile with its name and its Open:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, dir string) store.Driver {
-//			d, err := sqlite.Open(filepath.Join(dir, "events.sqlite"))
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			return d
-//		})
+//		storetest.RunFile(t, "events.sqlite", sqlite.Open)
 //	}
 //
 // A store kept one folder per conversation (the log, compact) is made a
@@ -45,6 +40,19 @@ type Open func(t *testing.T, dir string) store.Driver
 // Run runs the suite against the stores open makes, each test in a store of
 // its own.
 func Run(t *testing.T, open Open) { run(t, open, "") }
+
+// RunFile is Run for a store kept in one file or folder, name, of the
+// folder the suite makes (sqlite's events.sqlite, pebble's events.pebble):
+// open opens it by its path.
+func RunFile[D store.Driver](t *testing.T, name string, open func(path string) (D, error)) {
+	Run(t, func(t *testing.T, dir string) store.Driver {
+		d, err := open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
+}
 
 // RunHome is Run for stores given an agent's home, which keep its
 // conversations under the home's chats folder, as a plugin program does
