@@ -32,13 +32,15 @@ func readLast32(c *Conversation) (int, error) {
 	return n, err
 }
 
-func BenchmarkReadLast32(b *testing.B) {
+// benchRead runs read, which hands out 32 events, on logs of 1,000 and
+// 100,000 typical events (events=N).
+func benchRead(b *testing.B, read func(c *Conversation, n int64) (int, error)) {
 	for _, n := range []int64{1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			c := open(b, typicalLog(b, n))
 			b.ReportAllocs()
 			for b.Loop() {
-				if got, err := readLast32(c); err != nil || got != 32 {
+				if got, err := read(c, n); err != nil || got != 32 {
 					b.Fatal(got, err)
 				}
 			}
@@ -46,23 +48,19 @@ func BenchmarkReadLast32(b *testing.B) {
 	}
 }
 
+func BenchmarkReadLast32(b *testing.B) {
+	benchRead(b, func(c *Conversation, _ int64) (int, error) { return readLast32(c) })
+}
+
 func BenchmarkReadFromMiddle(b *testing.B) {
-	for _, n := range []int64{1000, 100000} {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			c := open(b, typicalLog(b, n))
-			b.ReportAllocs()
-			for b.Loop() {
-				got := 0
-				err := c.Read(context.Background(), n/2, store.Forward, func(int64, []byte) bool {
-					got++
-					return got < 32
-				})
-				if err != nil || got != 32 {
-					b.Fatal(got, err)
-				}
-			}
+	benchRead(b, func(c *Conversation, n int64) (int, error) {
+		got := 0
+		err := c.Read(context.Background(), n/2, store.Forward, func(int64, []byte) bool {
+			got++
+			return got < 32
 		})
-	}
+		return got, err
+	})
 }
 
 func BenchmarkLast(b *testing.B) {
