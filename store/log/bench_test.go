@@ -3,7 +3,6 @@ package log
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"lnk.dev/linkharness/store"
@@ -73,44 +72,10 @@ func BenchmarkLast(b *testing.B) {
 	}
 }
 
-// BenchmarkAppend appends typical events with fdatasync each: "disk" in the
-// test's temporary folder (on this project's machines, a disk), "tmpfs" in
-// /dev/shm where fdatasync costs nothing, to show the cost of the rest.
+// BenchmarkAppend appends typical events with fdatasync each, on a disk
+// and on tmpfs (storetest.BenchAppendDisks).
 func BenchmarkAppend(b *testing.B) {
-	dirs := map[string]func(*testing.B) string{
-		"disk": func(b *testing.B) string { return b.TempDir() },
-		"tmpfs": func(b *testing.B) string {
-			dir, err := os.MkdirTemp("/dev/shm", "lnk-log-bench-")
-			if err != nil {
-				b.Skip("no /dev/shm:", err)
-			}
-			b.Cleanup(func() { os.RemoveAll(dir) })
-			return dir
-		},
-	}
-	for _, where := range []string{"disk", "tmpfs"} {
-		b.Run(where, func(b *testing.B) {
-			c := open(b, dirs[where](b))
-			events := make([][]byte, 1000)
-			for i := range events {
-				events[i] = typicalEvent(int64(i + 1))
-			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			seq := int64(0)
-			for b.Loop() {
-				seq++
-				if seq > int64(len(events)) {
-					b.StopTimer()
-					events = append(events, typicalEvent(seq))
-					b.StartTimer()
-				}
-				if err := c.Append(ctx, seq, events[seq-1]); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	storetest.BenchAppendDisks(b, func(b *testing.B, dir string) store.Conversation { return open(b, dir) }, typicalEvent, 1000)
 }
 
 func TestReadLast32Allocs(t *testing.T) {
