@@ -175,42 +175,9 @@ func TestReadChild(t *testing.T) {
 }
 
 // BenchmarkAppend appends real events with fdatasync each, a fold every
-// 32: "disk" in the test's temporary folder, "tmpfs" in /dev/shm where
-// fdatasync costs nothing.
+// 32, on a disk and on tmpfs (storetest.BenchAppendDisks).
 func BenchmarkAppend(b *testing.B) {
-	for _, where := range []string{"disk", "tmpfs"} {
-		b.Run(where, func(b *testing.B) {
-			dir := b.TempDir()
-			if where == "tmpfs" {
-				d, err := os.MkdirTemp("/dev/shm", "lnk-compact-bench-")
-				if err != nil {
-					b.Skip("no /dev/shm:", err)
-				}
-				b.Cleanup(func() { os.RemoveAll(d) })
-				dir = d
-			}
-			c := open(b, dir)
-			events := make([][]byte, 4096)
-			for i := range events {
-				events[i] = realEvent(int64(i + 1))
-			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			seq := int64(0)
-			for b.Loop() {
-				seq++
-				ev := events[(seq-1)%int64(len(events))]
-				if seq > int64(len(events)) {
-					b.StopTimer()
-					ev = realEvent(seq)
-					b.StartTimer()
-				}
-				if err := c.Append(ctx, seq, ev); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	storetest.BenchAppendDisks(b, func(b *testing.B, dir string) store.Conversation { return open(b, dir) }, realEvent, 4096)
 }
 
 // BenchmarkFold compresses 32 real events into a frame at level 19, as a

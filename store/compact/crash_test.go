@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -229,94 +228,43 @@ func tornCount(t *testing.T, dir string) int {
 	return bytes.Count(b, []byte("# "+FramesName+" offset "))
 }
 
-// killFS is TestCrashChild's filesystem: the real one, where at its kill
-// point a write, sync or truncate of events.zst or the tail does what the
-// point says of the operation there, reports it and waits to be killed.
-type killFS struct {
-	disk.FS
-	at   killPoint
-	seen int // operations that matched at's op and file
-}
-
-func (d *killFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
-	f, err := d.FS.OpenFile(name, flag, perm)
-	if err != nil || (filepath.Base(name) != FramesName && filepath.Base(name) != TailName) {
-		return f, err
+// killAt is TestCrashChild's change to events.zst and the tail: at its
+// kill point at, a write, sync or truncate does what the point says of the
+// operation there, reports it and waits to be killed.
+func killAt(at killPoint) func(c change) (int, error) {
+	seen := 0 // operations that matched at's op and file
+	return func(c change) (int, error) {
+		if (at.op != "*" && at.op != c.op) || (at.file != "*" && at.file != filepath.Base(c.f.Name())) {
+			return c.do()
+		}
+		if seen++; seen != at.n {
+			return c.do()
+		}
+		what := "a " + c.op
+		switch {
+		case at.how == "before":
+			stop(c, "before "+what)
+		case at.how == "part" && c.op == "write" && len(c.b) > 1:
+			cut := 1 + int(uint64(c.off)*0x9e3779b97f4a7c15%uint64(len(c.b)-1))
+			if _, err := c.f.WriteAt(c.b[:cut], c.off); err != nil {
+				return 0, err
+			}
+			stop(c, fmt.Sprintf("%d bytes into a write of %d", cut, len(c.b)))
+		}
+		n, err := c.do()
+		if err == nil {
+			stop(c, "after "+what)
+		}
+		return n, err
 	}
-	return &killFile{File: f, d: d}, nil
-}
-
-// killFile is a file of killFS's: events.zst or the tail.
-type killFile struct {
-	disk.File
-	d *killFS
-}
-
-// stops says whether op on f is the kill point.
-func (f *killFile) stops(op string) bool {
-	at := f.d.at
-	if (at.op != "*" && at.op != op) || (at.file != "*" && at.file != filepath.Base(f.Name())) {
-		return false
-	}
-	f.d.seen++
-	return f.d.seen == at.n
 }
 
 // stop reports where the writer is and waits for its SIGKILL. Should the
 // test end first, its standard input ends, and so does the writer.
-func (f *killFile) stop(what string, off int64) {
-	fmt.Printf("stopped %s %s at offset %d\n", what, filepath.Base(f.Name()), off)
+func stop(c change, what string) {
+	fmt.Printf("stopped %s %s at offset %d\n", what, filepath.Base(c.f.Name()), c.off)
 	io.Copy(io.Discard, os.Stdin)
 	os.Exit(3)
-}
-
-func (f *killFile) WriteAt(b []byte, off int64) (int, error) {
-	if !f.stops("write") {
-		return f.File.WriteAt(b, off)
-	}
-	switch {
-	case f.d.at.how == "before":
-		f.stop("before a write", off)
-	case f.d.at.how == "part" && len(b) > 1:
-		cut := 1 + int(uint64(off)*0x9e3779b97f4a7c15%uint64(len(b)-1))
-		if _, err := f.File.WriteAt(b[:cut], off); err != nil {
-			return 0, err
-		}
-		f.stop(fmt.Sprintf("%d bytes into a write of %d", cut, len(b)), off)
-	}
-	n, err := f.File.WriteAt(b, off)
-	if err == nil {
-		f.stop("after a write", off)
-	}
-	return n, err
-}
-
-func (f *killFile) Sync() error {
-	if !f.stops("sync") {
-		return f.File.Sync()
-	}
-	if f.d.at.how == "before" {
-		f.stop("before a sync", 0)
-	}
-	err := f.File.Sync()
-	if err == nil {
-		f.stop("after a sync", 0)
-	}
-	return err
-}
-
-func (f *killFile) Truncate(size int64) error {
-	if !f.stops("truncate") {
-		return f.File.Truncate(size)
-	}
-	if f.d.at.how == "before" {
-		f.stop("before a truncate", size)
-	}
-	err := f.File.Truncate(size)
-	if err == nil {
-		f.stop("after a truncate", size)
-	}
-	return err
 }
 
 // TestCrashChild is TestCrash's writer: run alone, it skips. It appends
@@ -332,7 +280,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenOptions(os.Getenv("LNK_DIR"), Options{FS: &killFS{FS: disk.OS, at: at}})
+	c, err := OpenOptions(os.Getenv("LNK_DIR"), Options{FS: &changeFS{FS: disk.OS, picks: named(FramesName, TailName), change: killAt(at)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,36 +254,20 @@ func TestFailedSyncCut(t *testing.T) {
 	}
 }
 
-// killed is what dyingFS panics with where its writer dies.
+// killed is what dying panics with where its writer dies.
 type killed struct{}
 
-// dyingFS is a Mem whose writer dies at the nth fdatasync of a file of
-// its name, before it: what it wrote stays in the Mem, readable by the
-// next writer, and is not durable.
-type dyingFS struct {
-	*disk.Mem
-	file string
-	n    int
-}
-
-func (d *dyingFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
-	f, err := d.Mem.OpenFile(name, flag, perm)
-	if err != nil || filepath.Base(name) != d.file {
-		return f, err
+// dying is a writer that dies at the nth fdatasync of a file, before it:
+// what it wrote stays, readable by the next writer, and is not durable.
+func dying(nth int) func(c change) (int, error) {
+	return func(c change) (int, error) {
+		if c.op == "sync" {
+			if nth--; nth == 0 {
+				panic(killed{})
+			}
+		}
+		return c.do()
 	}
-	return &dyingFile{File: f, d: d}, nil
-}
-
-type dyingFile struct {
-	disk.File
-	d *dyingFS
-}
-
-func (f *dyingFile) Sync() error {
-	if f.d.n--; f.d.n == 0 {
-		panic(killed{})
-	}
-	return f.File.Sync()
 }
 
 // TestDeadWriterUnsynced: a writer dies before the fdatasync of the
@@ -304,7 +288,7 @@ func TestDeadWriterUnsynced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMem(t)
-			dying := openMem(t, &dyingFS{Mem: m, file: FramesName, n: tc.nth}, diskFold)
+			dying := openMem(t, &changeFS{FS: m, picks: named(FramesName), change: dying(tc.nth)}, diskFold)
 			seq := int64(1)
 			func() {
 				defer func() {

@@ -3,7 +3,6 @@ package compact
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,63 +13,25 @@ import (
 
 var errInjected = errors.New("injected: the disk failed")
 
-// faultyFS is the real filesystem failing one kind of change to one file,
-// the nth time it is made: a write, a sync or a truncate; a failing write
-// writes half its bytes first.
-type faultyFS struct {
-	disk.FS
-	file, op string
-	nth      int
-	seen     int
-	landed   int
-}
-
-func (d *faultyFS) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
-	f, err := d.FS.OpenFile(name, flag, perm)
-	if err != nil || filepath.Base(name) != d.file {
-		return f, err
+// faulty fails one kind of change (op) to a file, the nth time it is
+// made: a write, a sync or a truncate; a failing write writes half its
+// bytes first. It counts in landed the faults it made.
+func faulty(op string, nth int, landed *int) func(c change) (int, error) {
+	seen := 0
+	return func(c change) (int, error) {
+		if c.op != op {
+			return c.do()
+		}
+		if seen++; seen != nth {
+			return c.do()
+		}
+		*landed++
+		if c.op == "write" {
+			n, _ := c.f.WriteAt(c.b[:len(c.b)/2], c.off)
+			return n, errInjected
+		}
+		return 0, errInjected
 	}
-	return &faultyFile{File: f, d: d}, nil
-}
-
-// faultyFile is a file of faultyFS's file name.
-type faultyFile struct {
-	disk.File
-	d *faultyFS
-}
-
-func (f *faultyFile) fail(op string) bool {
-	if op != f.d.op {
-		return false
-	}
-	f.d.seen++
-	if f.d.seen == f.d.nth {
-		f.d.landed++
-		return true
-	}
-	return false
-}
-
-func (f *faultyFile) WriteAt(b []byte, off int64) (int, error) {
-	if f.fail("write") {
-		n, _ := f.File.WriteAt(b[:len(b)/2], off)
-		return n, errInjected
-	}
-	return f.File.WriteAt(b, off)
-}
-
-func (f *faultyFile) Sync() error {
-	if f.fail("sync") {
-		return errInjected
-	}
-	return f.File.Sync()
-}
-
-func (f *faultyFile) Truncate(size int64) error {
-	if f.fail("truncate") {
-		return errInjected
-	}
-	return f.File.Truncate(size)
 }
 
 // TestDiskFails makes each change to each file fail once, in a fold or in
@@ -98,7 +59,8 @@ func TestDiskFails(t *testing.T) {
 				f.Write([]byte{0x28, 0xB5, 0x2F, 0xFD, 0x20})
 				f.Close()
 			}
-			d := &faultyFS{FS: disk.OS, file: tc.file, op: tc.op, nth: nth}
+			landed := 0
+			d := &changeFS{FS: disk.OS, picks: named(tc.file), change: faulty(tc.op, nth, &landed)}
 			var foldFailed int
 			c, err := OpenOptions(dir, Options{FS: d, Folded: func(st FoldStats) {
 				if st.Err != nil {
@@ -124,7 +86,7 @@ func TestDiskFails(t *testing.T) {
 					}
 				}
 			}
-			if d.landed != 1 {
+			if landed != 1 {
 				if tc.op == "truncate" && tc.file == FramesName && nth > 1 {
 					continue // one cut only
 				}

@@ -139,10 +139,7 @@ func linesBack(ctx context.Context, b []byte, last, seq int64, fn func(int64, []
 		if k > seq {
 			continue
 		}
-		if !fn(k, line) {
-			return true, nil
-		}
-		if err := ctx.Err(); err != nil {
+		if over, err := give(ctx, k, line, fn); over {
 			return true, err
 		}
 	}
@@ -160,14 +157,21 @@ func linesOn(ctx context.Context, b []byte, first, seq int64, fn func(int64, []b
 		if k < seq {
 			continue
 		}
-		if !fn(k, line) {
-			return true, nil
-		}
-		if err := ctx.Err(); err != nil {
+		if over, err := give(ctx, k, line, fn); over {
 			return true, err
 		}
 	}
 	return false, nil
+}
+
+// give hands fn the line of seq k and reports whether the read is over:
+// fn stopped it, or ctx is done (err).
+func give(ctx context.Context, k int64, line []byte, fn func(int64, []byte) bool) (bool, error) {
+	if !fn(k, line) {
+		return true, nil
+	}
+	err := ctx.Err()
+	return err != nil, err
 }
 
 // unitHolding finds the unit holding seq, which is framed: walking back

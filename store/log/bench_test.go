@@ -3,7 +3,6 @@ package log
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"lnk.dev/linkharness/store"
@@ -32,13 +31,15 @@ func readLast32(c *Conversation) (int, error) {
 	return n, err
 }
 
-func BenchmarkReadLast32(b *testing.B) {
+// benchRead runs read, which hands out 32 events, on logs of 1,000 and
+// 100,000 typical events (events=N).
+func benchRead(b *testing.B, read func(c *Conversation, n int64) (int, error)) {
 	for _, n := range []int64{1000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			c := open(b, typicalLog(b, n))
 			b.ReportAllocs()
 			for b.Loop() {
-				if got, err := readLast32(c); err != nil || got != 32 {
+				if got, err := read(c, n); err != nil || got != 32 {
 					b.Fatal(got, err)
 				}
 			}
@@ -46,23 +47,19 @@ func BenchmarkReadLast32(b *testing.B) {
 	}
 }
 
+func BenchmarkReadLast32(b *testing.B) {
+	benchRead(b, func(c *Conversation, _ int64) (int, error) { return readLast32(c) })
+}
+
 func BenchmarkReadFromMiddle(b *testing.B) {
-	for _, n := range []int64{1000, 100000} {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			c := open(b, typicalLog(b, n))
-			b.ReportAllocs()
-			for b.Loop() {
-				got := 0
-				err := c.Read(context.Background(), n/2, store.Forward, func(int64, []byte) bool {
-					got++
-					return got < 32
-				})
-				if err != nil || got != 32 {
-					b.Fatal(got, err)
-				}
-			}
+	benchRead(b, func(c *Conversation, n int64) (int, error) {
+		got := 0
+		err := c.Read(context.Background(), n/2, store.Forward, func(int64, []byte) bool {
+			got++
+			return got < 32
 		})
-	}
+		return got, err
+	})
 }
 
 func BenchmarkLast(b *testing.B) {
@@ -75,44 +72,10 @@ func BenchmarkLast(b *testing.B) {
 	}
 }
 
-// BenchmarkAppend appends typical events with fdatasync each: "disk" in the
-// test's temporary folder (on this project's machines, a disk), "tmpfs" in
-// /dev/shm where fdatasync costs nothing, to show the cost of the rest.
+// BenchmarkAppend appends typical events with fdatasync each, on a disk
+// and on tmpfs (storetest.BenchAppendDisks).
 func BenchmarkAppend(b *testing.B) {
-	dirs := map[string]func(*testing.B) string{
-		"disk": func(b *testing.B) string { return b.TempDir() },
-		"tmpfs": func(b *testing.B) string {
-			dir, err := os.MkdirTemp("/dev/shm", "lnk-log-bench-")
-			if err != nil {
-				b.Skip("no /dev/shm:", err)
-			}
-			b.Cleanup(func() { os.RemoveAll(dir) })
-			return dir
-		},
-	}
-	for _, where := range []string{"disk", "tmpfs"} {
-		b.Run(where, func(b *testing.B) {
-			c := open(b, dirs[where](b))
-			events := make([][]byte, 1000)
-			for i := range events {
-				events[i] = typicalEvent(int64(i + 1))
-			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			seq := int64(0)
-			for b.Loop() {
-				seq++
-				if seq > int64(len(events)) {
-					b.StopTimer()
-					events = append(events, typicalEvent(seq))
-					b.StartTimer()
-				}
-				if err := c.Append(ctx, seq, events[seq-1]); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	storetest.BenchAppendDisks(b, func(b *testing.B, dir string) store.Conversation { return open(b, dir) }, typicalEvent, 1000)
 }
 
 func TestReadLast32Allocs(t *testing.T) {

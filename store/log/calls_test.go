@@ -54,6 +54,41 @@ func (f countedFile) Lock(ctx context.Context, ex bool) error {
 	return f.File.Lock(ctx, ex)
 }
 
+// memFolder is a conversation's folder on a new disk.Mem.
+func memFolder(t *testing.T) (*disk.Mem, string) {
+	t.Helper()
+	m := disk.NewMem()
+	const dir = "/home/chats/t"
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	return m, dir
+}
+
+// openMem opens the log in dir on fsys, closed when t ends.
+func openMem(t *testing.T, fsys disk.FS, dir string) *Conversation {
+	t.Helper()
+	c, err := OpenOptions(dir, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// lastAfterCrash is the last seq of the log in dir on what a crash of m
+// now leaves.
+func lastAfterCrash(t *testing.T, m *disk.Mem, dir string) int64 {
+	t.Helper()
+	img := openMem(t, m.Crash(), dir)
+	defer img.Close()
+	last, err := img.Last(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
 // TestTurnCalls counts what a turn's calls on a log of 100 events cost:
 // the end is read once and then checked with one fstat, the file opened
 // once and read-write, the lock taken once for the message and its
@@ -61,17 +96,10 @@ func (f countedFile) Lock(ctx context.Context, ex bool) error {
 // fstat while nobody appended since.
 func TestTurnCalls(t *testing.T) {
 	ctx := context.Background()
-	m := disk.NewMem()
-	const dir = "/home/chats/t"
-	if err := m.MkdirAll(dir); err != nil {
-		t.Fatal(err)
-	}
+	m, dir := memFolder(t)
 	var n calls
 	fsys := countedFS{Mem: m, n: &n}
-	c, err := OpenOptions(dir, Options{FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openMem(t, fsys, dir)
 	for seq := int64(1); seq <= 100; seq++ {
 		if err := c.Append(ctx, seq, typicalEvent(seq)); err != nil {
 			t.Fatal(err)
@@ -80,11 +108,7 @@ func TestTurnCalls(t *testing.T) {
 	c.Close()
 
 	n = calls{}
-	c, err = OpenOptions(dir, Options{FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c = openMem(t, fsys, dir)
 	step := func(name string, want calls, do func() error) {
 		t.Helper()
 		n = calls{}
@@ -114,13 +138,8 @@ func TestTurnCalls(t *testing.T) {
 	})
 	step("the answer", calls{write: 1, sync: 1}, func() error { return c.Append(ctx, 102, typicalEvent(102)) })
 
-	img, err := OpenOptions(dir, Options{FS: m.Crash()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer img.Close()
-	if last, err := img.Last(ctx); err != nil || last != 102 {
-		t.Errorf("after a crash the last is %d (%v); want 102: the answer's sync made the message durable too", last, err)
+	if last := lastAfterCrash(t, m, dir); last != 102 {
+		t.Errorf("after a crash the last is %d; want 102: the answer's sync made the message durable too", last)
 	}
 	// The next turn finds the end it made durable with one fstat, though
 	// the lock was let go; and a line another writer appended since.
@@ -134,10 +153,7 @@ func TestTurnCalls(t *testing.T) {
 		}
 	}
 	step("the next turn's Last", calls{stat: 1}, lastIs(102))
-	other, err := OpenOptions(dir, Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := openMem(t, m, dir)
 	if err := other.Append(ctx, 103, typicalEvent(103)); err != nil {
 		t.Fatal(err)
 	}
@@ -150,20 +166,8 @@ func TestTurnCalls(t *testing.T) {
 // line that is not durable; Commit makes it durable and lets go.
 func TestDeferredHoldsTheLock(t *testing.T) {
 	ctx := context.Background()
-	m := disk.NewMem()
-	const dir = "/home/chats/t"
-	if err := m.MkdirAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	open := func() *Conversation {
-		c, err := OpenOptions(dir, Options{FS: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	a, b := open(), open()
+	m, dir := memFolder(t)
+	a, b := openMem(t, m, dir), openMem(t, m, dir)
 	if err := a.Append(ctx, 1, typicalEvent(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -173,20 +177,7 @@ func TestDeferredHoldsTheLock(t *testing.T) {
 	if last, err := b.Last(ctx); err != nil || last != 2 {
 		t.Errorf("another reader's last is %d (%v): a deferred line is read", last, err)
 	}
-	crashed := func() int64 {
-		t.Helper()
-		img, err := OpenOptions(dir, Options{FS: m.Crash()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer img.Close()
-		n, err := img.Last(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if n := crashed(); n != 1 {
+	if n := lastAfterCrash(t, m, dir); n != 1 {
 		t.Errorf("a crash now keeps %d events; want 1: seq 2 is not durable yet", n)
 	}
 	busy, cancel := context.WithCancel(ctx)
@@ -200,7 +191,7 @@ func TestDeferredHoldsTheLock(t *testing.T) {
 	if err := b.Append(ctx, 3, typicalEvent(3)); err != nil {
 		t.Fatalf("another writer's append after the commit: %v", err)
 	}
-	if n := crashed(); n != 3 {
+	if n := lastAfterCrash(t, m, dir); n != 3 {
 		t.Errorf("after the commit a crash keeps %d events; want 3", n)
 	}
 }
@@ -213,16 +204,8 @@ func TestDeferredHoldsTheLock(t *testing.T) {
 // answer follow.
 func TestFailedSyncCutsTheMessage(t *testing.T) {
 	ctx := context.Background()
-	m := disk.NewMem()
-	const dir = "/home/chats/t"
-	if err := m.MkdirAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	c, err := OpenOptions(dir, Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	m, dir := memFolder(t)
+	c := openMem(t, m, dir)
 	if err := c.Append(ctx, 1, typicalEvent(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -244,13 +227,9 @@ func TestFailedSyncCutsTheMessage(t *testing.T) {
 			t.Fatalf("append %d: %v", seq, err)
 		}
 	}
-	img, err := OpenOptions(dir, Options{FS: m.Crash()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer img.Close()
+	img := openMem(t, m.Crash(), dir)
 	n := int64(0)
-	err = img.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool { n = seq; return true })
+	err := img.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool { n = seq; return true })
 	if err != nil || n != 3 {
 		t.Errorf("a crash after keeps %d events (%v); want 3, each whole", n, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
+	"lnk.dev/linkharness/store/storetest"
 )
 
 // FuzzRepair takes any bytes as a log and appends to it. The append either
@@ -32,7 +33,7 @@ func FuzzRepair(f *testing.F) {
 		}
 		defer c.Close()
 		ctx := context.Background()
-		whole := readsWhole(t, c)
+		whole, _ := storetest.ReadsWhole(t, c)
 
 		last, lastErr := c.Last(ctx)
 		if lastErr != nil && !errors.Is(lastErr, store.ErrCorrupt) {
@@ -91,48 +92,8 @@ func FuzzRepair(f *testing.F) {
 		} else if kept != nil {
 			t.Fatal("a torn file without a torn tail")
 		}
-		if n := readsWhole(t, c); whole >= 0 && n != whole+1 {
+		if n, _ := storetest.ReadsWhole(t, c); whole >= 0 && n != whole+1 {
 			t.Fatalf("a log of %d events read back whole; after an append, %d", whole, n)
 		}
 	})
-}
-
-// readsWhole reads c forward from 1 and back from the end, checks the seqs
-// count as they should, and returns how many events it holds, or -1 if
-// the reads found corruption.
-func readsWhole(t *testing.T, c *Conversation) int {
-	t.Helper()
-	ctx := context.Background()
-	want := int64(1)
-	err := c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
-		if seq != want {
-			t.Fatalf("forward read handed out seq %d where %d was due", seq, want)
-		}
-		want++
-		return true
-	})
-	if err != nil {
-		if !errors.Is(err, store.ErrCorrupt) {
-			t.Fatalf("forward read: %v", err)
-		}
-		return -1
-	}
-	next := int64(-1)
-	err = c.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
-		if next >= 0 && seq != next {
-			t.Fatalf("reverse read handed out seq %d where %d was due", seq, next)
-		}
-		next = seq - 1
-		return true
-	})
-	if err != nil {
-		if !errors.Is(err, store.ErrCorrupt) {
-			t.Fatalf("reverse read: %v", err)
-		}
-		return -1
-	}
-	if n := want - 1; n > 0 && next != 0 {
-		t.Fatalf("forward read %d events; reverse read stopped before %d", n, next)
-	}
-	return int(want - 1)
 }

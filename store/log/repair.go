@@ -112,10 +112,7 @@ func (c *Conversation) Repair(ctx context.Context) (Repaired, error) {
 		}
 		err = c.shrunk(f.off, err) // under the lock: the file was cut by hand
 		if err == nil {
-			var s int64
-			if s, err = c.seqOf(line, off); err == nil && s != seq {
-				err = c.corrupt(off, "seq %d where %d was due", s, seq)
-			}
+			err = c.seqDue(line, off, seq)
 		}
 		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
 			why = ce.Problem

@@ -165,6 +165,16 @@ func (c *Conversation) seqOf(line []byte, off int64) (int64, error) {
 	return seq, nil
 }
 
+// seqDue checks that line, at offset off, is the event of seq want: a line
+// that is no event (seqOf), or is another seq's, is damage.
+func (c *Conversation) seqDue(line []byte, off, want int64) error {
+	s, err := c.seqOf(line, off)
+	if err == nil && s != want {
+		err = c.corrupt(off, "seq %d where %d was due", s, want)
+	}
+	return err
+}
+
 // backward reads complete lines towards the start of the file.
 type backward struct {
 	c    *Conversation
@@ -277,14 +287,10 @@ func (c *Conversation) find(e *end, seq int64) ([]byte, int64, error) {
 			if err != nil {
 				return nil, 0, err
 			}
-			s, err := c.seqOf(line, off)
-			if err != nil {
+			if err := c.seqDue(line, off, want); err != nil {
 				return nil, 0, err
 			}
-			if s != want {
-				return nil, 0, c.corrupt(off, "seq %d where %d was due", s, want)
-			}
-			if s == seq {
+			if want == seq {
 				return line, off, nil
 			}
 			want--
@@ -419,14 +425,10 @@ func (c *Conversation) readBackward(ctx context.Context, b *backward, line []byt
 		if err != nil {
 			return err
 		}
-		s, err := c.seqOf(l, off)
-		if err != nil {
+		if err := c.seqDue(l, off, seq-1); err != nil {
 			return err
 		}
-		if s != seq-1 {
-			return c.corrupt(off, "seq %d where %d was due", s, seq-1)
-		}
-		line, seq = l, s
+		line, seq = l, seq-1
 	}
 }
 
@@ -447,14 +449,10 @@ func (c *Conversation) readForward(ctx context.Context, off, seq int64, e *end, 
 		if err != nil {
 			return err
 		}
-		s, err := c.seqOf(line, off)
-		if err != nil {
+		if err := c.seqDue(line, off, seq); err != nil {
 			return err
 		}
-		if s != seq {
-			return c.corrupt(off, "seq %d where %d was due", s, seq)
-		}
-		if !fn(s, line) {
+		if !fn(seq, line) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {

@@ -10,38 +10,31 @@ import (
 	"lnk.dev/linkharness/store/storetest"
 )
 
-// filled opens a new file holding n typical events in thread "t", written
-// in one transaction so a long conversation is quick to make.
-func filled(tb testing.TB, n int64) *Driver {
-	d, err := Open(filepath.Join(tb.TempDir(), DirName))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { d.Close() })
-	c := &Conversation{d: d, thread: "t"}
+// filled opens thread "t" of a new database holding n typical events, written
+// in one batch so a long conversation is quick to make.
+func filled(b *testing.B, n int64) store.Conversation {
+	d, err := Open(filepath.Join(b.TempDir(), DirName))
+	c := storetest.OpenThread(b, d, err, "t")
+	keys := c.(*Conversation)
 	batch := d.db.NewBatch()
 	for seq := int64(1); seq <= n; seq++ {
-		if err := batch.Set(c.eventKey(nil, seq), storetest.TypicalEvent(seq), nil); err != nil {
-			tb.Fatal(err)
+		if err := batch.Set(keys.eventKey(nil, seq), storetest.TypicalEvent(seq), nil); err != nil {
+			b.Fatal(err)
 		}
 	}
 	if err := batch.Commit(pebble.Sync); err != nil {
-		tb.Fatal(err)
+		b.Fatal(err)
 	}
 	if err := d.db.Flush(); err != nil {
-		tb.Fatal(err)
+		b.Fatal(err)
 	}
-	return d
+	return c
 }
 
 func BenchmarkAppend(b *testing.B) {
-	c, _ := filled(b, 0).Open("t")
-	storetest.BenchAppend(b, c, 0)
+	storetest.BenchAppend(b, filled(b, 0), 0)
 }
 
 func BenchmarkReadLast32(b *testing.B) {
-	storetest.BenchReadLast32Sizes(b, func(b *testing.B, n int64) store.Conversation {
-		c, _ := filled(b, n).Open("t")
-		return c
-	})
+	storetest.BenchReadLast32Sizes(b, filled)
 }

@@ -2,8 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"lnk.dev/linkharness/store/sqlite"
@@ -13,20 +11,7 @@ import (
 // A file made before with the mode SQLite gives (0644) is made its
 // owner's alone when opened, and the -wal and -shm beside it follow it.
 func TestOpenMakesAnOldFilePrivate(t *testing.T) {
-	path := filepath.Join(t.TempDir(), sqlite.FileName)
-	d, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
-	if err := os.Chmod(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err = sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, path := storetest.ReopenWithMode(t, sqlite.FileName, 0o644, sqlite.Open)
 	c, err := d.Open("t")
 	if err != nil {
 		t.Fatal(err)
@@ -34,13 +19,5 @@ func TestOpenMakesAnOldFilePrivate(t *testing.T) {
 	if err := c.Append(context.Background(), 1, storetest.Event("t", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if perm := fi.Mode().Perm(); perm != 0o600 {
-			t.Errorf("%s has mode %v, want 0600", filepath.Base(p), perm)
-		}
-	}
+	storetest.WantMode(t, 0o600, path, path+"-wal", path+"-shm")
 }

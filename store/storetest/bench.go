@@ -69,6 +69,47 @@ func BenchAppend(b *testing.B, c store.Conversation, from int64) {
 	}
 }
 
+// BenchAppendDisks appends an event (event(seq)) with fdatasync each
+// iteration to a conversation open makes in a new folder: "disk" in b's
+// temporary folder (on this project's machines, a disk), "tmpfs" in
+// /dev/shm, where fdatasync costs nothing, to show the cost of the rest.
+// The first made events are made before the timer starts, the rest
+// outside it.
+func BenchAppendDisks(b *testing.B, open func(b *testing.B, dir string) store.Conversation, event func(seq int64) []byte, made int) {
+	for _, where := range []string{"disk", "tmpfs"} {
+		b.Run(where, func(b *testing.B) {
+			dir := b.TempDir()
+			if where == "tmpfs" {
+				d, err := os.MkdirTemp("/dev/shm", "lnk-bench-")
+				if err != nil {
+					b.Skip("no /dev/shm:", err)
+				}
+				b.Cleanup(func() { os.RemoveAll(d) })
+				dir = d
+			}
+			c := open(b, dir)
+			events := make([][]byte, made)
+			for i := range events {
+				events[i] = event(int64(i + 1))
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			seq := int64(0)
+			for b.Loop() {
+				seq++
+				if seq > int64(len(events)) {
+					b.StopTimer()
+					events = append(events, event(seq))
+					b.StartTimer()
+				}
+				if err := c.Append(ctx, seq, events[seq-1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchReadLast32 reads the last 32 events of c per iteration, as a turn
 // reads its tail.
 func BenchReadLast32(b *testing.B, c store.Conversation) {

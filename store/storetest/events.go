@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 
@@ -73,6 +74,48 @@ func ReadAll(t testing.TB, c store.Conversation, want [][]byte) (int64, error) {
 		return true
 	})
 	return n, err
+}
+
+// ReadsWhole reads c forward from seq 1 and back from its last event, as a
+// test reads what a store made of any bytes: each read ends cleanly or with
+// store.ErrCorrupt, and hands out events of seqs without a gap, each
+// holding its own seq, forward from 1; read whole both ways, the two agree.
+// It returns how many events c holds, or -1 if a read found corruption,
+// and the seq the read back started at (0 with none).
+func ReadsWhole(t testing.TB, c store.Conversation) (n int, top int64) {
+	t.Helper()
+	ctx := context.Background()
+	want := int64(1)
+	ferr := c.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+		if s, err := event.SeqOf(ev); err != nil || s != seq || seq != want {
+			t.Fatalf("forward read handed out seq %d where %d was due, holding %.200q", seq, want, ev)
+		}
+		want++
+		return true
+	})
+	next := int64(-1)
+	berr := c.Read(ctx, store.FromLast, store.Backward, func(seq int64, ev []byte) bool {
+		if next >= 0 && seq != next {
+			t.Fatalf("reverse read handed out seq %d where %d was due", seq, next)
+		}
+		if next < 0 {
+			top = seq
+		}
+		next = seq - 1
+		return true
+	})
+	for _, err := range []error{ferr, berr} {
+		if err != nil && !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("read: %v, not corruption", err)
+		}
+	}
+	if ferr != nil || berr != nil {
+		return -1, top
+	}
+	if n := want - 1; n != top || (n > 0 && next != 0) {
+		t.Fatalf("forward read %d events; reverse read from %d stopped before %d", n, top, next)
+	}
+	return int(want - 1), top
 }
 
 // OpenThread returns the conversation thread of d, which it closes when t

@@ -20,23 +20,7 @@ func testForget(t *testing.T, s *suite) {
 	for _, th := range []string{"a", "b"} {
 		c := s.conv(th)
 		fill(t, c, th, 1, 20)
-		if m, ok := c.(store.Meta); ok {
-			if err := m.MetaPut(bg, "x", []byte(th)); err != nil && !errors.Is(err, store.ErrUnsupported) {
-				t.Fatal(err)
-			}
-		}
-		if n, ok := c.(store.Narrower); ok {
-			if _, err := n.NarrowTools(bg, []string{"read"}); err != nil && !errors.Is(err, store.ErrUnsupported) {
-				t.Fatal(err)
-			}
-		}
-		if l, ok := c.(store.Leaser); ok {
-			tok, err := l.Lease(bg, "h", time.Minute)
-			if err != nil && !errors.Is(err, store.ErrUnsupported) {
-				t.Fatal(err)
-			}
-			tokens[th] = tok
-		}
+		tokens[th] = useAbilities(t, c, "x", th, "read", "h")
 	}
 	a := s.conv("a")
 	if l, ok := a.(store.Leaser); ok && tokens["a"] != 0 {
@@ -90,4 +74,31 @@ func testForget(t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// useAbilities uses on c what only some stores can do, each where c has it
+// and does not answer store.ErrUnsupported: it puts the side datum name,
+// narrows the tool list to tool, and takes a minute's lease for holder,
+// whose token it returns (0 with none).
+func useAbilities(t *testing.T, c store.Conversation, name, data, tool, holder string) int64 {
+	t.Helper()
+	if m, ok := c.(store.Meta); ok {
+		if err := m.MetaPut(bg, name, []byte(data)); err != nil && !errors.Is(err, store.ErrUnsupported) {
+			t.Fatal(err)
+		}
+	}
+	if n, ok := c.(store.Narrower); ok {
+		if _, err := n.NarrowTools(bg, []string{tool}); err != nil && !errors.Is(err, store.ErrUnsupported) {
+			t.Fatal(err)
+		}
+	}
+	var token int64
+	if l, ok := c.(store.Leaser); ok {
+		var err error
+		token, err = l.Lease(bg, holder, time.Minute)
+		if err != nil && !errors.Is(err, store.ErrUnsupported) {
+			t.Fatal(err)
+		}
+	}
+	return token
 }

@@ -1,14 +1,12 @@
 package storetest
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
-	"time"
 
 	"lnk.dev/linkharness/store"
 )
@@ -31,25 +29,10 @@ func testOwnNames(t *testing.T, s *suite) {
 		fill(t, c, thread, 1, 3)
 		// What only some stores do makes files in some: side data, a
 		// narrowing, a lease.
-		if m, ok := c.(store.Meta); ok {
-			if err := m.MetaPut(bg, "pending.3", []byte("answer")); err != nil && !errors.Is(err, store.ErrUnsupported) {
+		token := useAbilities(t, c, "pending.3", "answer", "memory", "own@test:1:1")
+		if token != 0 {
+			if err := c.(store.Leaser).Release(bg, token); err != nil {
 				t.Fatal(err)
-			}
-		}
-		if n, ok := c.(store.Narrower); ok {
-			if _, err := n.NarrowTools(bg, []string{"memory"}); err != nil && !errors.Is(err, store.ErrUnsupported) {
-				t.Fatal(err)
-			}
-		}
-		if l, ok := c.(store.Leaser); ok {
-			token, err := l.Lease(bg, "own@test:1:1", time.Minute)
-			if err != nil && !errors.Is(err, store.ErrUnsupported) {
-				t.Fatal(err)
-			}
-			if err == nil {
-				if err := l.Release(bg, token); err != nil {
-					t.Fatal(err)
-				}
 			}
 		}
 		read(t, c, 1, store.Forward, 0)

@@ -1,16 +1,11 @@
 // Package storetest is the conformance suite every way of keeping a
 // conversation runs: the log, compact, and each driver, in-process and
 // through its plugin program or the store bridge. A store's test calls Run
-// with a function that opens the store kept in a folder:
+// with a function that opens the store kept in a folder; a store kept in one
+// file or folder there calls RunFile with its name and its Open:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, dir string) store.Driver {
-//			d, err := sqlite.Open(filepath.Join(dir, "events.sqlite"))
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			return d
-//		})
+//		storetest.RunFile(t, "events.sqlite", sqlite.Open)
 //	}
 //
 // A store kept one folder per conversation (the log, compact) is made a
@@ -46,6 +41,19 @@ type Open func(t *testing.T, dir string) store.Driver
 // its own.
 func Run(t *testing.T, open Open) { run(t, open, "") }
 
+// RunFile is Run for a store kept in one file or folder, name, of the
+// folder the suite makes (sqlite's events.sqlite, pebble's events.pebble):
+// open opens it by its path.
+func RunFile[D store.Driver](t *testing.T, name string, open func(path string) (D, error)) {
+	Run(t, func(t *testing.T, dir string) store.Driver {
+		d, err := open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
+}
+
 // RunHome is Run for stores given an agent's home, which keep its
 // conversations under the home's chats folder, as a plugin program does
 // (lnk-sqlite keeps chats/events.sqlite).
@@ -63,9 +71,24 @@ func run(t *testing.T, open Open, chats string) {
 		{"Gap", testGap},
 		{"BadEvent", testBadEvent},
 		{"BadName", testBadName},
-		{"ReadForward", testReadForward},
-		{"ReadBackward", testReadBackward},
-		{"ReadStopsEarly", testReadStopsEarly},
+		{"ReadForward", reads("fwd", 300,
+			aRead{from: 1, want: Span(1, 300)},
+			aRead{from: 250, want: Span(250, 300)},
+			aRead{from: 300, want: []int64{300}},
+			aRead{from: 301},
+			aRead{from: 0, want: []int64{300}}, // from 0 is the last event
+		)},
+		{"ReadBackward", reads("back", 300,
+			aRead{from: 0, reverse: true, want: Span(300, 1)},
+			aRead{from: 40, reverse: true, want: Span(40, 1)},
+			aRead{from: 1, reverse: true, want: []int64{1}},
+			aRead{from: 1000, reverse: true, want: Span(300, 1)}, // past the end is the last
+		)},
+		{"ReadStopsEarly", reads("stop", 100,
+			aRead{from: 0, reverse: true, most: 32, want: Span(100, 69)},
+			aRead{from: 10, most: 5, want: Span(10, 14)},
+			aRead{from: 50, reverse: true, most: 1, want: []int64{50}},
+		)},
 		{"Reopen", testReopen},
 		{"ThreadsApart", testThreadsApart},
 		{"RacingWriters", testRacingWriters},
@@ -290,31 +313,25 @@ func testBadName(t *testing.T, s *suite) {
 	}
 }
 
-func testReadForward(t *testing.T, s *suite) {
-	c := s.conv("fwd")
-	fill(t, c, "fwd", 1, 300)
-	check(t, "fwd", read(t, c, 1, false, 0), Span(1, 300)...)
-	check(t, "fwd", read(t, c, 250, false, 0), Span(250, 300)...)
-	check(t, "fwd", read(t, c, 300, false, 0), 300)
-	check(t, "fwd", read(t, c, 301, false, 0))
-	check(t, "fwd", read(t, c, 0, false, 0), 300) // from 0 is the last event
+// aRead is one read of a conversation (read's from, reverse and most) and
+// the seqs it hands out.
+type aRead struct {
+	from    int64
+	reverse bool
+	most    int
+	want    []int64
 }
 
-func testReadBackward(t *testing.T, s *suite) {
-	c := s.conv("back")
-	fill(t, c, "back", 1, 300)
-	check(t, "back", read(t, c, 0, true, 0), Span(300, 1)...)
-	check(t, "back", read(t, c, 40, true, 0), Span(40, 1)...)
-	check(t, "back", read(t, c, 1, true, 0), 1)
-	check(t, "back", read(t, c, 1000, true, 0), Span(300, 1)...) // past the end is the last
-}
-
-func testReadStopsEarly(t *testing.T, s *suite) {
-	c := s.conv("stop")
-	fill(t, c, "stop", 1, 100)
-	check(t, "stop", read(t, c, 0, true, 32), Span(100, 69)...)
-	check(t, "stop", read(t, c, 10, false, 5), Span(10, 14)...)
-	check(t, "stop", read(t, c, 50, true, 1), 50)
+// reads is a test that fills thread with seqs 1 to n and checks each read
+// of rs.
+func reads(thread string, n int64, rs ...aRead) func(t *testing.T, s *suite) {
+	return func(t *testing.T, s *suite) {
+		c := s.conv(thread)
+		fill(t, c, thread, 1, n)
+		for _, r := range rs {
+			check(t, thread, read(t, c, r.from, r.reverse, r.most), r.want...)
+		}
+	}
 }
 
 func testReopen(t *testing.T, s *suite) {

@@ -434,21 +434,24 @@ func TestMemFail(t *testing.T) {
 		if s, _ := crashed(t, m, "/d/f"); s != "abc\x00\x00\x00" {
 			t.Errorf("a later good sync: image %q, want the size durable and not the bytes, \"abc\\x00\\x00\\x00\"", s)
 		}
-		f.WriteAt([]byte("E"), 4)
-		f.Sync()
-		if s, _ := crashed(t, m, "/d/f"); s != "abc\x00E\x00" {
-			t.Errorf("one byte written again: image %q, want \"abc\\x00E\\x00\"", s)
-		}
-		f.Truncate(4)
-		f.WriteAt([]byte("XY"), 4)
-		f.Sync()
-		if s, _ := crashed(t, m, "/d/f"); s != "abc\x00XY" {
-			t.Errorf("cut and written again: image %q, want \"abc\\x00XY\"", s)
-		}
-		f.WriteAt([]byte("aBcd"), 0)
-		f.Sync()
-		if s, _ := crashed(t, m, "/d/f"); s != "aBcdXY" {
-			t.Errorf("all written again: image %q, want \"aBcdXY\"", s)
+		// Each write below, then a good sync: what the image holds.
+		for _, step := range []struct {
+			what  string
+			write func()
+			want  string
+		}{
+			{"one byte written again", func() { f.WriteAt([]byte("E"), 4) }, "abc\x00E\x00"},
+			{"cut and written again", func() {
+				f.Truncate(4)
+				f.WriteAt([]byte("XY"), 4)
+			}, "abc\x00XY"},
+			{"all written again", func() { f.WriteAt([]byte("aBcd"), 0) }, "aBcdXY"},
+		} {
+			step.write()
+			f.Sync()
+			if s, _ := crashed(t, m, "/d/f"); s != step.want {
+				t.Errorf("%s: image %q, want %q", step.what, s, step.want)
+			}
 		}
 		// The image starts with nothing lost: its page cache is gone.
 		c := m.Crash()
