@@ -25,6 +25,7 @@ var (
 	_ store.Lister       = (*Driver)(nil)
 	_ store.Conversation = (*Conversation)(nil)
 	_ store.Leaser       = (*Conversation)(nil)
+	_ store.LeaseTaker   = (*Conversation)(nil)
 	_ store.Meta         = (*Conversation)(nil)
 	_ store.Narrower     = (*Conversation)(nil)
 	_ store.Forgetter    = (*Conversation)(nil)
