@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,5 +102,54 @@ func TestNotHelp(t *testing.T) {
 		if err := cmd.Run(); err == nil || stderr.Len() == 0 {
 			t.Errorf("%s: %v, said %q", c, err, stderr.String())
 		}
+	}
+}
+
+// TestHelpGolden holds what lnk says of itself, byte for byte, in
+// testdata/help.golden: its usage, each group's and each command's
+// --help, and its usage after a mistake. go test -update rewrites it.
+func TestHelpGolden(t *testing.T) {
+	bin, err := buildAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	for _, c := range []string{
+		"-h", "help", "", "nosuch",
+		"agent -h", "agent", "agent use -h", "agent configure -h",
+		"agent chat -h", "agent chat list -h", "agent chat show -h", "agent chat convert -h", "agent chat repair -h", "agent chat fork -h",
+		"agent chat list --nosuch",
+		"model -h", "model show -h", "model show --nosuch",
+		"measure -h", "loadgen -h", "scripted-model -h", "tool-server -h", "tool-server", "tool-server memory -h", "store-bridge -h", "store-bridge x",
+	} {
+		cmd := exec.Command(filepath.Join(bin, "lnk"), strings.Fields(c)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		code := 0
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatalf("lnk %s: %v", c, err)
+		}
+		fmt.Fprintf(&got, "$ lnk %s\n%s", c, stdout.Bytes())
+		if stderr.Len() > 0 {
+			fmt.Fprintf(&got, "(stderr)\n%s", stderr.Bytes())
+		}
+		fmt.Fprintf(&got, "(exit %d)\n\n", code)
+	}
+	path := filepath.Join("testdata", "help.golden")
+	if *updateGolden {
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("lnk said\n%s\nwant (%s)\n%s", got.Bytes(), path, want)
 	}
 }
