@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -16,15 +15,11 @@ import (
 // its store. The driver runs here as its plugin program, lnk-<driver>
 // beside this program or on PATH; each call is proved with the agent's key.
 // It serves until SIGINT or SIGTERM, then lets the calls under way finish.
-func cmdStoreBridge(args []string) error {
-	fs := flag.NewFlagSet("store-bridge", flag.ContinueOnError)
-	usageOf(fs, "lnk store-bridge --home DIR --driver NAME --key-file F [--listen ADDR]",
-		"Answers POST /store/v1/{method} with the driver lnk-NAME run for the agent's home.\nThe harness finds it through LNK_STORE_BRIDGE (this address, as http://host:port)\nand LNK_STORE_BRIDGE_KEY_FILE (the same key).")
-	listen := listenFlag(fs)
+func cmdStoreBridge(fs flags, args []string, _ func(string) string) error {
 	home := fs.String("home", "", "the agent's home, handed to the driver")
 	name := fs.String("driver", "", "the driver: the program lnk-NAME")
 	keyFile := fs.String("key-file", "", "a file holding the agent's key on one line")
-	if err := parseAll(fs, args); err != nil {
+	if err := fs.parseAll(args); err != nil {
 		return err
 	}
 	if *home == "" || *name == "" || *keyFile == "" {
@@ -53,5 +48,5 @@ func cmdStoreBridge(args []string) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 	}
-	return serveUntilSignal("store-bridge", *listen, srv, nil, driver.CallTimeout+5*time.Second, nil)
+	return serveUntilSignal("store-bridge", *fs.listen, srv, nil, driver.CallTimeout+5*time.Second, nil)
 }

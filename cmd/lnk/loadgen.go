@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -17,10 +16,7 @@ import (
 
 // cmdLoadgen is `lnk loadgen`: many agents in one harness process, many
 // conversations each, under load, on loopback.
-func cmdLoadgen(args []string) error {
-	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	usageOf(fs, "lnk loadgen [flags]",
-		"Serves many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.")
+func cmdLoadgen(fs flags, args []string, _ func(string) string) error {
 	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
 	agents := fs.Int("agents", 100, "agents in the one process")
 	convs := fs.Int("conversations", 10, "conversations per agent")
@@ -40,7 +36,7 @@ func cmdLoadgen(args []string) error {
 	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
 	flood := fs.Int("flood", 0, "instead of measuring, send this many messages at once to one agent, each to its own conversation, the model answering in 2 to 3 s (or as --script says); those refused 503 are sent again after their Retry-After; exits non-zero on any other answer")
 	maxTurns := fs.Int("max-turns", 500, "with --flood, the harness's --max-turns")
-	if err := parseAll(fs, args); err != nil {
+	if err := fs.parseAll(args); err != nil {
 		return err
 	}
 	if *soak != 0 {

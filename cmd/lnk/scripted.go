@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -12,13 +11,9 @@ import (
 // cmdScriptedModel is `lnk scripted-model`: the scripted model, serving
 // until SIGINT or SIGTERM, then stopping once the answers under way are
 // given.
-func cmdScriptedModel(args []string) error {
-	fs := flag.NewFlagSet("scripted-model", flag.ContinueOnError)
-	usageOf(fs, "lnk scripted-model [--listen ADDR] [--script FILE]",
-		"Serves the scripted model: Anthropic's and OpenAI's wire formats, answering as the script\nsays (default: \"ok: \" and a digest of each message, at once).")
-	listen := listenFlag(fs)
+func cmdScriptedModel(fs flags, args []string, _ func(string) string) error {
 	scriptFile := fs.String("script", "", "the script, a TOML file")
-	if err := parseAll(fs, args); err != nil {
+	if err := fs.parseAll(args); err != nil {
 		return err
 	}
 	var script *scripted.Script
@@ -32,7 +27,7 @@ func cmdScriptedModel(args []string) error {
 		}
 	}
 
-	return serveUntilSignal("scripted-model", *listen, scripted.New(script), nil, 10*time.Second, nil)
+	return serveUntilSignal("scripted-model", *fs.listen, scripted.New(script), nil, 10*time.Second, nil)
 }
 
 // readScript reads and parses the scripted model's script at path for

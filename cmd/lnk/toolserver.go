@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,11 +19,7 @@ import (
 // one of the built-in tool servers over an agent's home, for running Link
 // Harness alone and for load. It speaks streamable HTTP at /mcp and HTTP+SSE
 // at /sse, serving until SIGINT or SIGTERM.
-func cmdToolServer(args []string) error {
-	fs := flag.NewFlagSet("tool-server", flag.ContinueOnError)
-	usageOf(fs, "lnk tool-server memory|file [--listen ADDR] --home DIR",
-		"Serves a built-in tool server over the agent's home: streamable HTTP at /mcp,\nHTTP+SSE at /sse. Point LNK_MEMORY or LNK_FILE at it.")
-	listen := listenFlag(fs)
+func cmdToolServer(fs flags, args []string, _ func(string) string) error {
 	homeDir := fs.String("home", "", "the agent's home folder")
 	if len(args) == 1 && isHelp(args[0]) {
 		fs.SetOutput(os.Stdout)
@@ -36,7 +31,7 @@ func cmdToolServer(args []string) error {
 		return usageError("tool-server: name memory or file")
 	}
 	which := args[0]
-	if err := cli.Parse(fs, args[1:]); err != nil {
+	if err := cli.Parse(fs.FlagSet, args[1:]); err != nil {
 		return err
 	}
 	if *homeDir == "" || fs.NArg() > 0 {
@@ -61,5 +56,5 @@ func cmdToolServer(args []string) error {
 	say := func(a net.Addr) string {
 		return fmt.Sprintf(": http://%[1]s/mcp (streamable HTTP), http://%[1]s/sse (SSE)", a)
 	}
-	return serveUntilSignal("tool-server", *listen, srv, say, 10*time.Second, func(ctx context.Context) { sse.Shutdown(ctx) })
+	return serveUntilSignal("tool-server", *fs.listen, srv, say, 10*time.Second, func(ctx context.Context) { sse.Shutdown(ctx) })
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,19 +11,11 @@ import (
 	"lnk.dev/linkharness/store/durable"
 )
 
-func cmdUse(args []string, getenv func(string) string) error {
-	fs := flag.NewFlagSet("lnk agent use", flag.ContinueOnError)
-	usageOf(fs, "lnk agent use --harness NAME [--home DIR | --agent NAME]",
-		"Chooses the harness that answers for the agent, and writes it as the agent's harness.json.\nKNOWN maps a name to its plugin and program (link is the plugin link-harness, the program\nlnk-link-harness); any other name x is the program lnk-x, which must be on PATH.")
-	name := fs.String("harness", "", "the harness's name: link, or x for a program lnk-x on PATH")
-	agent := agentFlags(fs, getenv)
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return err
-	}
-	if *name == "" {
-		return usageError("lnk agent use needs --harness NAME")
-	}
-	a, err := agent()
+// cmdUse is `lnk agent use`: the harness that answers for the agent,
+// written as its harness.json.
+func cmdUse(f flags, args []string, getenv func(string) string) error {
+	name := f.String("harness", "", "the harness's name: link, or x for a program lnk-x on PATH")
+	a, _, err := f.parseAgent(args, func([]string) bool { return *name != "" }, "lnk agent use needs --harness NAME")
 	if err != nil {
 		return err
 	}
