@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -125,19 +124,14 @@ func TestHelpGolden(t *testing.T) {
 		cmd := exec.Command(filepath.Join(bin, "lnk"), strings.Fields(c)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		var exit *exec.ExitError
-		code := 0
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
+		if err := cmd.Run(); cmd.ProcessState == nil {
 			t.Fatalf("lnk %s: %v", c, err)
 		}
 		fmt.Fprintf(&got, "$ lnk %s\n%s", c, stdout.Bytes())
 		if stderr.Len() > 0 {
 			fmt.Fprintf(&got, "(stderr)\n%s", stderr.Bytes())
 		}
-		fmt.Fprintf(&got, "(exit %d)\n\n", code)
+		fmt.Fprintf(&got, "(exit %d)\n\n", cmd.ProcessState.ExitCode())
 	}
 	path := filepath.Join("testdata", "help.golden")
 	if *updateGolden {
