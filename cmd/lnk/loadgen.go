@@ -86,23 +86,13 @@ func runSoak(harness string, d time.Duration, seed uint64, quiet, jsonOut bool) 
 		cfg.Progress = nil
 	}
 	fmt.Fprintf(os.Stderr, "lnk loadgen: soak for %v, --seed %d\n", d, seed)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := loadgen.Soak(ctx, cfg)
-	if res != nil {
-		if jsonOut {
-			json.NewEncoder(os.Stdout).Encode(res)
-		} else {
-			fmt.Printf("soak of %.0f s, seed %d: %d turns (%d with a tool call), %d kills, %d drops, %d retries, %d refused, %d checks; violations: %d\n",
-				res.Seconds, res.Seed, res.Turns, res.ToolTurns, res.Kills, res.Drops, res.Retries, res.Refused, res.Checks, len(res.Violations))
-			for _, v := range res.Violations {
-				fmt.Println("  " + v)
-			}
+	_, err := runMode(func(ctx context.Context) (*loadgen.SoakResult, error) { return loadgen.Soak(ctx, cfg) }, jsonOut, func(res *loadgen.SoakResult) {
+		fmt.Printf("soak of %.0f s, seed %d: %d turns (%d with a tool call), %d kills, %d drops, %d retries, %d refused, %d checks; violations: %d\n",
+			res.Seconds, res.Seed, res.Turns, res.ToolTurns, res.Kills, res.Drops, res.Retries, res.Refused, res.Checks, len(res.Violations))
+		for _, v := range res.Violations {
+			fmt.Println("  " + v)
 		}
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("loadgen: interrupted; the harness it started is stopped")
-	}
+	})
 	return err
 }
 
@@ -115,27 +105,37 @@ func runFlood(cfg loadgen.FloodConfig, script string, quiet, jsonOut bool) error
 	if cfg.Script, err = readScript("loadgen", script); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := loadgen.Flood(ctx, cfg)
-	if res != nil {
-		if jsonOut {
-			json.NewEncoder(os.Stdout).Encode(res)
-		} else {
-			fmt.Printf("flood of %d messages at once, max_turns %d, in %.1f s: %d answered, %d refused 503 with Retry-After (%d sends again, %d answered then), %d otherwise\n",
-				res.Messages, res.MaxTurns, res.Seconds, res.Answered, res.Refused, res.Retries, res.Later, res.Other)
-			fmt.Printf("resident memory %.1f MB before, %.1f MB at peak: %.1f MB more (%.1f KiB a turn of the bound)\n",
-				float64(res.Before)/1e6, float64(res.Peak)/1e6, float64(res.Growth)/1e6, float64(res.Growth)/1024/float64(res.MaxTurns))
-			if res.FirstOther != "" {
-				fmt.Println("  the first otherwise: " + res.FirstOther)
-			}
+	res, err := runMode(func(ctx context.Context) (*loadgen.FloodResult, error) { return loadgen.Flood(ctx, cfg) }, jsonOut, func(res *loadgen.FloodResult) {
+		fmt.Printf("flood of %d messages at once, max_turns %d, in %.1f s: %d answered, %d refused 503 with Retry-After (%d sends again, %d answered then), %d otherwise\n",
+			res.Messages, res.MaxTurns, res.Seconds, res.Answered, res.Refused, res.Retries, res.Later, res.Other)
+		fmt.Printf("resident memory %.1f MB before, %.1f MB at peak: %.1f MB more (%.1f KiB a turn of the bound)\n",
+			float64(res.Before)/1e6, float64(res.Peak)/1e6, float64(res.Growth)/1e6, float64(res.Growth)/1024/float64(res.MaxTurns))
+		if res.FirstOther != "" {
+			fmt.Println("  the first otherwise: " + res.FirstOther)
 		}
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("loadgen: interrupted; the harness it started is stopped")
-	}
+	})
 	if err == nil && res.Other > 0 {
 		err = fmt.Errorf("loadgen: flood: %d messages answered otherwise than 200 or 503 with Retry-After", res.Other)
 	}
 	return err
+}
+
+// runMode runs one of loadgen's modes, soak or flood, until it ends or
+// SIGINT or SIGTERM stops it, then prints what it found, if anything, as
+// JSON or as table prints it. An interruption is said as one.
+func runMode[R any](mode func(context.Context) (*R, error), jsonOut bool, table func(*R)) (*R, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := mode(ctx)
+	if res != nil {
+		if jsonOut {
+			json.NewEncoder(os.Stdout).Encode(res)
+		} else {
+			table(res)
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return res, errors.New("loadgen: interrupted; the harness it started is stopped")
+	}
+	return res, err
 }
