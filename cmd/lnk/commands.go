@@ -37,7 +37,7 @@ type command struct {
 type kind int
 
 const (
-	// plainCommand has only flags of their own.
+	// plainCommand has only flags of its own.
 	plainCommand kind = iota
 	// agentCommand works on one agent: --home DIR or --agent NAME names it.
 	agentCommand
