@@ -133,17 +133,5 @@ func TestHelpGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&got, "(exit %d)\n\n", cmd.ProcessState.ExitCode())
 	}
-	path := filepath.Join("testdata", "help.golden")
-	if *updateGolden {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("lnk said\n%s\nwant (%s)\n%s", got.Bytes(), path, want)
-	}
+	golden(t, "help.golden", got.Bytes())
 }
