@@ -2,14 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
 
-	"lnk.dev/linkharness/cmd/internal/stores"
 	"lnk.dev/linkharness/harness/convert"
 	"lnk.dev/linkharness/harness/home"
 )
@@ -21,33 +19,14 @@ import (
 // on the agent's home folder while it serves, and convert takes it
 // exclusive without waiting, so it refuses while the agent runs, and an
 // agent started during a conversion refuses to serve.
-func cmdChatConvert(args []string, getenv func(string) string) error {
-	flags := flag.NewFlagSet("lnk agent chat convert", flag.ContinueOnError)
-	usageOf(flags, "lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]",
-		"Writes every conversation of a stopped agent the way --to says, each put in its place\nwith one rename. A driver is its program lnk-DRIVER, or the store bridge when\nLNK_STORE_BRIDGE is set.")
-	to := flags.String("to", "", "how to keep the conversations: log, compact or a driver's name")
-	agent := agentFlags(flags, getenv)
-	pos, err := parseInterleaved(flags, args)
+func cmdChatConvert(f flags, args []string, getenv func(string) string) error {
+	to := f.String("to", "", "how to keep the conversations: log, compact or a driver's name")
+	ch, err := f.openChat(args, getenv, func(pos []string) bool { return *to != "" && len(pos) == 0 }, "lnk agent chat convert --to log|compact|DRIVER")
 	if err != nil {
 		return err
 	}
-	if *to == "" || len(pos) != 0 {
-		return usageError("lnk agent chat convert --to log|compact|DRIVER")
-	}
-	a, err := agent()
-	if err != nil {
-		return err
-	}
-	opener, err := stores.FromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	defer opener.Close()
-	release, err := holdStopped(a.Dir, "convert")
-	if err != nil {
-		return err
-	}
-	defer release()
+	defer ch.Close()
+	a, opener := ch.agent, ch.opener
 	if err := opener.Check(a.Dir, *to); err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}

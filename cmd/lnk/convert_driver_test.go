@@ -166,7 +166,7 @@ func keptTools(t *testing.T, c store.Conversation) (string, error) {
 func convertTo(t *testing.T, o *stores.Opener, h, to string) {
 	t.Helper()
 	o.Close()
-	if err := cmdChatConvert([]string{"--home", h, "--to", to}, noEnv); err != nil {
+	if err := run([]string{"agent", "chat", "convert", "--home", h, "--to", to}, noEnv); err != nil {
 		t.Fatalf("--to %s: %v", to, err)
 	}
 }
@@ -308,7 +308,7 @@ func TestConvertDriverRerun(t *testing.T) {
 		h, dir, want := convHome(t)
 		write(t, dir, "sqlite", [][]byte{storetest.Event("telegram-42", 1, 1)})
 		o.Close()
-		err := cmdChatConvert([]string{"--home", h, "--to", "sqlite"}, noEnv)
+		err := run([]string{"agent", "chat", "convert", "--home", h, "--to", "sqlite"}, noEnv)
 		if !errors.Is(err, store.ErrSeqTaken) {
 			t.Fatalf("to a driver keeping other bytes: %v", err)
 		}
@@ -341,7 +341,7 @@ func TestConvertThroughBridge(t *testing.T) {
 	defer o.Close()
 	convertTo := func(t *testing.T, _ *stores.Opener, h, to string) {
 		t.Helper()
-		if err := cmdChatConvert([]string{"--home", h, "--to", to}, getenv); err != nil {
+		if err := run([]string{"agent", "chat", "convert", "--home", h, "--to", to}, getenv); err != nil {
 			t.Fatalf("--to %s: %v", to, err)
 		}
 	}
@@ -352,7 +352,7 @@ func TestConvertThroughBridge(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h, "chats", "events.sqlite")); err == nil {
 		t.Fatal("the agent's home holds the driver's file, not the bridge's")
 	}
-	if err := cmdChatConvert([]string{"--home", h, "--to", "pebble"}, getenv); err == nil || !strings.Contains(err.Error(), "bridge") {
+	if err := run([]string{"agent", "chat", "convert", "--home", h, "--to", "pebble"}, getenv); err == nil || !strings.Contains(err.Error(), "bridge") {
 		t.Fatalf("driver to driver through the bridge: %v", err)
 	}
 	convertTo(t, o, h, "log")

@@ -13,11 +13,11 @@ import (
 func TestConvertRefusedWhileServed(t *testing.T) {
 	h := t.TempDir()
 	served(t, h)
-	err := cmdChatConvert([]string{"--home", h, "--to", "compact"}, noEnv)
+	err := run([]string{"agent", "chat", "convert", "--home", h, "--to", "compact"}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "the agent is running") {
 		t.Fatalf("convert while served: %v", err)
 	}
-	if err := cmdChatConvert([]string{"--home", t.TempDir(), "--to", "nosuchdriver"}, noEnv); !errors.Is(err, stores.ErrBadKind) || !strings.Contains(err.Error(), "no program lnk-nosuchdriver") {
+	if err := run([]string{"agent", "chat", "convert", "--home", t.TempDir(), "--to", "nosuchdriver"}, noEnv); !errors.Is(err, stores.ErrBadKind) || !strings.Contains(err.Error(), "no program lnk-nosuchdriver") {
 		t.Fatalf("convert to a driver with no program: %v", err)
 	}
 }

@@ -179,6 +179,6 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("the events differ from %s:\n%s\nwant\n%s", path, got, want)
+		t.Errorf("what was made differs from %s:\n%s\nwant\n%s", path, got, want)
 	}
 }

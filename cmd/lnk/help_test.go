@@ -103,3 +103,35 @@ func TestNotHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpGolden holds what lnk says of itself, byte for byte, in
+// testdata/help.golden: its usage, each group's and each command's
+// --help, and its usage after a mistake. go test -update rewrites it.
+func TestHelpGolden(t *testing.T) {
+	bin, err := buildAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	for _, c := range []string{
+		"-h", "help", "", "nosuch",
+		"agent -h", "agent", "agent use -h", "agent configure -h",
+		"agent chat -h", "agent chat list -h", "agent chat show -h", "agent chat convert -h", "agent chat repair -h", "agent chat fork -h",
+		"agent chat list --nosuch",
+		"model -h", "model show -h", "model show --nosuch",
+		"measure -h", "loadgen -h", "scripted-model -h", "tool-server -h", "tool-server", "tool-server memory -h", "store-bridge -h", "store-bridge x",
+	} {
+		cmd := exec.Command(filepath.Join(bin, "lnk"), strings.Fields(c)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); cmd.ProcessState == nil {
+			t.Fatalf("lnk %s: %v", c, err)
+		}
+		fmt.Fprintf(&got, "$ lnk %s\n%s", c, stdout.Bytes())
+		if stderr.Len() > 0 {
+			fmt.Fprintf(&got, "(stderr)\n%s", stderr.Bytes())
+		}
+		fmt.Fprintf(&got, "(exit %d)\n\n", cmd.ProcessState.ExitCode())
+	}
+	golden(t, "help.golden", got.Bytes())
+}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,17 +22,14 @@ import (
 
 // cmdChatList is `lnk agent chat list`: the agent's conversations, a line
 // each.
-func cmdChatList(args []string, getenv func(string) string) error {
-	fs := flag.NewFlagSet("lnk agent chat list", flag.ContinueOnError)
-	usageOf(fs, "lnk agent chat list [--home DIR | --agent NAME]",
-		"Lists the agent's conversations, one line each, sorted by thread, its fields separated\nby tabs: the thread, how it is kept (log, compact or the driver), its events, and\nits last activity (the last event's time, RFC 3339 UTC).")
-	a, _, opener, err := chatCommand(fs, args, getenv, 0, "lnk agent chat list takes no THREAD")
+func cmdChatList(f flags, args []string, getenv func(string) string) error {
+	ch, err := f.openChat(args, getenv, threads(0), "lnk agent chat list takes no THREAD")
 	if err != nil {
 		return err
 	}
-	defer opener.Close()
+	defer ch.Close()
 	w := bufio.NewWriter(os.Stdout)
-	if err := listChats(context.Background(), w, a, opener); err != nil {
+	if err := listChats(context.Background(), w, ch.agent, ch.opener); err != nil {
 		return err
 	}
 	return w.Flush()

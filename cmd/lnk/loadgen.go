@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -17,10 +16,7 @@ import (
 
 // cmdLoadgen is `lnk loadgen`: many agents in one harness process, many
 // conversations each, under load, on loopback.
-func cmdLoadgen(args []string) error {
-	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	usageOf(fs, "lnk loadgen [flags]",
-		"Serves many agents in one lnk-link-harness process (serve --agents), sends each of their\nconversations its messages against the scripted model, and prints the throughput, the\nlatency the harness adds, the errors, memory over time and the largest bottleneck;\nwith --tool-share, the tool calls a second and the latency added with and without them.")
+func cmdLoadgen(fs flags, args []string, _ func(string) string) error {
 	harness := fs.String("harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
 	agents := fs.Int("agents", 100, "agents in the one process")
 	convs := fs.Int("conversations", 10, "conversations per agent")
@@ -40,7 +36,7 @@ func cmdLoadgen(args []string) error {
 	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
 	flood := fs.Int("flood", 0, "instead of measuring, send this many messages at once to one agent, each to its own conversation, the model answering in 2 to 3 s (or as --script says); those refused 503 are sent again after their Retry-After; exits non-zero on any other answer")
 	maxTurns := fs.Int("max-turns", 500, "with --flood, the harness's --max-turns")
-	if err := parseAll(fs, args); err != nil {
+	if err := fs.parseAll(args); err != nil {
 		return err
 	}
 	if *soak != 0 {
@@ -90,23 +86,13 @@ func runSoak(harness string, d time.Duration, seed uint64, quiet, jsonOut bool) 
 		cfg.Progress = nil
 	}
 	fmt.Fprintf(os.Stderr, "lnk loadgen: soak for %v, --seed %d\n", d, seed)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := loadgen.Soak(ctx, cfg)
-	if res != nil {
-		if jsonOut {
-			json.NewEncoder(os.Stdout).Encode(res)
-		} else {
-			fmt.Printf("soak of %.0f s, seed %d: %d turns (%d with a tool call), %d kills, %d drops, %d retries, %d refused, %d checks; violations: %d\n",
-				res.Seconds, res.Seed, res.Turns, res.ToolTurns, res.Kills, res.Drops, res.Retries, res.Refused, res.Checks, len(res.Violations))
-			for _, v := range res.Violations {
-				fmt.Println("  " + v)
-			}
+	_, err := runMode(func(ctx context.Context) (*loadgen.SoakResult, error) { return loadgen.Soak(ctx, cfg) }, jsonOut, func(res *loadgen.SoakResult) {
+		fmt.Printf("soak of %.0f s, seed %d: %d turns (%d with a tool call), %d kills, %d drops, %d retries, %d refused, %d checks; violations: %d\n",
+			res.Seconds, res.Seed, res.Turns, res.ToolTurns, res.Kills, res.Drops, res.Retries, res.Refused, res.Checks, len(res.Violations))
+		for _, v := range res.Violations {
+			fmt.Println("  " + v)
 		}
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("loadgen: interrupted; the harness it started is stopped")
-	}
+	})
 	return err
 }
 
@@ -119,27 +105,37 @@ func runFlood(cfg loadgen.FloodConfig, script string, quiet, jsonOut bool) error
 	if cfg.Script, err = readScript("loadgen", script); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := loadgen.Flood(ctx, cfg)
-	if res != nil {
-		if jsonOut {
-			json.NewEncoder(os.Stdout).Encode(res)
-		} else {
-			fmt.Printf("flood of %d messages at once, max_turns %d, in %.1f s: %d answered, %d refused 503 with Retry-After (%d sends again, %d answered then), %d otherwise\n",
-				res.Messages, res.MaxTurns, res.Seconds, res.Answered, res.Refused, res.Retries, res.Later, res.Other)
-			fmt.Printf("resident memory %.1f MB before, %.1f MB at peak: %.1f MB more (%.1f KiB a turn of the bound)\n",
-				float64(res.Before)/1e6, float64(res.Peak)/1e6, float64(res.Growth)/1e6, float64(res.Growth)/1024/float64(res.MaxTurns))
-			if res.FirstOther != "" {
-				fmt.Println("  the first otherwise: " + res.FirstOther)
-			}
+	res, err := runMode(func(ctx context.Context) (*loadgen.FloodResult, error) { return loadgen.Flood(ctx, cfg) }, jsonOut, func(res *loadgen.FloodResult) {
+		fmt.Printf("flood of %d messages at once, max_turns %d, in %.1f s: %d answered, %d refused 503 with Retry-After (%d sends again, %d answered then), %d otherwise\n",
+			res.Messages, res.MaxTurns, res.Seconds, res.Answered, res.Refused, res.Retries, res.Later, res.Other)
+		fmt.Printf("resident memory %.1f MB before, %.1f MB at peak: %.1f MB more (%.1f KiB a turn of the bound)\n",
+			float64(res.Before)/1e6, float64(res.Peak)/1e6, float64(res.Growth)/1e6, float64(res.Growth)/1024/float64(res.MaxTurns))
+		if res.FirstOther != "" {
+			fmt.Println("  the first otherwise: " + res.FirstOther)
 		}
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("loadgen: interrupted; the harness it started is stopped")
-	}
+	})
 	if err == nil && res.Other > 0 {
 		err = fmt.Errorf("loadgen: flood: %d messages answered otherwise than 200 or 503 with Retry-After", res.Other)
 	}
 	return err
+}
+
+// runMode runs one of loadgen's modes, soak or flood, until it ends or
+// SIGINT or SIGTERM stops it, then prints what it found, if anything, as
+// JSON or as table prints it. An interruption is said as one.
+func runMode[R any](mode func(context.Context) (*R, error), jsonOut bool, table func(*R)) (*R, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := mode(ctx)
+	if res != nil {
+		if jsonOut {
+			json.NewEncoder(os.Stdout).Encode(res)
+		} else {
+			table(res)
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return res, errors.New("loadgen: interrupted; the harness it started is stopped")
+	}
+	return res, err
 }

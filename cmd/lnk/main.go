@@ -24,23 +24,6 @@ import (
 	"os"
 )
 
-const usage = `usage:
-  lnk agent use --harness NAME [--home DIR | --agent NAME]
-  lnk agent configure --spec FILE [--home DIR | --agent NAME]
-  lnk agent chat list [--home DIR | --agent NAME]
-  lnk agent chat show THREAD [--home DIR | --agent NAME]
-  lnk agent chat convert --to log|compact|DRIVER [--home DIR | --agent NAME]
-  lnk agent chat repair THREAD [--home DIR | --agent NAME]
-  lnk agent chat fork THREAD --before SEQ --text T [--home DIR | --agent NAME]
-  lnk model show NAME                      what is known of a model, and where each field came from
-  lnk measure [flags]                      what each agent costs, idle and per message
-  lnk loadgen [flags]                      many agents and conversations under load
-  lnk scripted-model --listen ADDR [--script FILE]
-  lnk tool-server memory|file --listen ADDR --home DIR   a built-in tool server
-  lnk store-bridge [flags]                 a store driver's methods over HTTP
-
-Each command's --help says more of it.`
-
 func main() {
 	err := run(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -50,7 +33,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lnk:", err)
 		var u usageError
 		if errors.As(err, &u) {
-			fmt.Fprintln(os.Stderr, usage)
+			fmt.Fprintln(os.Stderr, usage(commands()))
 			os.Exit(2)
 		}
 		os.Exit(1)
@@ -66,24 +49,12 @@ func run(args []string, getenv func(string) string) error {
 	if len(args) == 0 {
 		return usageError("no command")
 	}
-	switch args[0] {
-	case "agent":
-		return cmdAgent(args[1:], getenv)
-	case "model":
-		return cmdModel(args[1:], getenv)
-	case "measure":
-		return cmdMeasure(args[1:])
-	case "loadgen":
-		return cmdLoadgen(args[1:])
-	case "store-bridge":
-		return cmdStoreBridge(args[1:])
-	case "scripted-model":
-		return cmdScriptedModel(args[1:])
-	case "tool-server":
-		return cmdToolServer(args[1:])
+	cmds := commands()
+	if ok, err := runNamed(cmds, "", args, getenv); ok {
+		return err
 	}
 	if isHelp(args[0]) {
-		fmt.Println(usage)
+		fmt.Println(usage(cmds))
 		return nil
 	}
 	return usageError(fmt.Sprintf("unknown command %q", args[0]))

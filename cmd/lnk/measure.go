@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,10 +19,7 @@ import (
 // cmdMeasure is `lnk measure`: what each agent costs, idle and per
 // message, on a harness it starts on temporary homes against the scripted
 // model.
-func cmdMeasure(args []string) error {
-	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
-	usageOf(fs, "lnk measure [flags]",
-		"Starts the harness on temporary homes against the scripted model, sends each agent its\nmessages, and prints what each agent cost, idle and per message.")
+func cmdMeasure(fs flags, args []string, _ func(string) string) error {
 	cfg := measure.Config{Progress: os.Stderr}
 	fs.StringVar(&cfg.Program, "harness", "", "the lnk-link-harness program (default: on PATH, beside lnk, or built from the source tree)")
 	agents := fs.String("agents", "3", "agents: a count, or counts separated by commas")
@@ -47,7 +43,7 @@ func cmdMeasure(args []string) error {
 	reportDir := fs.String("report", "", "write report.md, result.json, result.txt and SVG plots into this folder")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary folder (homes, logs, profiles)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if err := parseAll(fs, args); err != nil {
+	if err := fs.parseAll(args); err != nil {
 		return err
 	}
 	if cfg.Warmup == 0 {

@@ -17,30 +17,20 @@ import (
 	"lnk.dev/linkharness/harness/settings"
 )
 
-// cmdModel is `lnk model show NAME`: what is known of a model, and where
-// each field came from.
-func cmdModel(args []string, getenv func(string) string) error {
-	if len(args) == 1 && isHelp(args[0]) {
-		fmt.Println("usage: lnk model show NAME    what is known of a model, and where each field came from")
-		return nil
-	}
-	if len(args) == 0 || args[0] != "show" {
-		return usageError("model: lnk model show NAME")
-	}
-	return modelShow(os.Stdout, args[1:], getenv)
+// cmdModelShow is `lnk model show NAME`: what is known of a model, and
+// where each field came from.
+func cmdModelShow(f flags, args []string, getenv func(string) string) error {
+	return modelShow(os.Stdout, f.FlagSet, args, getenv)
 }
 
 // showTimeout bounds asking a runtime about a model.
 const showTimeout = 5 * time.Second
 
-// modelShow prints each fact of the model args name with its source: the
-// user's file, a runtime on the machine, Link's, or the spec's default.
-func modelShow(w io.Writer, args []string, getenv func(string) string) error {
-	fs := flag.NewFlagSet("model show", flag.ContinueOnError)
+// modelShow prints on w each fact of the model args name with its source:
+// the user's file, a runtime on the machine, Link's, or the spec's
+// default. fs, lnk model show's, says its usage and mistakes on w too.
+func modelShow(w io.Writer, fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lnk model show NAME\n\nPrints what is known of a model (anthropic/claude-opus-5-5, ollama/qwen3:8b) and where each\nfield came from: your $LNK_HOME/model-facts.toml, a runtime on the machine (Ollama, reached\nthrough LNK_MODEL_PROXY or LNK_MODEL_PROXY_OLLAMA), Link's built-in facts, or the spec's default.")
-	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,12 +12,18 @@ import (
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
+// showFlags is lnk model show's flag set, as lnk makes it.
+func showFlags() *flag.FlagSet {
+	c, _ := find(commands(), "model show")
+	return c.flags(nil).FlagSet
+}
+
 // show runs `lnk model show name` with env and returns each field's line
 // by its field.
 func show(t *testing.T, name string, env map[string]string) (map[string]string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	if err := modelShow(&out, []string{name}, func(k string) string { return env[k] }); err != nil {
+	if err := modelShow(&out, showFlags(), []string{name}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	fields := map[string]string{}
@@ -81,14 +88,14 @@ func TestModelShowBad(t *testing.T) {
 	home := t.TempDir()
 	env := func(k string) string { return map[string]string{"LNK_HOME": home}[k] }
 	var out bytes.Buffer
-	if err := modelShow(&out, []string{"claude"}, env); err == nil || !strings.Contains(err.Error(), "maker/model") {
+	if err := modelShow(&out, showFlags(), []string{"claude"}, env); err == nil || !strings.Contains(err.Error(), "maker/model") {
 		t.Errorf("a name without a maker: %v", err)
 	}
-	if err := modelShow(&out, nil, env); err == nil {
+	if err := modelShow(&out, showFlags(), nil, env); err == nil {
 		t.Error("no name")
 	}
 	os.WriteFile(filepath.Join(home, "model-facts.toml"), []byte("[models.\"a/b\"]\nwindw = 1\n"), 0o600)
-	if err := modelShow(&out, []string{"a/b"}, env); err == nil || !strings.Contains(err.Error(), "model-facts.toml:2: unknown key") {
+	if err := modelShow(&out, showFlags(), []string{"a/b"}, env); err == nil || !strings.Contains(err.Error(), "model-facts.toml:2: unknown key") {
 		t.Errorf("a bad user file: %v", err)
 	}
 }

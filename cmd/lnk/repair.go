@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,31 +17,23 @@ import (
 // cmdChatRepair repairs a damaged conversation of a stopped agent: it keeps
 // the events from seq 1 that read whole and moves the rest beside the
 // files (see Repair in store/log and store/compact).
-func cmdChatRepair(args []string, getenv func(string) string) error {
-	fs := flag.NewFlagSet("lnk agent chat repair", flag.ContinueOnError)
-	usageOf(fs, "lnk agent chat repair THREAD [--home DIR | --agent NAME]",
-		"Repairs a damaged conversation of a stopped agent, kept as a log or compact: keeps\nthe events from seq 1 that read whole, moves everything after them beside the files\n(events.jsonl.damaged, events.zst.damaged; what a writer that stopped left to the\n.torn files), and says what it kept and what it moved. A driver's conversation is\nrepaired with the driver's own tools.")
-	a, pos, opener, err := chatCommand(fs, args, getenv, 1, "lnk agent chat repair takes one THREAD")
+func cmdChatRepair(f flags, args []string, getenv func(string) string) error {
+	ch, err := f.openChat(args, getenv, threads(1), "lnk agent chat repair takes one THREAD")
 	if err != nil {
 		return err
 	}
-	defer opener.Close()
-	release, err := holdStopped(a.Dir, "repair")
-	if err != nil {
-		return err
-	}
-	defer release()
-	thread := pos[0]
+	defer ch.Close()
+	thread := ch.pos[0]
 	ctx := context.Background()
-	dir, err := chatdir.Find(ctx, a, thread, opener.Open)
+	dir, err := chatdir.Find(ctx, ch.agent, thread, ch.opener.Open)
 	if err != nil {
 		return err
 	}
-	kind, err := opener.Kind(dir)
+	kind, err := ch.opener.Kind(dir)
 	if err != nil {
 		return err
 	}
-	return repairChat(ctx, os.Stdout, a, thread, dir, kind)
+	return repairChat(ctx, os.Stdout, ch.agent, thread, dir, kind)
 }
 
 // repairChat repairs the conversation of thread in folder dir, kept the

@@ -148,12 +148,12 @@ func TestChatRepair(t *testing.T) {
 func TestChatRepairRefused(t *testing.T) {
 	h := t.TempDir()
 	release := served(t, h)
-	err := cmdChatRepair([]string{"--home", h, "t"}, noEnv)
+	err := run([]string{"agent", "chat", "repair", "--home", h, "t"}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "the agent is running") || !strings.Contains(err.Error(), "then repair") {
 		t.Fatalf("repair while served: %v", err)
 	}
 	release()
-	if err := cmdChatRepair([]string{"--home", h, "nosuch"}, noEnv); err == nil || !strings.Contains(err.Error(), `no conversation "nosuch"`) {
+	if err := run([]string{"agent", "chat", "repair", "--home", h, "nosuch"}, noEnv); err == nil || !strings.Contains(err.Error(), `no conversation "nosuch"`) {
 		t.Fatalf("repair of no conversation: %v", err)
 	}
 	err = repairChat(context.Background(), new(bytes.Buffer), home.Agent{Name: "ada", Dir: h}, "t", filepath.Join(h, "chats", "t"), "sqlite")
