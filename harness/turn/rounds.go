@@ -290,5 +290,14 @@ func (t *turn) narrowing(ctx context.Context, later []string) (*tools.Only, erro
 	}
 	n, _ := ability[store.Narrower](t.conv)
 	meta, _ := ability[store.Meta](t.conv)
-	return tools.Narrowing(ctx, t.dir, n, meta, later)
+	inFile := later == nil && (n == nil || meta == nil) // read from tools.json alone
+	kept := t.warm.kept
+	if inFile && t.warm.taken && kept.NoToolsFile {
+		return nil, nil
+	}
+	only, err := tools.Narrowing(ctx, t.dir, n, meta, later)
+	if kept != nil {
+		kept.NoToolsFile = inFile && only == nil && err == nil
+	}
+	return only, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/tools/npmtest"
+	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/loadgen/scripted"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
@@ -326,6 +327,39 @@ func TestNarrowed(t *testing.T) {
 	}
 	if got := requestTools(t, m.Requests()[len(m.Requests())-1]); len(got) != 3 {
 		t.Errorf("another conversation: offered %v, want every tool", got)
+	}
+}
+
+// A conversation kept warm with no tools.json, its next turn not looking
+// for one, is narrowed all the same once another runner's turn (another
+// process's) narrowed it: that turn appended to the conversation, so the
+// next here composes afresh and reads the list.
+func TestNarrowedElsewhereWhileWarm(t *testing.T) {
+	web, _ := webServer(t)
+	web2 := tools.Server{Name: "web", URL: web}
+	r, m := toolRunner(t, nil, web2)
+	other := &Runner{Agent: r.Agent, Getenv: r.Getenv, HTTP: r.HTTP, Metrics: r.Metrics, Open: r.Open,
+		Tools: tools.New(r.Agent, []tools.Server{web2}, tools.Options{}), Process: Process{Warm: &warm.Cache{}}}
+	t.Cleanup(other.Tools.Close)
+	ctx := context.Background()
+	offered := func(by *Runner, text string, narrow []string) []string {
+		t.Helper()
+		if _, err := by.Message(ctx, "main", Message{Text: text, Tools: narrow}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return requestTools(t, m.Requests()[len(m.Requests())-1])
+	}
+	for _, text := range []string{"one", "two"} { // the second warm, with no tools.json
+		if got := offered(r, text, nil); len(got) != 3 {
+			t.Fatalf("%s: offered %v, want every tool", text, got)
+		}
+	}
+	want := []string{"web__echo"}
+	if got := offered(other, "narrowed there", want); !slices.Equal(got, want) {
+		t.Fatalf("narrowed by the other runner: offered %v, want %v", got, want)
+	}
+	if got := offered(r, "three", nil); !slices.Equal(got, want) {
+		t.Fatalf("the warm runner after: offered %v, want %v", got, want)
 	}
 }
 

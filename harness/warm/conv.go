@@ -20,6 +20,11 @@ type Conv struct {
 	Folder      Folder             // the folder as the turn left it
 	StartConn   string             // what open read of the first event: its connection,
 	CacheThread string             // and the thread whose cache key its requests carry
+	// NoToolsFile is set when the folder held no tools.json as the turn
+	// left it: only a turn, which appends to the conversation, makes one,
+	// so while the conversation and its folder are as that turn left them
+	// there is still none, and its next turn need not look.
+	NoToolsFile bool
 
 	dir    string   // the conversation's folder
 	files  files    // the files beside the events, open
