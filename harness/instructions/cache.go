@@ -17,6 +17,7 @@ import (
 
 	"lnk.dev/linkharness/harness/internal/missing"
 	"lnk.dev/linkharness/harness/prompt"
+	"lnk.dev/linkharness/harness/settings"
 )
 
 // What the prompt cache holds at most. Past either, it is emptied whole
@@ -68,8 +69,12 @@ type cached struct {
 	pathz []byte   // the entry's path, NUL-terminated for lstatz
 	names []string // a folder's names
 	paths []string // the path of each of a folder's names, without its "/" or "@"
-	err   error    // what was wrong with the file, said once in the log
+	err   error    // what was wrong with the file, said once in the log; config.json's, said each turn
 	skill skillMeta
+	// set is config.json's settings as decoded, and setBytes the file's
+	// size; nil for any other file.
+	set      *settings.Settings
+	setBytes int
 }
 
 // fileKey tells a file's version: any change to it changes one of these.
@@ -179,12 +184,8 @@ func (c *Cache) put(path string, e *cached, now time.Time) {
 	if now.UnixNano()-e.key.mtime < int64(racyAge) || now.UnixNano()-e.key.ctime < int64(racyAge) {
 		return
 	}
-	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description)
-	for i, s := range e.names {
-		n += len(s) + len(e.paths[i])
-	}
 	e.pathz = append([]byte(path), 0)
-	n += len(e.pathz)
+	n := e.size()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.files[path]; old != nil {
@@ -201,7 +202,7 @@ func (c *Cache) put(path string, e *cached, now time.Time) {
 }
 
 func (e *cached) size() int {
-	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description) + len(e.pathz)
+	n := len(e.text) + len(e.skill.Name) + len(e.skill.Description) + len(e.pathz) + e.setBytes
 	for i, s := range e.names {
 		n += len(s) + len(e.paths[i])
 	}

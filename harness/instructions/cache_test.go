@@ -1,6 +1,7 @@
 package instructions
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +170,68 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 	settle()
 	if got := model("removed"); got != def {
 		t.Errorf("removed: model %q, want the default %q", got, def)
+	}
+}
+
+// A config.json unchanged since a turn read it is told by one stat and
+// given as decoded, not read again; a changed one is read again, a bad
+// one's error given each turn, and one changed within racyAge of its
+// reading is not kept.
+func TestConfigKept(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ada")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, a := &Cache{}, home.Agent{Name: "ada", Dir: dir}
+	config, _ := a.Path(home.Config, "")
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	read := func(now func() time.Time) (settings.Settings, error) {
+		return (&Reader{Cache: c, Agent: a, Now: now}).Settings(config)
+	}
+	write := func(model string) {
+		t.Helper()
+		s := settings.Defaults()
+		s.Model.Name = model
+		if err := settings.Write(config, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	write("openai/gpt-one")
+	if s, err := read(time.Now); err != nil || s.Model.Name != "openai/gpt-one" {
+		t.Fatalf("just written: %q %v", s.Model.Name, err)
+	}
+	if e := c.peek(config); e != nil {
+		t.Fatal("a config.json written within racyAge was kept")
+	}
+	if s, err := read(later); err != nil || s.Model.Name != "openai/gpt-one" {
+		t.Fatalf("settled: %q %v", s.Model.Name, err)
+	}
+	e := c.peek(config)
+	if e == nil || e.set == nil {
+		t.Fatal("a settled config.json was not kept")
+	}
+	// What the cache holds is what an unchanged file gives: no read.
+	marked := *e.set
+	marked.Model.Name = "from the cache"
+	c.put(config, &cached{key: e.key, set: &marked}, later())
+	if s, err := read(later); err != nil || s.Model.Name != "from the cache" {
+		t.Fatalf("unchanged: %q %v, want what the cache holds", s.Model.Name, err)
+	}
+
+	write("openai/gpt-two")
+	if s, err := read(later); err != nil || s.Model.Name != "openai/gpt-two" {
+		t.Fatalf("changed: %q %v", s.Model.Name, err)
+	}
+	if err := os.WriteFile(config, []byte(`{"model": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, turn := range []string{"first", "second"} {
+		if _, err := read(later); !errors.Is(err, settings.ErrBadSpec) {
+			t.Fatalf("a bad config.json, %s turn: %v, want ErrBadSpec", turn, err)
+		}
+	}
+	if e := c.peek(config); e == nil || e.err == nil {
+		t.Error("a bad config.json was not kept with its error")
 	}
 }

@@ -1,6 +1,10 @@
 package instructions
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"lnk.dev/linkharness/harness/home"
@@ -32,23 +36,44 @@ type Logger interface {
 // Settings reads the agent's settings from config.json at path. A home
 // with no config.json has the defaults; while the home's folder is
 // unchanged, it still has none, told by the one stat of the folder the
-// prompt's missing files share.
+// prompt's missing files share. A config.json unchanged since a turn read
+// it is not read again: one stat tells it (see unchanged), and the
+// settings it held are given as they were decoded, a bad one's error
+// again.
 func (r *Reader) Settings(path string) (settings.Settings, error) {
-	if r.missingTurn == 0 {
-		r.missingTurn = r.Cache.missing.Turn()
+	e, err := r.unchanged(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return settings.Defaults(), nil
+	case e != nil && e.set != nil:
+		return *e.set, e.err
 	}
-	missing := &r.Cache.missing
-	gone, known := missing.Missing(path, r.missingTurn)
-	if gone {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return settings.Defaults(), nil
 	}
-	seen := r.Cache.kernelNow()
-	s, found, err := settings.ReadFound(path)
-	switch {
-	case err == nil && !found:
-		missing.Gone(path, r.missingTurn, seen)
-	case found && known:
-		missing.Forget(path)
+	if err != nil {
+		return settings.Defaults(), err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return settings.Defaults(), err
+	}
+	k, ok := keyOf(fi)
+	if e := r.Cache.get(path, k); ok && e != nil && e.set != nil {
+		return *e.set, e.err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, settings.MaxConfigBytes+1))
+	if err != nil {
+		return settings.Defaults(), err
+	}
+	if len(b) > settings.MaxConfigBytes {
+		return settings.Defaults(), fmt.Errorf("%s: over %d bytes", path, settings.MaxConfigBytes)
+	}
+	s, err := settings.Decode(path, b)
+	if ok {
+		r.Cache.put(path, &cached{key: k, set: &s, err: err, setBytes: len(b)}, r.now())
 	}
 	return s, err
 }
