@@ -185,8 +185,11 @@ func TestConfigKept(t *testing.T) {
 	c, a := &Cache{}, home.Agent{Name: "ada", Dir: dir}
 	config, _ := a.Path(home.Config, "")
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	read := func(now func() time.Time) (settings.Settings, error) {
-		return (&Reader{Cache: c, Agent: a, Now: now}).Settings(config)
+	read := func(kernel func() time.Time) (settings.Settings, error) {
+		c.kernel = kernel
+		// The Reader's own clock is never asked: it tells a turn's events'
+		// times, and a turn's settings must not move it.
+		return (&Reader{Cache: c, Agent: a, Now: func() time.Time { t.Fatal("the turn's clock asked"); return time.Time{} }}).Settings(config)
 	}
 	write := func(model string) {
 		t.Helper()

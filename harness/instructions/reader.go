@@ -73,7 +73,9 @@ func (r *Reader) Settings(path string) (settings.Settings, error) {
 	}
 	s, err := settings.Decode(path, b)
 	if ok {
-		r.Cache.put(path, &cached{key: k, set: &s, err: err, setBytes: len(b)}, r.now())
+		// Aged by the kernel's clock, which the file's times are of: the
+		// turn's own clock tells the events' times and is not asked here.
+		r.Cache.put(path, &cached{key: k, set: &s, err: err, setBytes: len(b)}, r.Cache.kernelNow())
 	}
 	return s, err
 }
