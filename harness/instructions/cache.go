@@ -50,14 +50,14 @@ type Cache struct {
 	memos // the texts last made from the files' texts
 
 	missing missing.Files    // the files found missing, until their folders change
-	kernel  func() time.Time // the time a folder's times are of: nil is time.Now; tests set a later one
+	Kernel  func() time.Time // the clock a file's and a folder's times are of: nil is time.Now; tests set a later one
 }
 
 // kernelNow is the time a folder's times are of, the kernel's clock, never
 // a Runner's own: it tells whether a folder's times had settled.
 func (c *Cache) kernelNow() time.Time {
-	if c.kernel != nil {
-		return c.kernel()
+	if c.Kernel != nil {
+		return c.Kernel()
 	}
 	return time.Now()
 }
@@ -179,8 +179,11 @@ func (c *Cache) get(path string, k fileKey) *cached {
 }
 
 // put keeps e for path unless the file changed too recently to tell a
-// next change by its key.
-func (c *Cache) put(path string, e *cached, now time.Time) {
+// next change by its key. Its age is told by the kernel's clock, which the
+// file's times are of, never a turn's own clock, which stamps its events:
+// what a turn reads must not move that.
+func (c *Cache) put(path string, e *cached) {
+	now := c.kernelNow()
 	if now.UnixNano()-e.key.mtime < int64(racyAge) || now.UnixNano()-e.key.ctime < int64(racyAge) {
 		return
 	}
@@ -266,7 +269,7 @@ func (r *Reader) readFile(path string, most int, parse func([]byte) *cached) (e 
 	}
 	e.key = k
 	if ok {
-		r.Cache.put(path, e, r.now())
+		r.Cache.put(path, e)
 	}
 	return e, true, nil
 }
@@ -319,7 +322,7 @@ func (r *Reader) list(path string) (*cached, error) {
 		e.paths[i] = filepath.Join(path, strings.TrimRight(n, "/@"))
 	}
 	if ok {
-		r.Cache.put(path, e, r.now())
+		r.Cache.put(path, e)
 	}
 	return e, nil
 }

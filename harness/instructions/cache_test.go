@@ -28,11 +28,10 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 		}
 	}
 	c, a := &Cache{}, home.Agent{Name: "ada", Dir: dir}
-	now := func() time.Time { return time.Now().Add(time.Hour) }
 	// Each change is made settled: the folders' times are set back, each
 	// time to another second long past, and the kernel's clock read a
 	// second ahead, past the times Chtimes gives the folders' ctime.
-	c.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	c.Kernel = func() time.Time { return time.Now().Add(time.Second) }
 	back := int64(1e9)
 	settle := func() {
 		t.Helper()
@@ -62,7 +61,7 @@ func TestMissingFilesSeenNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	compose := func() string {
-		rd := &Reader{Cache: c, Agent: a, Now: now}
+		rd := &Reader{Cache: c, Agent: a}
 		system, _ := rd.Compose(rd.Sections(&s, nil, ""))
 		return system
 	}
@@ -126,7 +125,7 @@ func TestMissingConfigSeenNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, a := &Cache{}, home.Agent{Name: "ada", Dir: dir}
-	c.kernel = func() time.Time { return time.Now().Add(time.Second) }
+	c.Kernel = func() time.Time { return time.Now().Add(time.Second) }
 	config, _ := a.Path(home.Config, "")
 	back := int64(1e9)
 	settle := func() {
@@ -186,10 +185,8 @@ func TestConfigKept(t *testing.T) {
 	config, _ := a.Path(home.Config, "")
 	later := func() time.Time { return time.Now().Add(time.Hour) }
 	read := func(kernel func() time.Time) (settings.Settings, error) {
-		c.kernel = kernel
-		// The Reader's own clock is never asked: it tells a turn's events'
-		// times, and a turn's settings must not move it.
-		return (&Reader{Cache: c, Agent: a, Now: func() time.Time { t.Fatal("the turn's clock asked"); return time.Time{} }}).Settings(config)
+		c.Kernel = kernel
+		return (&Reader{Cache: c, Agent: a}).Settings(config)
 	}
 	write := func(model string) {
 		t.Helper()
@@ -217,7 +214,7 @@ func TestConfigKept(t *testing.T) {
 	// What the cache holds is what an unchanged file gives: no read.
 	marked := *e.set
 	marked.Model.Name = "from the cache"
-	c.put(config, &cached{key: e.key, set: &marked}, later())
+	c.put(config, &cached{key: e.key, set: &marked})
 	if s, err := read(later); err != nil || s.Model.Name != "from the cache" {
 		t.Fatalf("unchanged: %q %v, want what the cache holds", s.Model.Name, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/settings"
@@ -19,9 +18,8 @@ import (
 type Reader struct {
 	Cache *Cache // what the turns before read, until the files change
 	Agent home.Agent
-	Now   func() time.Time // tells a file's age (see racyAge); nil is time.Now
-	Log   Logger           // told what the prompt left out; nil: nobody
-	Read  *int64           // when not nil, is added the bytes read from files
+	Log   Logger // told what the prompt left out; nil: nobody
+	Read  *int64 // when not nil, is added the bytes read from files
 
 	missingTurn uint64    // the turn's number among the missing files; 0 before it looks at one
 	paths       homePaths // the paths the prompt reads, set by Sections
@@ -73,18 +71,9 @@ func (r *Reader) Settings(path string) (settings.Settings, error) {
 	}
 	s, err := settings.Decode(path, b)
 	if ok {
-		// Aged by the kernel's clock, which the file's times are of: the
-		// turn's own clock tells the events' times and is not asked here.
-		r.Cache.put(path, &cached{key: k, set: &s, err: err, setBytes: len(b)}, r.Cache.kernelNow())
+		r.Cache.put(path, &cached{key: k, set: &s, err: err, setBytes: len(b)})
 	}
 	return s, err
-}
-
-func (r *Reader) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // count adds n bytes read to the Reader's count.

@@ -39,7 +39,7 @@ func (t *turn) facts() *modelfacts.Turn {
 // reader is the turn's reader of its agent's home, made at its first use.
 func (t *turn) reader() *instructions.Reader {
 	if t.comp.home.Cache == nil {
-		t.comp.home = instructions.Reader{Cache: &t.c.prompts, Agent: t.r.Agent, Now: t.r.Now, Log: t, Read: &t.read}
+		t.comp.home = instructions.Reader{Cache: &t.c.prompts, Agent: t.r.Agent, Log: t, Read: &t.read}
 	}
 	return &t.comp.home
 }

@@ -282,7 +282,7 @@ func logTo(r *Runner) *hometest.Logs {
 func TestBadInputLeftOut(t *testing.T) {
 	r, m := newRunner(t, nil)
 	log := logTo(r)
-	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
+	r.caches().prompts.Kernel = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	dir := r.Agent.Dir
 	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
 	outside := filepath.Join(t.TempDir(), "secret.md")
@@ -344,7 +344,7 @@ func TestSkillsCachedUntilChanged(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	dir := r.Agent.Dir
 	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
-	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
+	r.caches().prompts.Kernel = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
 	compose := func() (string, int64) {
 		tt := &turn{r: r, c: r.caches(), thread: "t"}
@@ -376,7 +376,7 @@ func TestRepositoryFollowsChanges(t *testing.T) {
 	log := logTo(r)
 	dir := r.Agent.Dir
 	hometest.Populate(t, dir, "anthropic/claude-opus-5-5")
-	r.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
+	r.caches().prompts.Kernel = func() time.Time { return time.Now().Add(time.Hour) } // past the racy age of the files just written
 	s, _ := settings.Read(filepath.Join(dir, "config.json"))
 	engine := filepath.Join(dir, "files", "engine")
 	for _, step := range []struct {
@@ -445,7 +445,10 @@ func composeWarm(tb testing.TB) func() {
 	tb.Helper()
 	dir := filepath.Join(tb.TempDir(), "ada")
 	hometest.Populate(tb, dir, "anthropic/claude-opus-5-5")
-	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	r := &Runner{Agent: home.Agent{Name: "ada", Dir: dir}}
+	// The files just written are kept as they will be once they are older
+	// than the racy age: the prompt cache's clock set an hour ahead.
+	r.caches().prompts.Kernel = func() time.Time { return time.Now().Add(time.Hour) }
 	s, err := settings.Read(filepath.Join(dir, "config.json"))
 	if err != nil {
 		tb.Fatal(err)
