@@ -54,6 +54,35 @@ type FloodResult struct {
 	Before int64 `json:"rss_before"`
 	Peak   int64 `json:"rss_peak"`
 	Growth int64 `json:"rss_growth"`
+
+	// What the harness's /metrics told of its memory before the flood and
+	// the most it told while it ran, read every quarter second: where
+	// the growth is (see Runtime).
+	RuntimeBefore Runtime `json:"runtime_before"`
+	RuntimePeak   Runtime `json:"runtime_peak"`
+}
+
+// Runtime is where a harness's memory is, as its /metrics tells it. Its
+// resident growth under load is about twice what Live and Stacks grew:
+// the collector lets the heap grow to its goal, what is live and as much
+// again as what is live and the stacks (GOGC=100), and the stacks are
+// held besides.
+type Runtime struct {
+	Live       int64 `json:"heap_live"`  // heap live at the last collection
+	Goal       int64 `json:"heap_goal"`  // the collector's goal for the heap
+	Stacks     int64 `json:"stacks"`     // goroutines' stacks
+	Goroutines int64 `json:"goroutines"` // goroutines
+}
+
+// runtimeOf reads a Runtime from a harness's metrics.
+func runtimeOf(m drive.Metrics) Runtime {
+	v := func(name string) int64 { f, _ := m.Value(name); return int64(f) }
+	return Runtime{Live: v("go_gc_heap_live_bytes"), Goal: v("go_gc_heap_goal_bytes"), Stacks: v("go_memory_stacks_bytes"), Goroutines: v("go_goroutines")}
+}
+
+// most is the most of each of r's figures and o's.
+func (r Runtime) most(o Runtime) Runtime {
+	return Runtime{Live: max(r.Live, o.Live), Goal: max(r.Goal, o.Goal), Stacks: max(r.Stacks, o.Stacks), Goroutines: max(r.Goroutines, o.Goroutines)}
 }
 
 // floodBound bounds a FloodConfig's messages: each holds a connection of
@@ -111,7 +140,18 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 		return nil, err
 	}
 	res.Before, res.Peak = int64(s.RSS), int64(s.RSS)
+	mr, ok := unit.(drive.MetricsReader)
+	if !ok {
+		return nil, fmt.Errorf("loadgen: flood: %s tells no metrics", program)
+	}
+	m, err := mr.Metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.RuntimeBefore = runtimeOf(m)
+	res.RuntimePeak = res.RuntimeBefore
 	sampled := sampleRSS(unit.PID(), &res.Peak)
+	read := sampleRuntime(ctx, mr, &res.RuntimePeak)
 
 	say("sending %d messages at once", cfg.Messages)
 	start := time.Now()
@@ -123,6 +163,7 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
 	sampled()
+	read()
 	res.Growth = res.Peak - res.Before
 	say("stopping the harness")
 	if err := unit.Stop(ctx); err != nil {
@@ -170,6 +211,30 @@ func floodOne(ctx context.Context, unit drive.Unit, agent, id string, res *Flood
 			return
 		}
 	}
+}
+
+// sampleRuntime reads the harness's runtime figures from mr every 250 ms
+// into peak, the most of each, until the returned function is called. A
+// page that cannot be read is passed over: the flood's answers say what
+// went wrong.
+func sampleRuntime(ctx context.Context, mr drive.MetricsReader, peak *Runtime) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if m, err := mr.Metrics(ctx); err == nil {
+					*peak = peak.most(runtimeOf(m))
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // sampleRSS reads pid's resident memory every 50 ms into peak, its

@@ -233,4 +233,12 @@ func TestFlood(t *testing.T) {
 	if res.Other != 0 || res.Answered+res.Refused != 40 || res.Refused == 0 || res.Later != res.Refused || res.Answered > 40-res.Refused {
 		t.Errorf("40 messages at once, 8 turns let run: %+v", res)
 	}
+	// Its figures of memory are the harness's own, read from its
+	// /metrics before and throughout: while 8 turns ran, it held more
+	// goroutines than before. (What is live is 0 until the first
+	// collection.)
+	b, p := res.RuntimeBefore, res.RuntimePeak
+	if b.Goal <= 0 || b.Stacks <= 0 || b.Goal < b.Live || p.Goroutines <= b.Goroutines || p.Live < b.Live || p.Stacks < b.Stacks {
+		t.Errorf("the harness's memory, before the flood and the most while it ran: %+v, %+v", b, p)
+	}
 }

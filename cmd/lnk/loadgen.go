@@ -110,6 +110,9 @@ func runFlood(cfg loadgen.FloodConfig, script string, quiet, jsonOut bool) error
 			res.Messages, res.MaxTurns, res.Seconds, res.Answered, res.Refused, res.Retries, res.Later, res.Other)
 		fmt.Printf("resident memory %.1f MB before, %.1f MB at peak: %.1f MB more (%.1f KiB a turn of the bound)\n",
 			float64(res.Before)/1e6, float64(res.Peak)/1e6, float64(res.Growth)/1e6, float64(res.Growth)/1024/float64(res.MaxTurns))
+		b, p, turns := res.RuntimeBefore, res.RuntimePeak, float64(res.MaxTurns)
+		fmt.Printf("at the most: heap live %.1f MB more (%.1f KiB a turn), stacks %.1f MB more (%.1f KiB a turn), the collector's goal %.1f MB, %d goroutines\n",
+			float64(p.Live-b.Live)/1e6, float64(p.Live-b.Live)/1024/turns, float64(p.Stacks-b.Stacks)/1e6, float64(p.Stacks-b.Stacks)/1024/turns, float64(p.Goal)/1e6, p.Goroutines)
 		if res.FirstOther != "" {
 			fmt.Println("  the first otherwise: " + res.FirstOther)
 		}

@@ -43,21 +43,52 @@ func (s *Server) metrics(w http.ResponseWriter) {
 		fmt.Fprintf(&b, "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds %d\n", open)
 		fmt.Fprintf(&b, "# HELP process_max_fds The most open file descriptors the process may have.\n# TYPE process_max_fds gauge\nprocess_max_fds %d\n", max)
 	}
-	samples := []metrics.Sample{
-		{Name: "/gc/heap/allocs:objects"},
-		{Name: "/gc/heap/allocs:bytes"},
-		{Name: "/sched/goroutines:goroutines"},
+	if rss, err := resident(); err == nil {
+		fmt.Fprintf(&b, "# HELP process_resident_memory_bytes Resident memory.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %d\n", rss)
 	}
-	metrics.Read(samples)
-	for i, m := range []struct{ name, kind, help string }{
-		{"go_heap_allocs_objects_total", "counter", "Heap objects allocated."},
-		{"go_heap_allocs_bytes_total", "counter", "Heap bytes allocated."},
-		{"go_goroutines", "gauge", "Goroutines."},
-	} {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, samples[i].Value.Uint64())
-	}
+	writeRuntime(&b)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	w.Write(b.Bytes())
+}
+
+// runtimeMetrics are the Go runtime's figures /metrics tells: its
+// allocations and goroutines, and where its memory is. A process's growth
+// under load is mostly what is live at a collection and its goroutines'
+// stacks, each counted twice in what it holds at most: the collector lets
+// the heap reach its goal, that plus as much again (GOGC=100).
+var runtimeMetrics = []struct{ sample, name, kind, help string }{
+	{"/gc/heap/allocs:objects", "go_heap_allocs_objects_total", "counter", "Heap objects allocated."},
+	{"/gc/heap/allocs:bytes", "go_heap_allocs_bytes_total", "counter", "Heap bytes allocated."},
+	{"/sched/goroutines:goroutines", "go_goroutines", "gauge", "Goroutines."},
+	{"/gc/heap/live:bytes", "go_gc_heap_live_bytes", "gauge", "Heap bytes live at the last collection."},
+	{"/gc/heap/goal:bytes", "go_gc_heap_goal_bytes", "gauge", "The heap's size at which the collector aims to end its cycle."},
+	{"/memory/classes/heap/objects:bytes", "go_memory_heap_objects_bytes", "gauge", "Heap bytes in objects, live or not yet collected."},
+	{"/memory/classes/heap/stacks:bytes", "go_memory_stacks_bytes", "gauge", "Bytes of goroutines' stacks."},
+}
+
+// writeRuntime writes runtimeMetrics to b.
+func writeRuntime(b *bytes.Buffer) {
+	samples := make([]metrics.Sample, len(runtimeMetrics))
+	for i, m := range runtimeMetrics {
+		samples[i].Name = m.sample
+	}
+	metrics.Read(samples)
+	for i, m := range runtimeMetrics {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, samples[i].Value.Uint64())
+	}
+}
+
+// resident is the process's resident memory, in bytes.
+func resident() (int, error) {
+	p, err := procfs.Self()
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.ResidentMemory(), nil
 }
 
 // waiting counts the agent's answers waiting at _link/recover: the files

@@ -293,3 +293,26 @@ func (f *fixture) streamLater(t *testing.T, path, body string) (<-chan answerBod
 	}()
 	return ch, said
 }
+
+// /metrics tells where the process's memory is, through Prometheus's own
+// parser: its resident memory, the heap live at the last collection and
+// the collector's goal for it, the heap's objects and the goroutines'
+// stacks.
+func TestMemoryMetrics(t *testing.T) {
+	f := newFixture(t, nil)
+	f.said(t, "web:1", `{"text":"one","owner":true}`)
+	gauge := func(name string) float64 {
+		fam, page := f.family(t, name)
+		if fam.GetType() != dto.MetricType_GAUGE || len(fam.Metric) != 1 || fam.Metric[0].GetGauge().GetValue() <= 0 {
+			t.Fatalf("%s is not one gauge above 0:\n%s", name, page)
+		}
+		return fam.Metric[0].GetGauge().GetValue()
+	}
+	live, goal := gauge("go_gc_heap_live_bytes"), gauge("go_gc_heap_goal_bytes")
+	if goal < live {
+		t.Errorf("the collector's goal %.0f is below the heap live at the last collection, %.0f", goal, live)
+	}
+	for _, name := range []string{"process_resident_memory_bytes", "go_memory_heap_objects_bytes", "go_memory_stacks_bytes", "go_goroutines"} {
+		gauge(name)
+	}
+}
