@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,12 +18,16 @@ import (
 // FloodConfig is a flood: many messages at once to one agent of a process
 // whose turns in flight are bounded. Zero fields take the defaults given.
 type FloodConfig struct {
-	Program  string           // the lnk-link-harness program (default: as drive.FindHarness finds it)
-	Messages int              // sent at once, each to a conversation of its own (default 3,000, at most 20,000)
-	MaxTurns int              // the process's bound on turns in flight (default 500)
-	Script   *scripted.Script // the model (default: FloodScript, 2 to 3 s an answer)
-	Dir      string           // where the temporary folder goes (default the system's)
-	Progress io.Writer        // a line at each step; nil for none
+	Program  string // the lnk-link-harness program (default: as drive.FindHarness finds it)
+	Messages int    // sent at once, each to a conversation of its own (default 3,000, at most 20,000)
+	MaxTurns int    // the process's bound on turns in flight (default 500)
+	// TextBytes makes each message's text that long, of words, so what a
+	// turn holds of its conversation shows (default a few words, at most
+	// floodTextBound).
+	TextBytes int
+	Script    *scripted.Script // the model (default: FloodScript, 2 to 3 s an answer)
+	Dir       string           // where the temporary folder goes (default the system's)
+	Progress  io.Writer        // a line at each step; nil for none
 }
 
 // FloodScript is the model of a flood unless a script says: every answer
@@ -86,8 +91,22 @@ func (r Runtime) most(o Runtime) Runtime {
 }
 
 // floodBound bounds a FloodConfig's messages: each holds a connection of
-// the measuring process and of the harness at once.
-const floodBound = 20_000
+// the measuring process and of the harness at once. floodTextBound bounds
+// a message's text, well under a message body's limit.
+const (
+	floodBound     = 20_000
+	floodTextBound = 512 << 10
+)
+
+// floodText is the text of the flood's message id: "flood id", and words
+// after it up to n bytes.
+func floodText(id string, n int) string {
+	t := "flood " + id
+	if len(t) >= n {
+		return t
+	}
+	return t + strings.Repeat(" words", (n-len(t))/6)
+}
 
 // Flood sends cfg.Messages messages at once to one agent of a harness
 // serving with --max-turns cfg.MaxTurns, each to its own conversation;
@@ -101,8 +120,8 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 	if cfg.MaxTurns == 0 {
 		cfg.MaxTurns = 500
 	}
-	if cfg.Messages < 1 || cfg.Messages > floodBound || cfg.MaxTurns < 1 {
-		return nil, fmt.Errorf("%w: a flood of %d messages, %d turns at once", ErrConfig, cfg.Messages, cfg.MaxTurns)
+	if cfg.Messages < 1 || cfg.Messages > floodBound || cfg.MaxTurns < 1 || cfg.TextBytes < 0 || cfg.TextBytes > floodTextBound {
+		return nil, fmt.Errorf("%w: a flood of %d messages of %d bytes, %d turns at once", ErrConfig, cfg.Messages, cfg.TextBytes, cfg.MaxTurns)
 	}
 	say := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -158,7 +177,7 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range cfg.Messages {
-		wg.Go(func() { floodOne(ctx, unit, a.Name, strconv.Itoa(i), res, &mu) })
+		wg.Go(func() { floodOne(ctx, unit, a.Name, strconv.Itoa(i), cfg.TextBytes, res, &mu) })
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
@@ -175,10 +194,11 @@ func Flood(ctx context.Context, cfg FloodConfig) (*FloodResult, error) {
 // floodOne sends the message id to agent, each to its conversation of its
 // own, again after its Retry-After as long as it is refused 503 with one,
 // and counts what came into res, under mu.
-func floodOne(ctx context.Context, unit drive.Unit, agent, id string, res *FloodResult, mu *sync.Mutex) {
+func floodOne(ctx context.Context, unit drive.Unit, agent, id string, textBytes int, res *FloodResult, mu *sync.Mutex) {
 	first := true
+	text := floodText(id, textBytes)
 	for {
-		_, err := unit.Send(ctx, agent, "flood-"+id, drive.Message{ID: id, Text: "flood " + id})
+		_, err := unit.Send(ctx, agent, "flood-"+id, drive.Message{ID: id, Text: text})
 		var se *drive.StatusError
 		refused := errors.As(err, &se) && se.Code == 503 && se.RetryAfter != ""
 		mu.Lock()

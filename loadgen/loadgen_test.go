@@ -242,3 +242,19 @@ func TestFlood(t *testing.T) {
 		t.Errorf("the harness's memory, before the flood and the most while it ran: %+v, %+v", b, p)
 	}
 }
+
+// A flood's message is "flood" and its id, and words after it up to the
+// length asked, never past it.
+func TestFloodText(t *testing.T) {
+	for _, c := range []struct {
+		id       string
+		n, least int
+	}{
+		{"7", 0, 7}, {"7", 7, 7}, {"7", 12, 7}, {"7", 13, 13}, {"12", 65536, 65530},
+	} {
+		got := floodText(c.id, c.n)
+		if !strings.HasPrefix(got, "flood "+c.id) || len(got) < c.least || (len(got) > c.n && c.n > len("flood "+c.id)) {
+			t.Errorf("floodText(%q, %d) is %d bytes: %.40q", c.id, c.n, len(got), got)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func cmdLoadgen(fs flags, args []string, _ func(string) string) error {
 	seed := fs.Uint64("seed", 0, "with --soak, the seed of its randomness (default: a random one, printed)")
 	flood := fs.Int("flood", 0, "instead of measuring, send this many messages at once to one agent, each to its own conversation, the model answering in 2 to 3 s (or as --script says); those refused 503 are sent again after their Retry-After; exits non-zero on any other answer")
 	maxTurns := fs.Int("max-turns", 500, "with --flood, the harness's --max-turns")
+	textBytes := fs.Int("text-bytes", 0, "with --flood, each message's text is this long (default: a few words; at most 512 KiB)")
 	if err := fs.parseAll(args); err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func cmdLoadgen(fs flags, args []string, _ func(string) string) error {
 		return runSoak(*harness, *soak, *seed, *quiet, *jsonOut)
 	}
 	if *flood != 0 {
-		return runFlood(loadgen.FloodConfig{Program: *harness, Messages: *flood, MaxTurns: *maxTurns}, *script, *quiet, *jsonOut)
+		return runFlood(loadgen.FloodConfig{Program: *harness, Messages: *flood, MaxTurns: *maxTurns, TextBytes: *textBytes}, *script, *quiet, *jsonOut)
 	}
 	cfg := loadgen.Config{
 		Program: *harness, Agents: *agents, Conversations: *convs, Messages: *messages, Concurrency: *concurrency, ToolShare: *toolShare, Churn: *churn,
