@@ -28,7 +28,8 @@ var _ Client = (*Anthropic)(nil)
 
 // Call implements Client.
 func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
-	body, err := appendAnthropicRequest(newBody(bodySize(req, FormatAnthropic)), req)
+	again := func(dst []byte) ([]byte, error) { return appendAnthropicRequest(dst, req) }
+	body, err := again(newBody(bodySize(req, FormatAnthropic)))
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +38,7 @@ func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string))
 	if c.Key != "" {
 		h.Set("X-Api-Key", c.Key)
 	}
-	p := post{provider: "anthropic", hc: httpClient(c.HTTP), url: c.Base + "/v1/messages", body: body, header: h, stall: req.Stall, timeout: req.Timeout}
+	p := post{provider: "anthropic", hc: httpClient(c.HTTP), url: c.Base + "/v1/messages", body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
 	d := anthropicStream{answer: answer{room: newRoom(req)}}
 	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
 }

@@ -30,25 +30,46 @@ func newBody(n int) []byte {
 // bodyRoom is the room a new body for n bytes is made with.
 func bodyRoom(n int) int { return n + n/4 }
 
-// sent is a request's body being sent: its readers, one per sending
-// (the transport may send it again on a new connection), and how many are
-// not closed yet.
+// sent is a request's body being sent. Its bytes go back for another
+// request as soon as the transport closed every reader of them, which it
+// does once it wrote them: a turn waiting for its model's answer, which
+// may take minutes, holds no copy of its request. A transport that sends
+// the request again (a kept connection found closed before any answer)
+// asks for another reader, and the bytes are made again, the same.
 type sent struct {
-	b    []byte
-	open atomic.Int32
+	mu    sync.Mutex
+	b     []byte                           // nil once gone back
+	size  int                              // len(b)
+	again func(dst []byte) ([]byte, error) // makes b again, appended to dst
+	open  int                              // readers not closed
 }
 
-// reader is one more reader of s's bytes.
-func (s *sent) reader() io.ReadCloser {
-	s.open.Add(1)
-	return &sentReader{Reader: bytes.NewReader(s.b), s: s}
+// reader is one more reader of s's bytes, made again if they went back.
+func (s *sent) reader() (io.ReadCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b == nil {
+		b, err := s.again(newBody(s.size))
+		if err != nil {
+			return nil, err
+		}
+		s.b = b
+	}
+	s.open++
+	return &sentReader{Reader: bytes.NewReader(s.b), s: s}, nil
 }
 
 // release gives s's bytes back for another request once no reader of them
-// is open: a transport may close a body after RoundTrip returned (net/http
-// says so), and then they are left to the collector.
+// is open. A transport may close a body after RoundTrip returned (net/http
+// says so): the last reader's Close then gives them back.
 func (s *sent) release() {
-	if s.open.Load() == 0 && s.b != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseLocked()
+}
+
+func (s *sent) releaseLocked() {
+	if s.open == 0 && s.b != nil {
 		b := s.b[:0]
 		s.b = nil
 		bodies.Put(&b)
@@ -61,9 +82,15 @@ type sentReader struct {
 	done atomic.Bool
 }
 
+// Close gives the bytes back once every reader of them is closed; each
+// reader counts once.
 func (r *sentReader) Close() error {
 	if !r.done.Swap(true) {
-		r.s.open.Add(-1)
+		r.Reset(nil) // the request, which a transport may keep, holds them no longer
+		r.s.mu.Lock()
+		r.s.open--
+		r.s.releaseLocked()
+		r.s.mu.Unlock()
 	}
 	return nil
 }

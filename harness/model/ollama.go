@@ -41,11 +41,12 @@ var (
 
 // Call implements Client.
 func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
-	body, err := appendOllamaRequest(newBody(bodySize(req, FormatOllama)), req)
+	again := func(dst []byte) ([]byte, error) { return appendOllamaRequest(dst, req) }
+	body, err := again(newBody(bodySize(req, FormatOllama)))
 	if err != nil {
 		return nil, err
 	}
-	p := post{provider: "ollama", hc: httpClient(c.HTTP), url: c.Base + "/api/chat", body: body, header: bearerHeader("application/x-ndjson", c.Key), stall: req.Stall, timeout: req.Timeout}
+	p := post{provider: "ollama", hc: httpClient(c.HTTP), url: c.Base + "/api/chat", body: body, again: again, header: bearerHeader("application/x-ndjson", c.Key), stall: req.Stall, timeout: req.Timeout}
 	d := ollamaStream{answer: answer{room: newRoom(req)}}
 	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
 }

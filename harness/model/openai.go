@@ -31,11 +31,12 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if provider == "" {
 		provider = "openai"
 	}
-	body, err := appendOpenAIRequest(newBody(bodySize(req, provider)), req, provider == "openrouter")
+	again := func(dst []byte) ([]byte, error) { return appendOpenAIRequest(dst, req, provider == "openrouter") }
+	body, err := again(newBody(bodySize(req, provider)))
 	if err != nil {
 		return nil, err
 	}
-	p := post{provider: provider, hc: httpClient(c.HTTP), url: c.Base + "/v1/chat/completions", body: body, header: bearerHeader("text/event-stream", c.Key), stall: req.Stall, timeout: req.Timeout}
+	p := post{provider: provider, hc: httpClient(c.HTTP), url: c.Base + "/v1/chat/completions", body: body, again: again, header: bearerHeader("text/event-stream", c.Key), stall: req.Stall, timeout: req.Timeout}
 	d := openAIStream{provider: provider, answer: answer{room: newRoom(req)}}
 	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
 }

@@ -78,7 +78,8 @@ type post struct {
 	provider string
 	hc       *http.Client
 	url      string
-	body     []byte
+	body     []byte                           // the request's body
+	again    func(dst []byte) ([]byte, error) // makes body again, appended to dst
 	header   http.Header
 	stall    time.Duration
 	timeout  time.Duration // the whole call's; 0 means DefaultTimeout
@@ -104,16 +105,20 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	timer := time.AfterFunc(stall, func() { cancel(ErrStalled) })
 	defer timer.Stop()
 
-	// The body's bytes are used again by a later call once the transport
-	// closed every reader of them.
-	body := &sent{b: p.body}
+	body := &sent{b: p.body, size: len(p.body), again: p.again}
+	p.body = nil // given back once written (see sent)
 	defer body.release()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, body.reader())
+	first, err := body.reader()
 	if err != nil {
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
-	req.ContentLength = int64(len(p.body))
-	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, first)
+	if err != nil {
+		first.Close()
+		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
+	}
+	req.ContentLength = int64(body.size)
+	req.GetBody = body.reader
 	req.Header = p.header
 	resp, err := roundTrip(p.hc, req)
 	if err != nil {
