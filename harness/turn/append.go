@@ -48,8 +48,16 @@ func (t *turn) put(ctx context.Context, e *event.Event, deferred bool) error {
 		t.warm.kept.SetFirst(e.Connection, prompt.CacheThreadOf(e.Extra))
 	}
 	t.warm.kept.Add(&t.dec, t.buf)
+	if cap(t.buf) > keepLine {
+		t.buf = nil // not held while the model is asked
+	}
 	return nil
 }
+
+// keepLine is the most a turn keeps of the buffer it encodes its events
+// in between two of them: a longer one, made for a long message, is not
+// held through the model's call that follows it.
+const keepLine = 16 << 10
 
 // appendMessage appends the message with its head, written before the
 // model is asked, and returns its event. Where the store can

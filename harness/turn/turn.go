@@ -300,7 +300,7 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 	var spanErr error
 	ends.add(func() { t.span.End(spanErr) }) // once all its children have ended
 	ends.add(t.close)
-	a, err := t.answer(ctx, m, onText)
+	a, err := t.answer(ctx, &m, onText)
 	spanErr = err
 	after := t.sum.after
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
@@ -463,7 +463,7 @@ func (r *Runner) now() time.Time {
 }
 
 // answer is a turn's steps to its answer.
-func (t *turn) answer(ctx context.Context, m Message, onText func(string)) (Answer, error) {
+func (t *turn) answer(ctx context.Context, m *Message, onText func(string)) (Answer, error) {
 	s, err := t.settings()
 	if err != nil {
 		return Answer{}, err
@@ -491,7 +491,7 @@ func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.C
 func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrTimeout) }
 
 // steps are a turn's steps once its settings are read.
-func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText func(string)) (Answer, error) {
+func (t *turn) steps(ctx context.Context, s settings.Settings, m *Message, onText func(string)) (Answer, error) {
 	t.span.SetStore(s.Storage.Conversations)
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
@@ -502,7 +502,7 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 	if err := t.untold(ctx); err != nil {
 		return Answer{}, fmt.Errorf("the last answer told: %w", err)
 	}
-	a, at, err := t.repeated(ctx, &m)
+	a, at, err := t.repeated(ctx, m)
 	switch {
 	case err != nil || a.Seq != 0:
 		return a, err
@@ -512,16 +512,19 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m Message, onText
 			return Answer{}, err
 		}
 	default:
-		if _, err := t.appendMessage(ctx, m); err != nil {
+		if _, err := t.appendMessage(ctx, *m); err != nil {
 			return Answer{}, err
 		}
 	}
+	// Written, the text is the window's to give: the turn does not hold
+	// a copy of it while it waits for the model.
+	m.Text = ""
 	t.watchEnd()
-	if err := t.beginTools(ctx, &m); err != nil {
+	if err := t.beginTools(ctx, m); err != nil {
 		return Answer{}, err
 	}
-	t.comp.msg, t.comp.set = &m, &s
-	t.comp.sections = t.sections(&s, &m)
+	t.comp.msg, t.comp.set = m, &s
+	t.comp.sections = t.sections(&s, m)
 	system, stable := t.compose(t.comp.sections)
 	size, room, err := t.facts().Window(ctx, &s)
 	if err != nil {

@@ -233,8 +233,11 @@ func (c *Conversation) trim() {
 	if cap(c.buf) > keepBuf {
 		c.buf = nil
 	}
-	if cap(c.last) > keepBuf && !c.held {
-		c.last, c.tip = nil, tip{} // the end is read again
+	if cap(c.last) > keepBuf {
+		// The end is read again, under the writers' lock too: a turn
+		// holding it between its message and its answer holds no copy
+		// of a long line while it waits for the model.
+		c.last, c.tip = nil, tip{}
 	}
 }
 
