@@ -107,9 +107,16 @@ func trimEOL(b []byte) []byte {
 	return b
 }
 
-// readers holds stream readers, each with a 64 KiB buffer and the scratch
-// its longest lines needed, so a call allocates none of them.
-var readers = sync.Pool{New: func() any { return &sseReader{r: bufio.NewReaderSize(nil, 64<<10)} }}
+// readers holds stream readers, each with a buffer of sseBuf bytes and the
+// scratch its longest lines needed, so a call allocates none of them.
+var readers = sync.Pool{New: func() any { return &sseReader{r: bufio.NewReaderSize(nil, sseBuf)} }}
+
+// sseBuf is a stream reader's buffer: a turn holds it while its answer
+// streams, which may take minutes. It is small: the stream comes through
+// the connection's own buffer (8 KiB), so a larger one saves no read of
+// the connection, and a line longer than it is put together in the
+// reader's scratch.
+const sseBuf = 4 << 10
 
 // readStream hands decode the event stream r holds, read through a pooled
 // reader.
