@@ -238,41 +238,37 @@ func floodOne(ctx context.Context, unit drive.Unit, agent, id string, textBytes 
 // page that cannot be read is passed over: the flood's answers say what
 // went wrong.
 func sampleRuntime(ctx context.Context, mr drive.MetricsReader, peak *Runtime) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				if m, err := mr.Metrics(ctx); err == nil {
-					*peak = peak.most(runtimeOf(m))
-				}
-			}
+	return every(250*time.Millisecond, func() {
+		if m, err := mr.Metrics(ctx); err == nil {
+			*peak = peak.most(runtimeOf(m))
 		}
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // sampleRSS reads pid's resident memory every 50 ms into peak, its
 // highest, until the returned function is called.
 func sampleRSS(pid int, peak *int64) func() {
+	return every(50*time.Millisecond, func() {
+		if s, err := proc.Read(pid, false); err == nil {
+			*peak = max(*peak, int64(s.RSS))
+		}
+	})
+}
+
+// every calls sample every d, on a goroutine of its own, until the
+// returned function is called; that returns once the goroutine ended.
+func every(d time.Duration, sample func()) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		tick := time.NewTicker(50 * time.Millisecond)
+		tick := time.NewTicker(d)
 		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-				if s, err := proc.Read(pid, false); err == nil {
-					*peak = max(*peak, int64(s.RSS))
-				}
+				sample()
 			}
 		}
 	})

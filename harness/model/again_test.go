@@ -1,16 +1,14 @@
 package model
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
+	"lnk.dev/linkharness/harness/internal/h1/h1test"
 	"lnk.dev/linkharness/loadgen/scripted"
 )
 
@@ -49,71 +47,24 @@ func TestSentAgain(t *testing.T) {
 }
 
 // closingFront listens before the scripted model at base and passes each
-// request on, but for its first connection's second, which it reads
+// request on, but for the second, the first connection's, which it reads
 // whole, sends on dropped and answers by closing the connection.
 func closingFront(t *testing.T, base string) (string, <-chan []byte) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dropped := make(chan []byte, 1)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for n := 0; ; n++ {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { passOn(c, base, n == 0, dropped) })
-		}
-	})
-	return "http://" + l.Addr().String(), dropped
-}
-
-// passOn serves one connection of closingFront.
-func passOn(c net.Conn, base string, first bool, dropped chan<- []byte) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for i := 0; ; i++ {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			return
-		}
-		if first && i == 1 {
+	l := h1test.Serve(t, func(n int, c net.Conn, req *http.Request, body []byte) bool {
+		if n == 1 {
 			dropped <- body
-			return
+			return false
 		}
 		out, _ := http.NewRequest(req.Method, base+req.URL.RequestURI(), bytes.NewReader(body))
 		out.Header = req.Header
 		resp, err := http.DefaultTransport.RoundTrip(out)
 		if err != nil {
-			return
+			return false
 		}
-		err = resp.Write(c)
-		resp.Body.Close()
-		if err != nil {
-			return
-		}
-	}
+		defer resp.Body.Close()
+		return resp.Write(c) == nil
+	})
+	return "http://" + l.Addr().String(), dropped
 }

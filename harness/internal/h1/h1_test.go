@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/fleet/fleettest"
+	"lnk.dev/linkharness/harness/internal/h1/h1test"
 )
 
 // TestMain serves as the child of TestNoGoroutine when asked to (see
@@ -284,49 +285,7 @@ func wait(t *testing.T, tr *Transport, key string) {
 // returns false to close the connection without a word.
 func rawServer(t *testing.T, answer func(n int, c net.Conn) bool) net.Listener {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if !answer(int(n.Add(1)-1), c) {
-						return
-					}
-				}
-			})
-		}
-	})
-	return l
+	return h1test.Serve(t, func(n int, c net.Conn, _ *http.Request, _ []byte) bool { return answer(n, c) })
 }
 
 const okAnswer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
