@@ -1,10 +1,8 @@
 package model
 
 import (
-	"bytes"
 	"io"
 	"sync"
-	"sync/atomic"
 )
 
 // bodies are requests' bodies, each used again once the transport has
@@ -56,7 +54,7 @@ func (s *sent) reader() (io.ReadCloser, error) {
 		s.b = b
 	}
 	s.open++
-	return &sentReader{Reader: bytes.NewReader(s.b), s: s}, nil
+	return &sentReader{b: s.b, s: s}, nil
 }
 
 // release gives s's bytes back for another request once no reader of them
@@ -76,17 +74,50 @@ func (s *sent) releaseLocked() {
 	}
 }
 
+// sentReader is one reader of a sent's bytes. A transport may close it
+// from another goroutine while it reads (net/http may): its lock makes
+// the close wait for the read, and once closed it holds the bytes no
+// longer, so they go back for another request with no reader left.
 type sentReader struct {
-	*bytes.Reader
-	s    *sent
-	done atomic.Bool
+	mu     sync.Mutex
+	b      []byte
+	off    int
+	closed bool
+	s      *sent
+}
+
+func (r *sentReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.off >= len(r.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// WriteTo writes what is left to w in one write: a transport copying the
+// body (io.Copy) hands a long one to the connection whole.
+func (r *sentReader) WriteTo(w io.Writer) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.off >= len(r.b) {
+		return 0, nil
+	}
+	n, err := w.Write(r.b[r.off:])
+	r.off += n
+	return int64(n), err
 }
 
 // Close gives the bytes back once every reader of them is closed; each
 // reader counts once.
 func (r *sentReader) Close() error {
-	if !r.done.Swap(true) {
-		r.Reset(nil) // the request, which a transport may keep, holds them no longer
+	r.mu.Lock()
+	closed := r.closed
+	r.closed, r.b = true, nil
+	r.mu.Unlock()
+	if !closed {
 		r.s.mu.Lock()
 		r.s.open--
 		r.s.releaseLocked()

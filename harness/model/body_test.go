@@ -57,3 +57,34 @@ func TestBodyGrows(t *testing.T) {
 		t.Fatalf("a body of %d bytes was made anew after one with room for %d", 20_600, cap(first))
 	}
 }
+
+// A transport may close a body on one goroutine while it reads it on
+// another: the read sees the bytes whole or not at all, and they go back
+// once both are done.
+func TestBodyClosedWhileRead(t *testing.T) {
+	b := make([]byte, 1<<16)
+	s := &sent{b: b, size: len(b), again: func(dst []byte) ([]byte, error) { return append(dst, b...), nil }}
+	r, err := s.reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan int)
+	go func() {
+		n, p := 0, make([]byte, 7)
+		for {
+			k, err := r.Read(p)
+			n += k
+			if err != nil {
+				read <- n
+				return
+			}
+		}
+	}()
+	r.Close()
+	if n := <-read; n > len(b) {
+		t.Errorf("read %d bytes of %d", n, len(b))
+	}
+	if s.b != nil {
+		t.Error("not released once its reader closed")
+	}
+}
