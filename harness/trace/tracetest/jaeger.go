@@ -94,7 +94,7 @@ func StartJaeger(tb testing.TB) *Jaeger {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if !healthy(resp.StatusCode, body) {
 		tb.Fatalf("jaeger's health: %s %s", resp.Status, body)
 	}
 	return &Jaeger{OTLP: "http://" + addr(0), Query: "http://" + addr(1)}
@@ -241,6 +241,21 @@ func watch(r io.Reader, logs *tail, isReady chan<- struct{}) {
 		}
 	}
 	_, _ = io.Copy(logs, r)
+}
+
+// healthy says whether Jaeger's health check answered healthy: 200, or
+// 503 saying healthy while its status is still "StatusStarting", which it
+// may be for a moment after it logged it is ready (its components' status
+// reaches the check after they started).
+func healthy(code int, body []byte) bool {
+	var h struct {
+		Healthy bool   `json:"healthy"`
+		Status  string `json:"status"`
+	}
+	if code == http.StatusOK {
+		return true
+	}
+	return code == http.StatusServiceUnavailable && json.Unmarshal(body, &h) == nil && h.Healthy && h.Status == "StatusStarting"
 }
 
 // tail keeps the last tailBytes of a process's output, for a failure to
