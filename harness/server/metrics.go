@@ -35,16 +35,14 @@ func (s *Server) metrics(w http.ResponseWriter) {
 	lnkmetrics.Gauge(&b, "lnk_recover_waiting", "Answers waiting at _link/recover for their bridge.", names, func(n string) int64 {
 		return waiting(byName[n].Runner.Agent)
 	})
-	fmt.Fprintf(&b, "# HELP lnk_turns_in_flight Turns running now, those whose caller left too.\n# TYPE lnk_turns_in_flight gauge\nlnk_turns_in_flight %d\n", s.Running())
+	gauge(&b, "lnk_turns_in_flight", "Turns running now, those whose caller left too.", int(s.Running()))
 	if s.bound != nil {
-		fmt.Fprintf(&b, "# HELP lnk_turns_max_in_flight The most turns the process lets run at once ([serve] max_turns).\n# TYPE lnk_turns_max_in_flight gauge\nlnk_turns_max_in_flight %d\n", s.bound.Max())
+		gauge(&b, "lnk_turns_max_in_flight", "The most turns the process lets run at once ([serve] max_turns).", int(s.bound.Max()))
 	}
-	if open, max, err := descriptors(); err == nil {
-		fmt.Fprintf(&b, "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds %d\n", open)
-		fmt.Fprintf(&b, "# HELP process_max_fds The most open file descriptors the process may have.\n# TYPE process_max_fds gauge\nprocess_max_fds %d\n", max)
-	}
-	if rss, err := resident(); err == nil {
-		fmt.Fprintf(&b, "# HELP process_resident_memory_bytes Resident memory.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %d\n", rss)
+	if pr, err := readProcess(); err == nil {
+		gauge(&b, "process_open_fds", "Open file descriptors.", pr.open)
+		gauge(&b, "process_max_fds", "The most open file descriptors the process may have.", pr.max)
+		gauge(&b, "process_resident_memory_bytes", "Resident memory.", pr.resident)
 	}
 	writeRuntime(&b)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
@@ -78,19 +76,6 @@ func writeRuntime(b *bytes.Buffer) {
 	}
 }
 
-// resident is the process's resident memory, in bytes.
-func resident() (int, error) {
-	p, err := procfs.Self()
-	if err != nil {
-		return 0, err
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.ResidentMemory(), nil
-}
-
 // waiting counts the agent's answers waiting at _link/recover: the files
 // recover would hand over.
 func waiting(a home.Agent) int64 {
@@ -102,19 +87,33 @@ func waiting(a home.Agent) int64 {
 	return int64(len(files))
 }
 
-// descriptors is how many descriptors the process has open, and its
-// limit, as Prometheus's process collector names them.
-func descriptors() (open, max int, err error) {
+// process is what /metrics tells of the process from /proc, as
+// Prometheus's process collector names it: its descriptors open, their
+// limit, and its resident memory.
+type process struct{ open, max, resident int }
+
+// readProcess reads process from /proc/self.
+func readProcess() (process, error) {
 	p, err := procfs.Self()
 	if err != nil {
-		return 0, 0, err
+		return process{}, err
 	}
-	if open, err = p.FileDescriptorsLen(); err != nil {
-		return 0, 0, err
+	open, err := p.FileDescriptorsLen()
+	if err != nil {
+		return process{}, err
 	}
 	lim, err := p.Limits()
 	if err != nil {
-		return 0, 0, err
+		return process{}, err
 	}
-	return open, int(lim.OpenFiles), nil
+	st, err := p.Stat()
+	if err != nil {
+		return process{}, err
+	}
+	return process{open: open, max: int(lim.OpenFiles), resident: st.ResidentMemory()}, nil
+}
+
+// gauge writes a gauge of no labels to b.
+func gauge(b *bytes.Buffer, name, help string, v int) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %d\n", name, help, name, name, v)
 }
