@@ -75,20 +75,19 @@ func (s *sent) releaseLocked() {
 }
 
 // sentReader is one reader of a sent's bytes. A transport may close it
-// from another goroutine while it reads (net/http may): its lock makes
-// the close wait for the read, and once closed it holds the bytes no
-// longer, so they go back for another request with no reader left.
+// from another goroutine while it reads (net/http may): the sent's lock,
+// held through a read, makes the close wait for it, and once closed the
+// reader holds the bytes no longer, so they go back with no reader left.
 type sentReader struct {
-	mu     sync.Mutex
-	b      []byte
+	b      []byte // nil once closed
 	off    int
 	closed bool
 	s      *sent
 }
 
 func (r *sentReader) Read(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
 	if r.off >= len(r.b) {
 		return 0, io.EOF
 	}
@@ -100,8 +99,8 @@ func (r *sentReader) Read(p []byte) (int, error) {
 // WriteTo writes what is left to w in one write: a transport copying the
 // body (io.Copy) hands a long one to the connection whole.
 func (r *sentReader) WriteTo(w io.Writer) (int64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
 	if r.off >= len(r.b) {
 		return 0, nil
 	}
@@ -113,15 +112,12 @@ func (r *sentReader) WriteTo(w io.Writer) (int64, error) {
 // Close gives the bytes back once every reader of them is closed; each
 // reader counts once.
 func (r *sentReader) Close() error {
-	r.mu.Lock()
-	closed := r.closed
-	r.closed, r.b = true, nil
-	r.mu.Unlock()
-	if !closed {
-		r.s.mu.Lock()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if !r.closed {
+		r.closed, r.b = true, nil
 		r.s.open--
 		r.s.releaseLocked()
-		r.s.mu.Unlock()
 	}
 	return nil
 }
