@@ -559,6 +559,9 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m *Message, onTex
 	defer stop()
 	reply, all, err := t.rounds(rctx, &s, req, &cp, events, text)
 	t.keepWindow(all)
+	// A turn that made room went on in a slice of its own, and one that
+	// failed may not say what it appended: what it wrote is not known.
+	t.win.whole = t.win.whole || err != nil || t.sum.madeRoom
 	if err != nil {
 		return Answer{}, err
 	}

@@ -18,6 +18,10 @@ type windowState struct {
 	first int64         // the seq of the window's first event they count
 	last  int64         // and of the last
 	items []window.Item // scratch for the window's items, given back with the window's slice
+	// filled is how far into slice's events the turn wrote, as keepWindow
+	// saw; all of it when the turn may have written past what it saw.
+	filled int
+	whole  bool
 }
 
 // maxWindowRead bounds how much of a conversation one turn reads back,
@@ -38,25 +42,44 @@ type windowSlice struct {
 }
 
 // keepWindow makes events, or a larger slice the turn's events grew into,
-// the slice its turn gives back when it ends.
+// the slice its turn gives back when it ends, and counts how far the turn
+// filled it.
 func (t *turn) keepWindow(events []event.Event) {
 	if t.win.slice == nil {
 		t.win.slice = windowSlices.Get().(*windowSlice)
 		t.win.items, t.win.toks = t.win.slice.items[:0], t.win.slice.toks[:0]
+		t.win.filled, t.win.whole = 0, false
 	}
 	if cap(events) > cap(t.win.slice.events) {
-		t.win.slice.events = events[:0]
+		t.win.slice.events, t.win.filled = events[:0], 0
 	}
+	t.win.filled = max(t.win.filled, filledTo(t.win.slice.events, events))
 }
 
-// giveWindow empties the turn's window slice, so it holds no event's text,
-// and gives it back with the items' slice. Nothing of the window may be
-// used after.
+// filledTo is how far into slice events reaches: the turn's events are
+// its slice less the oldest (a window starts later) and more at its end
+// (the turn appends), so they end as far into it as cap says, when they
+// are of it at all.
+func filledTo(slice, events []event.Event) int {
+	n, m := cap(slice), cap(events)
+	if m == 0 || m > n || &slice[:n][n-1] != &events[:m][m-1] {
+		return 0
+	}
+	return n - m + len(events)
+}
+
+// giveWindow empties what the turn filled of its window slice, so it holds
+// no event's text, and gives it back with the items' slice: a slice grown
+// by another conversation's long window costs a short one's turn nothing.
+// Nothing of the window may be used after.
 func (t *turn) giveWindow() {
 	if t.win.slice == nil {
 		return
 	}
 	w := t.win.slice.events[:cap(t.win.slice.events)]
+	if !t.win.whole {
+		w = w[:t.win.filled]
+	}
 	clear(w)
 	t.win.slice.events = w[:0]
 	if cap(t.win.items) > cap(t.win.slice.items) {
