@@ -233,7 +233,7 @@ func (s *Server) refuseFull(w http.ResponseWriter, agent, thread string, err err
 // _link/recover to hand over once. Not kept, it is logged: the answer is in
 // the conversation, but no bridge will be told it.
 func (s *Server) keepPending(r *turn.Runner, thread string, ans turn.Answer) {
-	if err := writePending(r, thread, ans, false); err != nil {
+	if err := s.writePending(r, thread, ans, false); err != nil {
 		s.log.Error("answer not kept for recover", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "error", err)
 	}
 }
@@ -241,7 +241,7 @@ func (s *Server) keepPending(r *turn.Runner, thread string, ans turn.Answer) {
 // keepCrashed keeps an answer a process that died wrote and never told,
 // for _link/recover to hand over once, marked crashed.
 func (s *Server) keepCrashed(r *turn.Runner, thread string, ans turn.Answer) {
-	if err := writePending(r, thread, ans, true); err != nil {
+	if err := s.writePending(r, thread, ans, true); err != nil {
 		s.log.Error("answer not kept for recover", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq, "crashed", true, "error", err)
 		return
 	}
@@ -261,7 +261,7 @@ func (s *Server) told(r *turn.Runner, thread string, ans turn.Answer) {
 	s.log.Debug("answer marked told", "agent", r.Agent.Name, "thread", thread, "seq", ans.Seq)
 }
 
-func writePending(r *turn.Runner, thread string, ans turn.Answer, crashed bool) error {
+func (s *Server) writePending(r *turn.Runner, thread string, ans turn.Answer, crashed bool) error {
 	folder, err := r.Folder(context.Background(), thread)
 	if err != nil {
 		return err
@@ -274,5 +274,6 @@ func writePending(r *turn.Runner, thread string, ans turn.Answer, crashed bool) 
 	if err != nil {
 		return err
 	}
+	defer s.waitingChanged(r.Agent.Name)
 	return durable.WriteFileAtomic(fmt.Sprintf("%s/%d.json", dir, ans.Seq), append(b, '\n'), 0o600)
 }

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"runtime/metrics"
 	"sort"
 
 	"github.com/prometheus/procfs"
 
-	"lnk.dev/linkharness/harness/home"
 	lnkmetrics "lnk.dev/linkharness/harness/metrics"
 )
 
@@ -29,11 +27,12 @@ func (s *Server) metrics(w http.ResponseWriter) {
 		byName[n] = a
 	}
 	sort.Strings(names)
+	now := s.now()
 	var b bytes.Buffer
 	lnkmetrics.Write(&b, s.proc, agents)
 	s.refusals.Write(&b)
 	lnkmetrics.Gauge(&b, "lnk_recover_waiting", "Answers waiting at _link/recover for their bridge.", names, func(n string) int64 {
-		return waiting(byName[n].Runner.Agent)
+		return s.waitingOf(byName[n], now)
 	})
 	gauge(&b, "lnk_turns_in_flight", "Turns running now, those whose caller left too.", int(s.Running()))
 	if s.bound != nil {
@@ -74,17 +73,6 @@ func writeRuntime(b *bytes.Buffer) {
 	for i, m := range runtimeMetrics {
 		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, samples[i].Value.Uint64())
 	}
-}
-
-// waiting counts the agent's answers waiting at _link/recover: the files
-// recover would hand over.
-func waiting(a home.Agent) int64 {
-	chats, err := a.Path(home.Chats, "")
-	if err != nil {
-		return 0
-	}
-	files, _ := filepath.Glob(filepath.Join(chats, "*", "pending", "*.json"))
-	return int64(len(files))
 }
 
 // process is what /metrics tells of the process from /proc, as

@@ -87,7 +87,8 @@ type Server struct {
 	closeIdle  func()
 	idleFree   time.Duration
 	warm       *warm.Cache
-	crew       crew // the goroutines turns run on
+	crew       crew             // the goroutines turns run on
+	now        func() time.Time // the clock of what /metrics counts now and then
 
 	freeMu sync.Mutex
 	// guarded by freeMu
@@ -103,12 +104,13 @@ type served struct {
 	keyHash [32]byte
 	turns   sync.WaitGroup // the agent's turns running, those whose caller left too
 	active  atomic.Int64   // how many of them
+	wait    waitCount      // its answers waiting at _link/recover, as last counted
 }
 
 // New returns a server answering for agents, each by its runner's agent
 // name. A runner with no metrics is given its own.
 func New(o Options, agents ...Agent) (*Server, error) {
-	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, closeIdle: o.CloseIdle, idleFree: o.IdleFree, warm: o.Warm}
+	s := &Server{agents: map[string]*served{}, log: o.Log, freeMemory: o.FreeMemory, closeIdle: o.CloseIdle, idleFree: o.IdleFree, warm: o.Warm, now: time.Now}
 	if s.idleFree <= 0 {
 		s.idleFree = DefaultIdleFree
 	}

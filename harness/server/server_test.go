@@ -37,7 +37,7 @@ type fixture struct {
 	srv   *Server
 }
 
-func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runner)) *fixture {
+func newFixture(t testing.TB, script *scripted.Script, setup ...func(*turn.Runner)) *fixture {
 	t.Helper()
 	model := scripted.New(script)
 	asked := make(chan struct{}, 64)
@@ -64,7 +64,7 @@ func newFixture(t *testing.T, script *scripted.Script, setup ...func(*turn.Runne
 
 // runnerOf is a runner of the agent name, in a home of its own, asking
 // the model proxy at modelURL through hc, its conversations kept as logs.
-func runnerOf(t *testing.T, name, modelURL string, hc *http.Client) *turn.Runner {
+func runnerOf(t testing.TB, name, modelURL string, hc *http.Client) *turn.Runner {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
