@@ -25,8 +25,8 @@ type waitCount struct {
 	mu sync.Mutex
 	// guarded by mu
 	n    int64
-	at   time.Time // when counted; zero: never
-	seen int64     // changed, when counted
+	at   int64 // when counted, in Unix nanoseconds; 0: never
+	seen int64 // changed, when counted
 }
 
 // waitingOf is a's answers waiting at _link/recover: as last counted, or
@@ -37,10 +37,10 @@ func (s *Server) waitingOf(a *served, now time.Time) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	changed := w.changed.Load()
-	if !w.at.IsZero() && w.seen == changed && now.Sub(w.at) < waitingFresh {
+	if w.at != 0 && w.seen == changed && now.UnixNano()-w.at < int64(waitingFresh) {
 		return w.n
 	}
-	w.n, w.at, w.seen = waiting(a.Runner.Agent), now, changed
+	w.n, w.at, w.seen = waiting(a.Runner.Agent), now.UnixNano(), changed
 	return w.n
 }
 
