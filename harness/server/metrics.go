@@ -32,7 +32,8 @@ func (s *Server) metrics(w http.ResponseWriter) {
 	lnkmetrics.Write(&b, s.proc, agents)
 	s.refusals.Write(&b)
 	lnkmetrics.Gauge(&b, "lnk_recover_waiting", "Answers waiting at _link/recover for their bridge.", names, func(n string) int64 {
-		return s.waitingOf(byName[n], now)
+		a := byName[n]
+		return a.wait.of(a.Runner.Agent, now)
 	})
 	gauge(&b, "lnk_turns_in_flight", "Turns running now, those whose caller left too.", int(s.Running()))
 	if s.bound != nil {

@@ -64,7 +64,7 @@ func (s *Server) recover(w http.ResponseWriter, r *http.Request, own string) {
 			continue // another reader took it: handed over once
 		}
 		out = append(out, p)
-		s.waitingChanged(a.Runner.Agent.Name)
+		a.wait.changed.Add(1)
 		a.Runner.Metrics.Did(metrics.OpHandOver)
 		s.log.Info("answer handed over", "agent", p.Agent, "thread", p.Thread, "seq", p.Seq, "crashed", p.Crashed)
 	}

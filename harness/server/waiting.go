@@ -29,18 +29,17 @@ type waitCount struct {
 	seen int64 // changed, when counted
 }
 
-// waitingOf is a's answers waiting at _link/recover: as last counted, or
+// of is agent's answers waiting at _link/recover: as last counted, or
 // counted again when that is older than waitingFresh or this process
 // changed them since.
-func (s *Server) waitingOf(a *served, now time.Time) int64 {
-	w := &a.wait
+func (w *waitCount) of(agent home.Agent, now time.Time) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	changed := w.changed.Load()
 	if w.at != 0 && w.seen == changed && now.UnixNano()-w.at < int64(waitingFresh) {
 		return w.n
 	}
-	w.n, w.at, w.seen = waiting(a.Runner.Agent), now.UnixNano(), changed
+	w.n, w.at, w.seen = waiting(agent), now.UnixNano(), changed
 	return w.n
 }
 

@@ -89,13 +89,13 @@ func BenchmarkWaiting(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			a.wait.changed.Add(1)
-			f.srv.waitingOf(a, time.Now())
+			a.wait.of(a.Runner.Agent, time.Now())
 		}
 	})
 	b.Run("kept", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			f.srv.waitingOf(a, time.Now())
+			a.wait.of(a.Runner.Agent, time.Now())
 		}
 	})
 }
