@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpconn
+
+const raceEnabled = false
