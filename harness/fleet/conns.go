@@ -2,23 +2,27 @@ package fleet
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/internal/httpconn"
 	"lnk.dev/linkharness/harness/server"
 )
 
 // conns is the process's one HTTP server of every agent's connections and
 // the account of them by agent: an agent has no server, map or goroutine
 // of its own for its connections, and one that has none holds nothing for
-// them. An agent's connections are closed once idle while it sleeps or
-// leaves; a leaving agent waits for the rest. It is safe for concurrent
-// use.
+// them. The server is Link Harness's own (harness/internal/httpconn): a
+// message waiting on its turn holds no buffer of its connection and no
+// goroutine besides its turn's. An agent's connections are closed once
+// idle while it sleeps or leaves; a leaving agent waits for the rest. It
+// is safe for concurrent use.
 type conns struct {
-	hs   *http.Server
+	hs   *httpconn.Server
 	pool *budget.Pool // counts each connection, from before it is accepted to its close
 
 	mu sync.Mutex
@@ -70,31 +74,43 @@ func (l *idleList) remove(o *connOf) {
 type agentKey struct{}
 
 // newConns makes the process's server, its connections counted in pool;
-// Serve(r.ln) serves r's listener.
-func newConns(pool *budget.Pool) *conns {
+// serve(r) serves r's listener.
+func newConns(pool *budget.Pool, watch *httpconn.Watcher, log *slog.Logger) *conns {
 	c := &conns{open: map[net.Conn]*connOf{}, pool: pool}
-	c.hs = &http.Server{
+	c.hs = &httpconn.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			req.Context().Value(agentKey{}).(*running).ServeHTTP(w, req)
 		}),
-		BaseContext: func(l net.Listener) context.Context {
-			return context.WithValue(context.Background(), agentKey{}, l.(*pausable).r)
-		},
-		ConnContext:       c.add,
-		ConnState:         c.state,
+		Log:               log,
+		Watch:             watch,
+		State:             c.state,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    server.MaxHeaderBytes,
-		Protocols:         http1Only,
 	}
 	return c
 }
 
-// add counts in a connection accepted for the agent its context names. A
-// connection that comes to an agent leaving is closed at once.
-func (c *conns) add(ctx context.Context, nc net.Conn) context.Context {
-	r := ctx.Value(agentKey{}).(*running)
+// serve accepts r's connections until its listener's Accept fails, and
+// answers each on a goroutine of its own; it returns that error, the
+// listener closed as its Close says.
+func (c *conns) serve(r *running) error {
+	defer r.ln.Close()
+	ctx := context.WithValue(context.Background(), agentKey{}, r)
+	for {
+		nc, err := r.ln.Accept()
+		if err != nil {
+			return err
+		}
+		c.add(r, nc)
+		go c.hs.ServeConn(ctx, nc)
+	}
+}
+
+// add counts in a connection accepted for r. A connection that comes to an
+// agent leaving is closed at once.
+func (c *conns) add(r *running, nc net.Conn) {
 	c.mu.Lock()
 	c.open[nc] = &connOf{nc: nc, r: r, state: http.StateNew, since: time.Now()}
 	c.peak = max(c.peak, len(c.open))
@@ -103,7 +119,6 @@ func (c *conns) add(ctx context.Context, nc net.Conn) context.Context {
 	if r.leaving.Load() {
 		nc.Close()
 	}
-	return ctx
 }
 
 // state follows a connection: closed, it is counted out (the agent's last
@@ -120,7 +135,7 @@ func (c *conns) state(nc net.Conn, s http.ConnState) {
 		c.idle.remove(o)
 	}
 	switch s {
-	case http.StateClosed, http.StateHijacked:
+	case http.StateClosed:
 		delete(c.open, nc)
 		if !o.closed {
 			c.pool.Put(1)

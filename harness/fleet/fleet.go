@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/internal/httpconn"
 	"lnk.dev/linkharness/harness/server"
 )
 
@@ -23,15 +23,16 @@ type fleet struct {
 	plan   budget.Plan     // the descriptors the process is sized for
 	pool   *budget.Pool    // callers' connections, and what caches keep open
 	srv    *server.Server
-	out    io.Writer     // where "listening on" lines go
-	named  bool          // whether a listening line names its agent
-	grace  time.Duration // how long a stopping agent's connections are waited for, with stopMargin
-	errc   chan error    // a listener's end other than a stop
-	dozed  chan struct{} // a send (when there is room) each time an agent falls asleep
-	waiter *waiter       // watches every agent's listener; nil: each has an accept loop
-	conns  *conns        // the one server of every agent's connections
-	dozer  dozer         // puts agents to sleep when their time comes
-	quiet  quietGC       // the collector stopped while every agent sleeps
+	out    io.Writer         // where "listening on" lines go
+	named  bool              // whether a listening line names its agent
+	grace  time.Duration     // how long a stopping agent's connections are waited for, with stopMargin
+	errc   chan error        // a listener's end other than a stop
+	dozed  chan struct{}     // a send (when there is room) each time an agent falls asleep
+	waiter *waiter           // watches every agent's listener; nil: each has an accept loop
+	watch  *httpconn.Watcher // sees callers leave; nil: the server starts one
+	conns  *conns            // the one server of every agent's connections
+	dozer  dozer             // puts agents to sleep when their time comes
+	quiet  quietGC           // the collector stopped while every agent sleeps
 
 	// sleepAfter is how long an agent answers nothing before it sleeps
 	// (in nanoseconds); 0 never. A reload sets it.
@@ -87,23 +88,13 @@ func where(u Unit, err error) error {
 	return fmt.Errorf("agents file line %d: %w", u.line, err)
 }
 
-// http1Only is every agent's protocol: an agent listens on plain TCP,
-// where HTTP/2 would need h2c, which no caller speaks to it. Said, it also
-// spares each agent's server the HTTP/2 set-up its first Serve makes (about
-// 1 KiB an agent, kept while it sleeps).
-var http1Only = func() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	return &p
-}()
-
 // join serves the agents prepare made, each printing where it listens.
 func (f *fleet) join(js []*joining) error {
 	if len(js) > 0 {
 		f.quiet.stop() // they are awake
 	}
 	if f.conns == nil {
-		f.conns = newConns(f.pool)
+		f.conns = newConns(f.pool, f.watch, f.Log)
 		f.pool.AddGiver(f.conns)
 	}
 	for i, j := range js {

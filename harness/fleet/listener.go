@@ -71,7 +71,7 @@ func (p *pausable) Close() error {
 // serve accepts the agent's connection the waiter saw coming, or, with no
 // waiter, its connections until it stops.
 func (r *running) serve() {
-	err := r.f.conns.hs.Serve(r.ln)
+	err := r.f.conns.serve(r)
 	switch {
 	case r.leaving.Load(): // its listener closed
 	case errors.Is(err, errNoRoom):

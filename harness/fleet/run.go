@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/internal/httpconn"
 	"lnk.dev/linkharness/harness/server"
 )
 
@@ -94,6 +95,11 @@ func newFleet(o Options, ending context.Context) *fleet {
 	var err error
 	if f.waiter, err = newWaiter(); err != nil {
 		f.Log.Warn("each agent has an accept loop of its own", "error", err)
+	}
+	// And one sees callers leave, while their messages wait on their
+	// turns: no goroutine of a connection's reads one byte to see it.
+	if f.watch, err = httpconn.NewWatcher(); err != nil {
+		f.Log.Warn("callers leaving are seen only once told", "error", err)
 	}
 	return f
 }

@@ -14,6 +14,7 @@ import (
 
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/fleet/fleettest"
+	"lnk.dev/linkharness/harness/internal/httpconn"
 )
 
 // openFiles counts the process's open files, sockets among them.
@@ -55,7 +56,7 @@ func noneAccepting(t *testing.T) {
 	buf := make([]byte, 1<<20)
 	for {
 		stacks := buf[:runtime.Stack(buf, true)]
-		if !bytes.Contains(stacks, []byte("net/http.(*Server).Serve(")) {
+		if !bytes.Contains(stacks, []byte("fleet.(*conns).serve(")) {
 			return
 		}
 		if time.Now().After(hang) {
@@ -86,6 +87,9 @@ func TestAsleepHoldsNothing(t *testing.T) {
 	var err error
 	if f.waiter, err = newWaiter(); err != nil {
 		t.Skipf("no waiter: %v", err)
+	}
+	if f.watch, err = httpconn.NewWatcher(); err != nil {
+		t.Skipf("no watcher: %v", err)
 	}
 	// What the process holds with no agent: asleep, each agent adds its
 	// listener's socket alone, and no goroutine.
