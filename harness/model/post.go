@@ -57,18 +57,20 @@ func bearerHeader(accept, key string) http.Header {
 	return h
 }
 
-// stallReader pushes back its timer on every byte read; the timer, when it
-// fires, ends the request as stalled.
+// stallReader pushes back its timer on every byte read, never past the
+// whole call's deadline; the timer, when it fires, ends the request as
+// stalled, or as out of time past the deadline.
 type stallReader struct {
-	r     io.Reader
-	timer *time.Timer
-	stall time.Duration
+	r        io.Reader
+	timer    *time.Timer
+	stall    time.Duration
+	deadline time.Time
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if n > 0 {
-		s.timer.Reset(s.stall)
+		s.timer.Reset(min(s.stall, time.Until(s.deadline)))
 	}
 	return n, err
 }
@@ -98,11 +100,20 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancelTimeout()
+	// One timer ends the call, at the stall (pushed back by every byte
+	// read) or at the whole call's time, whichever comes first: no context
+	// of its own for the whole time, which a turn waiting on its model
+	// would hold with its timer and its place among its parent's children.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := time.AfterFunc(stall, func() { cancel(ErrStalled) })
+	deadline := start.Add(timeout)
+	timer := time.AfterFunc(min(stall, timeout), func() {
+		if time.Now().Before(deadline) {
+			cancel(ErrStalled)
+		} else {
+			cancel(ErrTimeout)
+		}
+	})
 	defer timer.Stop()
 
 	body := &sent{b: p.body, size: len(p.body), again: p.again}
@@ -141,7 +152,7 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 		return 0, statusError(p.provider, resp)
 	}
 
-	err = readStream(&stallReader{r: resp.Body, timer: timer, stall: stall}, decode)
+	err = readStream(&stallReader{r: resp.Body, timer: timer, stall: stall, deadline: deadline}, decode)
 	latency := time.Since(start)
 	if err == nil {
 		// Read the little left (the chunked body's end) so the connection
