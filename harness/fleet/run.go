@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lnk.dev/linkharness/harness/budget"
+	"lnk.dev/linkharness/harness/internal/epoll"
 	"lnk.dev/linkharness/harness/internal/httpconn"
 	"lnk.dev/linkharness/harness/server"
 )
@@ -90,17 +91,17 @@ func newFleet(o Options, ending context.Context) *fleet {
 		errc: make(chan error, 1), dozed: make(chan struct{}, 1), running: map[string]*running{},
 	}
 	f.sleepAfter.Store(int64(o.SleepAfter))
-	// One goroutine of the process watches every agent's listener: an
-	// agent, awake or asleep, has no accept loop of its own.
-	var err error
-	if f.waiter, err = newWaiter(); err != nil {
+	// One goroutine of the process, waiting on one epoll set, watches
+	// every agent's listener, so an agent, awake or asleep, has no accept
+	// loop of its own, and sees callers leave while their messages wait on
+	// their turns, so no connection has a goroutine reading one byte to.
+	set, err := epoll.New()
+	if err != nil {
 		f.Log.Warn("each agent has an accept loop of its own", "error", err)
+		return f
 	}
-	// And one sees callers leave, while their messages wait on their
-	// turns: no goroutine of a connection's reads one byte to see it.
-	if f.watch, err = httpconn.NewWatcher(); err != nil {
-		f.Log.Warn("callers leaving are seen only once told", "error", err)
-	}
+	f.waiter = newWaiter(set)
+	f.watch = httpconn.NewWatcher(set)
 	return f
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/fleet/fleettest"
+	"lnk.dev/linkharness/harness/internal/epoll"
 	"lnk.dev/linkharness/harness/internal/httpconn"
 )
 
@@ -84,13 +85,11 @@ func TestAsleepHoldsNothing(t *testing.T) {
 	}
 	var out strings.Builder
 	f, file := fleetOf(t, dir, text.String(), os.Environ(), &out, n)
-	var err error
-	if f.waiter, err = newWaiter(); err != nil {
-		t.Skipf("no waiter: %v", err)
+	set, err := epoll.New()
+	if err != nil {
+		t.Skipf("no epoll set: %v", err)
 	}
-	if f.watch, err = httpconn.NewWatcher(); err != nil {
-		t.Skipf("no watcher: %v", err)
-	}
+	f.waiter, f.watch = newWaiter(set), httpconn.NewWatcher(set)
 	// What the process holds with no agent: asleep, each agent adds its
 	// listener's socket alone, and no goroutine.
 	runtime.GC()

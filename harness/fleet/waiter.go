@@ -6,30 +6,30 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/harness/internal/epoll"
 )
 
-// waiter watches the agents' listeners, all of them in one goroutine of
-// the process, so no agent, awake or asleep, holds a goroutine of its own
-// waiting for a connection: the first connection to come to one calls its
-// wake function, once. It is safe for concurrent use.
+// waiter watches the agents' listeners, all of them through the process's
+// one epoll set (harness/internal/epoll), so no agent, awake or asleep,
+// holds a goroutine of its own waiting for a connection: the first
+// connection to come to one calls its wake function, once. It is safe for
+// concurrent use.
 type waiter struct {
-	epfd int
+	set  *epoll.Set
+	fire func(id uint64) // w.woken, made once
 
 	mu sync.Mutex
 	// guarded by mu
-	wakes map[int32]func() // by the listener's descriptor, while it is armed
-	armed map[int32]bool   // the listeners in the epoll set, armed or fired
+	ids   map[int32]uint64  // the listeners in the set, armed or fired, by descriptor
+	wakes map[uint64]func() // by id in the set, while armed
 }
 
-// newWaiter starts the process's waiter.
-func newWaiter() (*waiter, error) {
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, err
-	}
-	w := &waiter{epfd: fd, wakes: map[int32]func(){}, armed: map[int32]bool{}}
-	go w.loop()
-	return w, nil
+// newWaiter watches listeners through set.
+func newWaiter(set *epoll.Set) *waiter {
+	w := &waiter{set: set, ids: map[int32]uint64{}, wakes: map[uint64]func(){}}
+	w.fire = w.woken
+	return w
 }
 
 // fd is ln's descriptor.
@@ -54,24 +54,32 @@ func (w *waiter) watch(ln *net.TCPListener, wake func()) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.wakes[n] = wake
-	// A listener watched before stays in the epoll set, disabled once its
-	// one event fired: armed again by one call, not taken out and put in.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: n}
-	op := unix.EPOLL_CTL_ADD
-	if w.armed[n] {
-		op = unix.EPOLL_CTL_MOD
+	// A listener watched before stays in the set, disabled once its one
+	// event fired: armed again by one call, not taken out and put in.
+	const events = unix.EPOLLIN | unix.EPOLLONESHOT
+	if id, ok := w.ids[n]; ok {
+		w.wakes[id] = wake
+		err := w.set.Rearm(int(n), id, events)
+		if err == nil {
+			return nil
+		}
+		// A descriptor closed and numbered again is out of the set: added
+		// anew below.
+		delete(w.wakes, id)
+		delete(w.ids, n)
+		w.set.Forget(id)
+		if !errors.Is(err, unix.ENOENT) {
+			return err
+		}
 	}
-	err = unix.EpollCtl(w.epfd, op, int(n), &ev)
-	if err == unix.ENOENT { // a descriptor closed and numbered again: out of the set
-		err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, int(n), &ev)
-	}
+	// Held while it is added: its event, should it come at once, finds
+	// its wake.
+	id, err := w.set.Add(int(n), events, w.fire)
 	if err != nil {
-		delete(w.wakes, n)
-		delete(w.armed, n)
 		return err
 	}
-	w.armed[n] = true
+	w.ids[n] = id
+	w.wakes[id] = wake
 	return nil
 }
 
@@ -83,31 +91,21 @@ func (w *waiter) forget(ln *net.TCPListener) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.wakes, n)
-	if w.armed[n] {
-		delete(w.armed, n)
-		unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(n), nil)
+	if id, ok := w.ids[n]; ok {
+		delete(w.ids, n)
+		delete(w.wakes, id)
+		w.set.Delete(int(n), id)
 	}
 }
 
-func (w *waiter) loop() {
-	events := make([]unix.EpollEvent, 64)
-	for {
-		n, err := unix.EpollWait(w.epfd, events, -1)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		for _, ev := range events[:n] {
-			w.mu.Lock()
-			wake := w.wakes[ev.Fd]
-			delete(w.wakes, ev.Fd) // its one event fired: it stays in the set, disabled
-			w.mu.Unlock()
-			if wake != nil {
-				go wake()
-			}
-		}
+// woken is the set's call for the listener added as id: its one event
+// fired, and it stays in the set, disabled, until watched again.
+func (w *waiter) woken(id uint64) {
+	w.mu.Lock()
+	wake := w.wakes[id]
+	delete(w.wakes, id)
+	w.mu.Unlock()
+	if wake != nil {
+		go wake()
 	}
 }

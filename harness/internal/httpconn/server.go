@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"lnk.dev/linkharness/harness/internal/epoll"
 )
 
 // DefaultMaxHeaderBytes is a request header's limit when
@@ -67,7 +69,9 @@ type Server struct {
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	s.once.Do(func() {
 		if s.watch = s.Watch; s.watch == nil {
-			s.watch, _ = NewWatcher()
+			if set, err := epoll.New(); err == nil {
+				s.watch = NewWatcher(set)
+			}
 		}
 	})
 	c := &conn{s: s, nc: nc}

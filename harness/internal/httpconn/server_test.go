@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"lnk.dev/linkharness/harness/internal/epoll"
 )
 
 // guard bounds each test connection's reads and writes and each wait on a
@@ -23,7 +25,13 @@ import (
 const guard = 10 * time.Second
 
 // watcher is the tests' one Watcher, as main makes one for the process.
-var watcher = sync.OnceValues(NewWatcher)
+var watcher = sync.OnceValues(func() (*Watcher, error) {
+	set, err := epoll.New()
+	if err != nil {
+		return nil, err
+	}
+	return NewWatcher(set), nil
+})
 
 // servedBy is the key of the Server in the context serve gives ServeConn.
 type servedBy struct{}
@@ -312,15 +320,20 @@ func TestConnectionKept(t *testing.T) {
 		io.WriteString(w, "ok")
 	})})
 
-	t.Run("HTTP/1.0", func(t *testing.T) {
-		c := dial(t, addr)
-		c.send("GET / HTTP/1.0\r\n\r\n")
-		resp, body := c.answer("GET")
-		if body != "ok" || !resp.Close {
-			t.Errorf("answered %q, close %v; want ok and close", body, resp.Close)
-		}
-		c.closed()
-	})
+	for _, tt := range []struct{ name, req string }{
+		{"HTTP/1.0", "GET / HTTP/1.0\r\n\r\n"},
+		{"Connection: close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			c.send(tt.req)
+			resp, body := c.answer("GET")
+			if body != "ok" || !resp.Close {
+				t.Errorf("answered %q, close %v; want ok and close", body, resp.Close)
+			}
+			c.closed()
+		})
+	}
 	t.Run("HTTP/1.0 keep-alive", func(t *testing.T) {
 		c := dial(t, addr)
 		for i := range 2 {
@@ -339,15 +352,6 @@ func TestConnectionKept(t *testing.T) {
 		if body != big || !resp.Close || resp.ContentLength != -1 {
 			t.Errorf("answered %d bytes, close %v, Content-Length %d; want %d bytes, close", len(body), resp.Close, resp.ContentLength, len(big))
 		}
-	})
-	t.Run("Connection: close", func(t *testing.T) {
-		c := dial(t, addr)
-		c.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-		resp, body := c.answer("GET")
-		if body != "ok" || !resp.Close {
-			t.Errorf("answered %q, close %v; want ok and close", body, resp.Close)
-		}
-		c.closed()
 	})
 }
 

@@ -1,89 +1,68 @@
 package httpconn
 
 import (
-	"errors"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"lnk.dev/linkharness/harness/internal/epoll"
 )
 
-// Watcher sees the far end of the connections served close, all of them
-// in one epoll set and one goroutine of the process, made once by main or
-// by the first ServeConn of a Server without one: a request waiting on
+// Watcher sees the far end of the connections served close, through the
+// process's one epoll set (harness/internal/epoll): a request waiting on
 // its handler holds no goroutine of its own to see its caller leave, as
-// net/http's background read does. Each connection is added once, for
-// its life, and known by a number never used again, so an event that
-// comes after its connection closed (its descriptor maybe numbered again)
-// finds no one. It is safe for concurrent use.
+// net/http's background read does. Each connection is added once, for its
+// life, edge-triggered and for the close alone (EPOLLRDHUP, with the
+// hang-ups and errors epoll always tells), so a request's bytes wake no
+// one. It is safe for concurrent use.
 type Watcher struct {
-	epfd int
+	set  *epoll.Set
+	fire func(id uint64) // gone, made once
 
 	mu sync.Mutex
 	// guarded by mu
-	conns map[uint64]*conn
-	next  uint64
+	conns map[uint64]*conn // by their id in the set
 }
 
-// NewWatcher starts a watcher, for as long as the process runs.
-func NewWatcher() (*Watcher, error) {
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, err
-	}
-	w := &Watcher{epfd: fd, conns: map[uint64]*conn{}}
-	go w.loop()
-	return w, nil
+// NewWatcher watches connections through set.
+func NewWatcher(set *epoll.Set) *Watcher {
+	w := &Watcher{set: set, conns: map[uint64]*conn{}}
+	w.fire = w.gone
+	return w
 }
 
-// add watches c until remove: gone is called once its far end closes.
-// Edge-triggered and for the close alone (EPOLLRDHUP, with the hang-ups
-// and errors epoll always tells), so a request's bytes wake no one.
+// add watches c until remove: c.gone is called once its far end closes.
 func (w *Watcher) add(c *conn) {
+	// Held while c is added: its event, should it come at once, finds it.
 	w.mu.Lock()
-	w.next++
-	id := w.next
-	w.conns[id] = c
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	var id uint64
 	var err error
 	cerr := c.sys.Control(func(fd uintptr) {
-		ev := unix.EpollEvent{Events: unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(id), Pad: int32(id >> 32)}
-		err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
+		id, err = w.set.Add(int(fd), unix.EPOLLRDHUP|unix.EPOLLET, w.fire)
 	})
 	if err != nil || cerr != nil {
-		w.mu.Lock()
-		delete(w.conns, id)
-		w.mu.Unlock()
 		return
 	}
 	c.id = id
+	w.conns[id] = c
 }
 
 // remove stops watching c, before it is closed (closing its descriptor
-// takes it out of the epoll set).
+// takes it out of the set).
 func (w *Watcher) remove(c *conn) {
+	w.set.Forget(c.id)
 	w.mu.Lock()
 	delete(w.conns, c.id)
 	w.mu.Unlock()
 }
 
-func (w *Watcher) loop() {
-	events := make([]unix.EpollEvent, 64)
-	for {
-		n, err := unix.EpollWait(w.epfd, events, -1)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		for _, ev := range events[:n] {
-			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
-			w.mu.Lock()
-			c := w.conns[id]
-			w.mu.Unlock()
-			if c != nil {
-				c.gone()
-			}
-		}
+// gone tells the connection added as id that its far end closed.
+func (w *Watcher) gone(id uint64) {
+	w.mu.Lock()
+	c := w.conns[id]
+	w.mu.Unlock()
+	if c != nil {
+		c.gone()
 	}
 }
