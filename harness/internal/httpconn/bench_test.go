@@ -133,3 +133,49 @@ func inUse() (int64, int) {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse + m.StackInuse), runtime.NumGoroutine()
 }
+
+// BenchmarkIdle holds kept connections idle at once, each after one
+// request and its answer, as a caller that keeps its connection between
+// messages, and reports what each costs the process while idle: heap and
+// stacks in use once collected (B/idle, the client's side in it too) and
+// goroutines (goroutines/idle).
+func BenchmarkIdle(b *testing.B) {
+	const idle = 200
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"ok":true}`)
+	})
+	for _, s := range servers {
+		b.Run("server="+s.name, func(b *testing.B) {
+			addr := s.start(b, h)
+			buf := make([]byte, 1<<10)
+			conns := make([]net.Conn, idle)
+			var grown, goroutines float64
+			b.ReportAllocs()
+			for b.Loop() {
+				before, g := inUse()
+				for i := range conns {
+					nc, err := net.Dial("tcp", addr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := nc.Write(message); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := readAnswer(nc, buf); err != nil {
+						b.Fatal(err)
+					}
+					conns[i] = nc
+				}
+				after, g1 := inUse()
+				grown += float64(after - before)
+				goroutines += float64(g1 - g)
+				for _, nc := range conns {
+					nc.Close()
+				}
+			}
+			b.ReportMetric(grown/float64(b.N*idle), "B/idle")
+			b.ReportMetric(goroutines/float64(b.N*idle), "goroutines/idle")
+		})
+	}
+}
