@@ -84,29 +84,12 @@ func BenchmarkWaiting(b *testing.B) {
 	})
 	for _, s := range servers {
 		b.Run("server="+s.name, func(b *testing.B) {
-			addr := s.start(b, h)
 			buf := make([]byte, 1<<10)
-			conns := make([]net.Conn, waiting)
-			var grown, goroutines float64
-			b.ReportAllocs()
-			for b.Loop() {
-				before, g := inUse()
-				for i := range conns {
-					nc, err := net.Dial("tcp", addr)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := nc.Write(message); err != nil {
-						b.Fatal(err)
-					}
-					conns[i] = nc
-				}
+			each(b, s.start(b, h), waiting, "waiting", func([]net.Conn) {
 				for range waiting {
 					<-in
 				}
-				after, g1 := inUse()
-				grown += float64(after - before)
-				goroutines += float64(g1 - g)
+			}, func(conns []net.Conn) {
 				for range waiting {
 					release <- struct{}{}
 				}
@@ -114,24 +97,10 @@ func BenchmarkWaiting(b *testing.B) {
 					if _, err := readAnswer(nc, buf); err != nil {
 						b.Fatal(err)
 					}
-					nc.Close()
 				}
-			}
-			b.ReportMetric(grown/float64(b.N*waiting), "B/waiting")
-			b.ReportMetric(goroutines/float64(b.N*waiting), "goroutines/waiting")
+			})
 		})
 	}
-}
-
-// inUse is the heap and stacks in use once what is unreachable is freed
-// (pools' too: a pool's buffers outlive one collection), and the
-// goroutines.
-func inUse() (int64, int) {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse + m.StackInuse), runtime.NumGoroutine()
 }
 
 // BenchmarkIdle holds kept connections idle at once, each after one
@@ -147,35 +116,59 @@ func BenchmarkIdle(b *testing.B) {
 	})
 	for _, s := range servers {
 		b.Run("server="+s.name, func(b *testing.B) {
-			addr := s.start(b, h)
 			buf := make([]byte, 1<<10)
-			conns := make([]net.Conn, idle)
-			var grown, goroutines float64
-			b.ReportAllocs()
-			for b.Loop() {
-				before, g := inUse()
-				for i := range conns {
-					nc, err := net.Dial("tcp", addr)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := nc.Write(message); err != nil {
-						b.Fatal(err)
-					}
+			each(b, s.start(b, h), idle, "idle", func(conns []net.Conn) {
+				for _, nc := range conns {
 					if _, err := readAnswer(nc, buf); err != nil {
 						b.Fatal(err)
 					}
-					conns[i] = nc
 				}
-				after, g1 := inUse()
-				grown += float64(after - before)
-				goroutines += float64(g1 - g)
-				for _, nc := range conns {
-					nc.Close()
-				}
-			}
-			b.ReportMetric(grown/float64(b.N*idle), "B/idle")
-			b.ReportMetric(goroutines/float64(b.N*idle), "goroutines/idle")
+			}, func([]net.Conn) {})
 		})
 	}
+}
+
+// each dials n connections to addr at each of b's iterations and sends
+// each the message; once held says the server holds them as the
+// benchmark means, what the process holds more is reported a connection,
+// as "B/"+unit and "goroutines/"+unit, and let go of them (the
+// connections are closed after it).
+func each(b *testing.B, addr string, n int, unit string, held, let func([]net.Conn)) {
+	conns := make([]net.Conn, n)
+	var grown, goroutines float64
+	b.ReportAllocs()
+	for b.Loop() {
+		before, g := inUse()
+		for i := range conns {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := nc.Write(message); err != nil {
+				b.Fatal(err)
+			}
+			conns[i] = nc
+		}
+		held(conns)
+		after, g1 := inUse()
+		grown += float64(after - before)
+		goroutines += float64(g1 - g)
+		let(conns)
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}
+	b.ReportMetric(grown/float64(b.N*n), "B/"+unit)
+	b.ReportMetric(goroutines/float64(b.N*n), "goroutines/"+unit)
+}
+
+// inUse is the heap and stacks in use once what is unreachable is freed
+// (pools' too: a pool's buffers outlive one collection), and the
+// goroutines.
+func inUse() (int64, int) {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse), runtime.NumGoroutine()
 }
