@@ -29,7 +29,7 @@ type fleet struct {
 	errc   chan error        // a listener's end other than a stop
 	dozed  chan struct{}     // a send (when there is room) each time an agent falls asleep
 	waiter *waiter           // watches every agent's listener; nil: each has an accept loop
-	watch  *httpconn.Watcher // sees callers leave; nil: the server starts one
+	watch  *httpconn.Watcher // sees callers leave; nil (no epoll set): only once told
 	conns  *conns            // the one server of every agent's connections
 	dozer  dozer             // puts agents to sleep when their time comes
 	quiet  quietGC           // the collector stopped while every agent sleeps

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-
-	"lnk.dev/linkharness/harness/internal/epoll"
 )
 
 // DefaultMaxHeaderBytes is a request header's limit when
@@ -56,34 +54,25 @@ type Server struct {
 	// the connection is kept, StateClosed once closed.
 	State func(net.Conn, http.ConnState)
 
-	// Watch sees callers leave; nil, the first ServeConn starts one.
+	// Watch sees callers leave while their requests' handlers run; nil,
+	// a caller leaving is seen only once its answer is written.
 	Watch *Watcher
-
-	once  sync.Once
-	watch *Watcher // Watch, or the one started; nil: callers leaving are not seen before their answer
 }
 
 // ServeConn answers the requests that come on nc, each with a context
 // made from ctx, until nc closes, fails or is let go of; then it closes
 // nc.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
-	s.once.Do(func() {
-		if s.watch = s.Watch; s.watch == nil {
-			if set, err := epoll.New(); err == nil {
-				s.watch = NewWatcher(set)
-			}
-		}
-	})
 	c := &conn{s: s, nc: nc}
-	c.lr.c = c
+	c.lr.nc = nc
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.sys = rc
 			c.peekFn = c.peek
 		}
 	}
-	if s.watch != nil && c.sys != nil {
-		s.watch.add(c)
+	if s.Watch != nil && c.sys != nil {
+		s.Watch.add(c)
 	}
 	defer c.close()
 	s.state(nc, http.StateNew)
@@ -122,7 +111,6 @@ type conn struct {
 	peekFn   func(fd uintptr) bool
 	peekByte [1]byte
 	peekN    uintptr
-	peekErr  syscall.Errno
 }
 
 // errLeft is the cause of a request's context once its caller closed the
@@ -169,7 +157,7 @@ func (c *conn) await(first bool) bool {
 func (c *conn) peek(fd uintptr) bool {
 	n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekByte[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-	c.peekN, c.peekErr = n, errno
+	c.peekN = n
 	return errno != syscall.EAGAIN && errno != syscall.EWOULDBLOCK && errno != syscall.EINTR
 }
 
@@ -303,8 +291,8 @@ func (c *conn) bodyRead() {
 }
 
 func (c *conn) close() {
-	if c.s.watch != nil && c.id != 0 {
-		c.s.watch.remove(c)
+	if c.s.Watch != nil && c.id != 0 {
+		c.s.Watch.remove(c)
 	}
 	c.nc.Close()
 	if c.br != nil {
@@ -317,8 +305,8 @@ func (c *conn) close() {
 
 // limited is a conn's reader of its socket, refusing past n bytes.
 type limited struct {
-	c *conn
-	n int64
+	nc net.Conn
+	n  int64
 }
 
 // errTooLarge ends a header's read past its limit.
@@ -331,7 +319,7 @@ func (l *limited) Read(p []byte) (int, error) {
 	if int64(len(p)) > l.n {
 		p = p[:l.n]
 	}
-	n, err := l.c.nc.Read(p)
+	n, err := l.nc.Read(p)
 	l.n -= int64(n)
 	return n, err
 }
