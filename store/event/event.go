@@ -114,6 +114,9 @@ type Window struct {
 
 // Reset empties e for reuse, keeping the capacity of its slices.
 func (e *Event) Reset() {
+	// Zeroed in place and the buffers put back: a literal with them in it
+	// would be built on the caller's stack, an event's size, first.
 	calls, extra, thinking := e.Calls[:0], e.Extra[:0], e.Thinking[:0]
-	*e = Event{Calls: calls, Extra: extra, Thinking: thinking}
+	*e = Event{}
+	e.Calls, e.Extra, e.Thinking = calls, extra, thinking
 }
