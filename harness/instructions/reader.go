@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"lnk.dev/linkharness/harness/home"
+	"lnk.dev/linkharness/harness/internal/apart"
 	"lnk.dev/linkharness/harness/settings"
 )
 
@@ -69,7 +70,10 @@ func (r *Reader) Settings(path string) (settings.Settings, error) {
 	if len(b) > settings.MaxConfigBytes {
 		return settings.Defaults(), fmt.Errorf("%s: over %d bytes", path, settings.MaxConfigBytes)
 	}
-	s, err := settings.Decode(path, b)
+	// Decoded on a goroutine of its own: encoding/json's frames take about
+	// a KiB a level of the settings' nesting, past what a turn's stack
+	// holds (see package apart). A file is decoded only once changed.
+	s, err := apart.Do(func() (settings.Settings, error) { return settings.Decode(path, b) })
 	if ok {
 		r.Cache.put(path, &cached{key: k, set: &s, err: err, setBytes: len(b)})
 	}

@@ -3,6 +3,8 @@ package h1
 import (
 	"context"
 	"time"
+
+	"lnk.dev/linkharness/harness/internal/apart"
 )
 
 // conn is a kept or new connection to dst, from the idle pool (unless
@@ -13,7 +15,10 @@ func (t *Transport) conn(ctx context.Context, dst dest, fresh bool) (*conn, erro
 			return c, nil
 		}
 	}
-	return t.dial(ctx, dst)
+	// Dialed on a goroutine of its own: net's dial and a TLS handshake go
+	// some KiB deep, past what the stack of a turn waiting on its answer
+	// holds (see package apart).
+	return apart.Do(func() (*conn, error) { return t.dial(ctx, dst) })
 }
 
 // takeIdle takes the most recently used idle connection to key that is
