@@ -89,7 +89,9 @@ type post struct {
 
 // do sends the request and hands its event stream to decode, which returns
 // once the provider says the answer is complete. It returns the time from
-// the request's start to then.
+// the request's start to then. Its frame is on a waiting turn's stack, so
+// what builds the request and words its errors is in functions of their
+// own, gone while it waits (see package apart).
 func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Duration, error) {
 	start := time.Now()
 	stall := p.stall
@@ -119,33 +121,13 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 	body := &sent{b: p.body, size: len(p.body), again: p.again}
 	p.body = nil // given back once written (see sent)
 	defer body.release()
-	first, err := body.reader()
+	req, err := p.request(ctx, body)
 	if err != nil {
 		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, first)
-	if err != nil {
-		first.Close()
-		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
-	}
-	req.ContentLength = int64(body.size)
-	req.GetBody = body.reader
-	req.Header = p.header
 	resp, err := roundTrip(p.hc, req)
 	if err != nil {
-		switch context.Cause(ctx) {
-		case ErrStalled:
-			return 0, fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, stall)
-		case ErrTimeout:
-			return 0, fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, timeout)
-		}
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
-		}
-		if ctx.Err() == nil {
-			return 0, fmt.Errorf("model: %s: %w: %w", p.provider, ErrUnreachable, err)
-		}
-		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
+		return 0, p.sendError(ctx, err, stall, timeout)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -160,23 +142,59 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return latency, nil
 	}
+	return latency, p.streamError(ctx, err, stall, timeout)
+}
+
+// request is the request that sends body.
+func (p *post) request(ctx context.Context, body *sent) (*http.Request, error) {
+	first, err := body.reader()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, first)
+	if err != nil {
+		first.Close()
+		return nil, err
+	}
+	req.ContentLength = int64(body.size)
+	req.GetBody = body.reader
+	req.Header = p.header
+	return req, nil
+}
+
+// sendError says why a request had no response, ctx being its context.
+func (p *post) sendError(ctx context.Context, err error, stall, timeout time.Duration) error {
+	switch context.Cause(ctx) {
+	case ErrStalled:
+		return fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, stall)
+	case ErrTimeout:
+		return fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, timeout)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
+	}
+	return fmt.Errorf("model: %s: %w: %w", p.provider, ErrUnreachable, err)
+}
+
+// streamError says why a response's stream ended before its answer did.
+func (p *post) streamError(ctx context.Context, err error, stall, timeout time.Duration) error {
 	switch {
 	case context.Cause(ctx) == ErrStalled:
-		return latency, fmt.Errorf("model: %s: %w: no byte for %v", p.provider, ErrStalled, stall)
+		return fmt.Errorf("model: %s: %w: no byte for %v", p.provider, ErrStalled, stall)
 	case context.Cause(ctx) == ErrTimeout:
-		return latency, fmt.Errorf("model: %s: %w: the answer was not over in %v", p.provider, ErrTimeout, timeout)
+		return fmt.Errorf("model: %s: %w: the answer was not over in %v", p.provider, ErrTimeout, timeout)
 	case ctx.Err() != nil:
-		return latency, fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
+		return fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return latency, fmt.Errorf("model: %s: %w: the stream ended before the answer did", p.provider, ErrCut)
+		return fmt.Errorf("model: %s: %w: the stream ended before the answer did", p.provider, ErrCut)
 	case errors.Is(err, ErrMalformed), errors.Is(err, ErrCut), errors.Is(err, ErrTooLarge):
-		return latency, fmt.Errorf("model: %s: %w", p.provider, err)
+		return fmt.Errorf("model: %s: %w", p.provider, err)
 	}
 	var se *StatusError
 	if errors.As(err, &se) {
-		return latency, err
+		return err
 	}
-	return latency, fmt.Errorf("model: %s: %w: %v", p.provider, ErrCut, err)
+	return fmt.Errorf("model: %s: %w: %v", p.provider, ErrCut, err)
 }
 
 // call sends the request and hands its event stream to decode, which

@@ -84,20 +84,8 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 		s.refuseFull(w, name, thread, budget.ErrFull)
 		return
 	}
-	mb, ok := threadBody(s, w, r, name, thread, parseMessageBody)
+	m, ok := s.readMessage(w, r, name, thread)
 	if !ok {
-		return
-	}
-	if mb.Text == nil {
-		s.refuse(w, name, thread, http.StatusBadRequest, "body: no text")
-		return
-	}
-	m := turn.Message{ID: mb.ID, Text: *mb.Text, From: mb.From, Owner: mb.Owner, Connection: mb.Connection, TraceFrom: r.Header}
-	if v, ok := r.Header["Link-Tools"]; ok { // a subagent's task narrowed to these tools
-		m.Tools = tools.ParseHeader(strings.Join(v, ","))
-	}
-	if err := m.Check(); err != nil {
-		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
 		return
 	}
 
@@ -159,6 +147,29 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	if !detached {
 		s.ended(a)
 	}
+}
+
+// readMessage reads the message of r to thread of the agent name, or
+// refuses it and says so (false). It is a function of its own, so that
+// what reads the body is not on the stack while the turn waits.
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, name, thread string) (turn.Message, bool) {
+	mb, ok := threadBody(s, w, r, name, thread, parseMessageBody)
+	if !ok {
+		return turn.Message{}, false
+	}
+	if mb.Text == nil {
+		s.refuse(w, name, thread, http.StatusBadRequest, "body: no text")
+		return turn.Message{}, false
+	}
+	m := turn.Message{ID: mb.ID, Text: *mb.Text, From: mb.From, Owner: mb.Owner, Connection: mb.Connection, TraceFrom: r.Header}
+	if v, ok := r.Header["Link-Tools"]; ok { // a subagent's task narrowed to these tools
+		m.Tools = tools.ParseHeader(strings.Join(v, ","))
+	}
+	if err := m.Check(); err != nil {
+		s.refuse(w, name, thread, http.StatusBadRequest, "body: %v", err)
+		return turn.Message{}, false
+	}
+	return m, true
 }
 
 // begin counts a turn of a in.

@@ -60,25 +60,31 @@ func (t *turn) put(ctx context.Context, e *event.Event, deferred bool) error {
 const keepLine = 16 << 10
 
 // appendMessage appends the message with its head, written before the
-// model is asked, and returns its event. Where the store can
-// (store.Deferred), it is made durable by the sync of the next event, the
-// answer or the answer calling tools, which is made durable before any
-// tool runs: one sync for both. It is told to nobody before then, so a
-// crash that loses it loses no acknowledged event, and the caller's retry
-// (the same message id) writes it again as one message.
-func (t *turn) appendMessage(ctx context.Context, m Message) (event.Event, error) {
+// model is asked, and its event to *to when to is not nil (the event is
+// not returned: its copy would be in the caller's frame, see
+// TestWaitingTurnStack). Where the store can (store.Deferred), it is made
+// durable by the sync of the next event, the answer or the answer calling
+// tools, which is made durable before any tool runs: one sync for both.
+// It is told to nobody before then, so a crash that loses it loses no
+// acknowledged event, and the caller's retry (the same message id) writes
+// it again as one message.
+func (t *turn) appendMessage(ctx context.Context, m *Message, to *[]event.Event) error {
 	now := t.r.now()
-	e := event.Event{
-		Time: now, Type: event.TypeMessage, ID: m.ID, From: m.From, Owner: m.Owner,
-		Connection: m.Connection, Text: m.Text,
-		Head: prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID}),
+	// Set field by field: a literal would be built in a copy of its own
+	// on the stack first, an event's size.
+	var e event.Event
+	e.Time, e.Type, e.ID, e.From, e.Owner = now, event.TypeMessage, m.ID, m.From, m.Owner
+	e.Connection, e.Text = m.Connection, m.Text
+	e.Head = prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID})
+	if err := t.put(ctx, &e, true); err != nil {
+		return err
 	}
-	err := t.put(ctx, &e, true)
-	if err == nil {
-		t.seq = e.Seq
-		t.addID(m.ID, e.Seq)
+	t.seq = e.Seq
+	t.addID(m.ID, e.Seq)
+	if to != nil {
+		*to = append(*to, e)
 	}
-	return e, err
+	return nil
 }
 
 // appendAgain appends the message at seq, the conversation's last, again

@@ -32,24 +32,37 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 	}
 	resp, err := t.ask(ctx, s.Provider(), req, relay)
 	if err != nil && ctx.Err() == nil && !started && s.Model.Fallback != "" && errors.Is(err, model.ErrUnavailable) {
-		first := err
-		t.log().Warn("model fallback", "model", s.Model.Name, "fallback", s.Model.Fallback, "error", first)
-		fs, freq, ferr := t.fallback(ctx, s, req)
-		if ferr != nil {
-			return nil, fmt.Errorf("%w; the fallback %s: %v", first, s.Model.Fallback, ferr)
-		}
-		resp, err = t.ask(ctx, fs.Provider(), freq, relay)
-		if err != nil {
-			err = fmt.Errorf("%s was unavailable (%v), and the fallback %s failed: %w", s.Model.Name, first, fs.Model.Name, err)
-			s, req = &fs, freq // the refusal below is the fallback's
-		} else {
-			*s, *req = fs, *freq
-		}
+		return t.callFallback(ctx, s, req, err, relay)
 	}
+	return resp, t.refusal(ctx, err, s, req)
+}
+
+// callFallback calls s's fallback model in place of the model, which
+// failed with first; answered, s and req become the fallback's. It is a
+// function of its own, so that its frame is not callModel's while the
+// model is waited on.
+func (t *turn) callFallback(ctx context.Context, s *settings.Settings, req *model.Request, first error, relay func(string)) (*model.Response, error) {
+	t.log().Warn("model fallback", "model", s.Model.Name, "fallback", s.Model.Fallback, "error", first)
+	fs, freq, err := t.fallback(ctx, s, req)
+	if err != nil {
+		return nil, fmt.Errorf("%w; the fallback %s: %v", first, s.Model.Fallback, err)
+	}
+	resp, err := t.ask(ctx, fs.Provider(), freq, relay)
+	if err != nil {
+		err = fmt.Errorf("%s was unavailable (%v), and the fallback %s failed: %w", s.Model.Name, first, fs.Model.Name, err)
+		return nil, t.refusal(ctx, err, &fs, freq) // the refusal is the fallback's
+	}
+	*s, *req = fs, *freq
+	return resp, nil
+}
+
+// refusal is err, or for a prompt too long for the model of s the
+// refusal that says so.
+func (t *turn) refusal(ctx context.Context, err error, s *settings.Settings, req *model.Request) error {
 	if err != nil && errors.Is(err, model.ErrTooLong) {
-		return nil, t.facts().Refusal(ctx, err, s, req.Window)
+		return t.facts().Refusal(ctx, err, s, req.Window)
 	}
-	return resp, err
+	return err
 }
 
 // ask calls provider's model once, timing the call.

@@ -46,15 +46,17 @@ func (t *turn) reader() *instructions.Reader {
 
 // settings are the agent's settings: those the Runner holds, else
 // config.json's.
-func (t *turn) settings() (settings.Settings, error) {
+func (t *turn) settings() (*settings.Settings, error) {
 	if t.r.Settings != nil {
-		return *t.r.Settings, nil
+		s := *t.r.Settings
+		return &s, nil
 	}
 	path, err := t.r.Agent.Path(home.Config, "")
 	if err != nil {
-		return settings.Settings{}, err
+		return nil, err
 	}
-	return t.reader().Settings(path)
+	s, err := t.reader().Settings(path)
+	return &s, err
 }
 
 // sections reads the prompt's sections for message m.

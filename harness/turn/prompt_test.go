@@ -94,11 +94,11 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 	if err := tt.open(ctx, "log"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tt.appendMessage(ctx, msg); err != nil {
+	if err := tt.appendMessage(ctx, &msg, nil); err != nil {
 		t.Fatal(err)
 	}
-	system, stable := prompt.Compose(tt.sections(&s, &msg))
-	size, room, err := tt.facts().Window(ctx, &s)
+	system, stable := prompt.Compose(tt.sections(s, &msg))
+	size, room, err := tt.facts().Window(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func turnWithTools(t *testing.T, r *Runner, m *scripted.Server, thread string, m
 		Model: model.OwnName(s.Provider(), s.Model.Name), System: system, Messages: prompt.Messages(events),
 		MaxTokens: room, Window: size, SystemStable: stable, CacheKey: prompt.CacheKey(r.Agent.Name, thread),
 	}
-	if _, err := tt.callModel(ctx, &s, req, nil); err != nil {
+	if _, err := tt.callModel(ctx, s, req, nil); err != nil {
 		t.Fatal(err)
 	}
 	return []byte(lastRequest(t, m))
@@ -254,9 +254,9 @@ func TestModelChangesOnlyItsSection(t *testing.T) {
 	// The fallback: the same sections, the fallback model's file in place.
 	tt := &turn{r: r, c: r.caches(), thread: "t"}
 	st, _ := tt.settings()
-	sections := tt.sections(&st, &Message{})
+	sections := tt.sections(st, &Message{})
 	first, firstStable := prompt.Compose(sections)
-	fb, fbStable := tt.systemFor(&st, sections, "openai/gpt-6-luna")
+	fb, fbStable := tt.systemFor(st, sections, "openai/gpt-6-luna")
 	const lunaText = "Luna: use the tools' own words for their results."
 	at = strings.Index(first, sonnetText)
 	if at < 0 || fb[:at] != first[:at] || fb[at:at+len(lunaText)] != lunaText || fb[at+len(lunaText):] != first[at+len(sonnetText):] {
@@ -265,7 +265,7 @@ func TestModelChangesOnlyItsSection(t *testing.T) {
 	if fbStable-firstStable != len(lunaText)-len(sonnetText) {
 		t.Errorf("stable parts %d and %d", firstStable, fbStable)
 	}
-	if none, _ := tt.systemFor(&st, sections, "anthropic/no-file"); strings.Contains(none, "Sonnet") || strings.Contains(none, "Luna") {
+	if none, _ := tt.systemFor(st, sections, "anthropic/no-file"); strings.Contains(none, "Sonnet") || strings.Contains(none, "Luna") {
 		t.Error("a model with no file has another's")
 	}
 }

@@ -64,19 +64,9 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		req.Tools = t.tools.offer.Tools()
 	}
 	first := 0
-	if t.once.resumed != 0 { // the calls the turn that ended first made and never ran
-		if calls := idempotency.Unanswered(events, t.once.resumed); len(calls) > 0 {
-			results, err := t.runCalls(ctx, calls)
-			events = append(events, results...)
-			if err != nil {
-				return nil, nil, err
-			}
-		}
-		// The rounds the turns before spent on the message count: a
-		// message whose turns keep failing is not given every round again
-		// at each retry.
+	if t.once.resumed != 0 {
 		var err error
-		if first, err = t.roundsSpent(ctx); err != nil {
+		if events, first, err = t.resume(ctx, events); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -123,11 +113,10 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		if last {
 			resp.Calls = nil // told to call nothing: a call made anyway is not run, nor kept
 		}
-		answer, err := t.appendAnswer(ctx, s, resp, *cp, events)
-		if err != nil {
+		var answer *event.Event
+		if answer, events, err = t.appendRound(ctx, s, resp, cp, events); err != nil {
 			return fail(events, err)
 		}
-		events = append(events, *answer)
 		if len(resp.Calls) == 0 {
 			t.ops.in.Answered(answer, reply == nil)
 			if reply == nil {
@@ -152,6 +141,33 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 			return nil, nil, context.Cause(ctx)
 		}
 	}
+}
+
+// appendRound appends the model's answer of a round, and returns it and
+// events with it. The answer is copied into events here, not in rounds,
+// whose frame is on the stack while the model is waited on.
+func (t *turn) appendRound(ctx context.Context, s *settings.Settings, resp *model.Response, cp *window.Checkpoint, events []event.Event) (*event.Event, []event.Event, error) {
+	answer, err := t.appendAnswer(ctx, s, resp, *cp, events)
+	if err != nil {
+		return nil, events, err
+	}
+	return answer, append(events, *answer), nil
+}
+
+// resume runs the calls the turn that ended first made and never ran,
+// appended to events, and says how many rounds the turns before spent on
+// the message: a message whose turns keep failing is not given every
+// round again at each retry.
+func (t *turn) resume(ctx context.Context, events []event.Event) ([]event.Event, int, error) {
+	if calls := idempotency.Unanswered(events, t.once.resumed); len(calls) > 0 {
+		results, err := t.runCalls(ctx, calls)
+		events = append(events, results...)
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	first, err := t.roundsSpent(ctx)
+	return events, first, err
 }
 
 // keepSaid appends what the model said before the turn's time ended its

@@ -67,15 +67,13 @@ func (t *turn) takeSteers(ctx context.Context, events []event.Event) ([]event.Ev
 			t.ops.in.Refuse(s)
 			continue
 		}
-		e, err := t.appendMessage(ctx, s.M)
-		if err != nil {
+		if err := t.appendMessage(ctx, &s.M, &events); err != nil {
 			for _, s := range waiting[i:] {
 				t.ops.in.Refuse(s)
 			}
 			return events, err
 		}
 		t.ops.in.Accept(s)
-		events = append(events, e)
 	}
 	return events, nil
 }

@@ -244,7 +244,7 @@ func (r *Runner) Message(ctx context.Context, thread string, m Message, onText f
 		} else {
 			r.Turns.Force()
 		}
-		return r.take(ctx, h, thread, dir, m, onText)
+		return r.take(ctx, h, thread, dir, &m, onText)
 	}
 }
 
@@ -263,7 +263,7 @@ func (r *Runner) Full(thread string) bool {
 
 // take takes the turn of a conversation it holds, in the place Message
 // took for it.
-func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir string, m Message, onText func(string)) (Answer, error) {
+func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir string, m *Message, onText func(string)) (Answer, error) {
 	var ends ends // what the turn lets go of when it ends, in reverse
 	detached := false
 	defer func() {
@@ -300,24 +300,10 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 	var spanErr error
 	ends.add(func() { t.span.End(spanErr) }) // once all its children have ended
 	ends.add(t.close)
-	a, err := t.answer(ctx, &m, onText)
+	a, err := t.answer(ctx, m, onText)
 	spanErr = err
 	after := t.sum.after
-	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
-		err = fmt.Errorf("%w: %v", ErrStopped, err)
-	}
-	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
-		err = fmt.Errorf("%w: %v", ErrEnded, err)
-	}
-	t.warm.keep = err == nil
-	if err == nil && r.Untold != nil && a.Seq != 0 {
-		r.telling.Add(dir, t.once.lastAnswer) // its callers mark it told
-	}
-	t.ops.in.Finish() // from here a message waits for a turn of its own
-	took := r.now().Sub(start)
-	r.Metrics.Turn(took, err, t.read, t.written)
-	if err != nil {
-		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
+	if err = t.answered(ctx, start, a.Seq, err); err != nil {
 		return a, err
 	}
 	if after != nil {
@@ -335,6 +321,31 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 		t.summarize(ctx, after)
 	}
 	return a, nil
+}
+
+// answered is what follows a turn's answer, or its failure with err,
+// ctx being the turn's and start its beginning: the failure said, the
+// answer given to be told, the turn counted and a failure logged. It
+// returns err as the caller is told it.
+func (t *turn) answered(ctx context.Context, start time.Time, seq int64, err error) error {
+	r := t.r
+	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
+		err = fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	if err != nil && endedBy(ctx) && !errors.Is(err, ErrEnded) {
+		err = fmt.Errorf("%w: %v", ErrEnded, err)
+	}
+	t.warm.keep = err == nil
+	if err == nil && r.Untold != nil && seq != 0 {
+		r.telling.Add(t.dir, t.once.lastAnswer) // its callers mark it told
+	}
+	t.ops.in.Finish() // from here a message waits for a turn of its own
+	took := r.now().Sub(start)
+	r.Metrics.Turn(took, err, t.read, t.written)
+	if err != nil {
+		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
+	}
+	return err
 }
 
 // ends is what a turn lets go of when it ends, run in the reverse of the
@@ -468,13 +479,22 @@ func (t *turn) answer(ctx context.Context, m *Message, onText func(string)) (Ans
 	if err != nil {
 		return Answer{}, err
 	}
-	ctx, cancel := t.withTimeout(ctx, &s)
+	ctx, cancel := t.withTimeout(ctx, s)
 	defer cancel()
 	a, err := t.steps(ctx, s, m, onText)
-	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrBusy) {
-		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
+	if err != nil && pastTime(ctx) {
+		err = pastTimeError(ctx, err)
 	}
 	return a, err
+}
+
+// pastTimeError is err of a turn ended by its time, ctx being the turn's:
+// the time said, unless err says it, or that the conversation was busy.
+func pastTimeError(ctx context.Context, err error) error {
+	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrBusy) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", context.Cause(ctx), err)
 }
 
 // withTimeout is ctx ended at the turn's time, [turn] timeout, with a
@@ -490,8 +510,52 @@ func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.C
 // pastTime says whether ctx, a turn's, was ended by the turn's time.
 func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrTimeout) }
 
-// steps are a turn's steps once its settings are read.
-func (t *turn) steps(ctx context.Context, s settings.Settings, m *Message, onText func(string)) (Answer, error) {
+// steps are a turn's steps once its settings are read. The model is
+// waited on in rounds, below steps' frame and its callers': what comes
+// before it and after it is in functions of their own (write, prepare,
+// finish), so
+// that their frames are gone while the turn waits (a goroutine's stack is
+// a power of two that fits its deepest frames, see TestWaitingTurnStack).
+func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onText func(string)) (Answer, error) {
+	if a, err := t.write(ctx, s, m); err != nil || a.Seq != 0 {
+		return a, err
+	}
+	w, err := t.prepare(ctx, s, m)
+	if err != nil {
+		return Answer{}, err
+	}
+	text := func(frag string) {
+		if onText != nil {
+			onText(frag)
+		}
+		t.ops.in.Text(frag)
+	}
+	rctx, stop := t.endable(ctx)
+	defer stop()
+	reply, all, err := t.rounds(rctx, s, w.req, &w.cp, w.events, text)
+	t.keepWindow(all)
+	// A turn that made room went on in a slice of its own, and one that
+	// failed may not say what it appended: what it wrote is not known.
+	t.win.whole = t.win.whole || err != nil || t.sum.madeRoom
+	if err != nil {
+		return Answer{}, err
+	}
+	t.finish(ctx, s, &w, all)
+	return answerOf(t.thread, reply), nil
+}
+
+// opened is what a turn read and made before it asks the model: the
+// request, the window's events and where the window begins.
+type opened struct {
+	req    *model.Request
+	events []event.Event
+	cp     window.Checkpoint
+	share  int
+}
+
+// write opens the turn's conversation and appends its message, or finds
+// the message answered already (an Answer with a seq, which is returned).
+func (t *turn) write(ctx context.Context, s *settings.Settings, m *Message) (Answer, error) {
 	t.span.SetStore(s.Storage.Conversations)
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
 		return Answer{}, err
@@ -512,35 +576,40 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m *Message, onTex
 			return Answer{}, err
 		}
 	default:
-		if _, err := t.appendMessage(ctx, *m); err != nil {
+		if err := t.appendMessage(ctx, m, nil); err != nil {
 			return Answer{}, err
 		}
 	}
 	// Written, the text is the window's to give: the turn does not hold
 	// a copy of it while it waits for the model.
 	m.Text = ""
+	return Answer{}, nil
+}
+
+// prepare readies the turn's tools, and reads its prompt and window.
+func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (opened, error) {
 	t.watchEnd()
 	if err := t.beginTools(ctx, m); err != nil {
-		return Answer{}, err
+		return opened{}, err
 	}
-	t.comp.msg, t.comp.set = m, &s
-	t.comp.sections = t.sections(&s, m)
+	t.comp.msg, t.comp.set = m, s
+	t.comp.sections = t.sections(s, m)
 	system, stable := t.compose(t.comp.sections)
-	size, room, err := t.facts().Window(ctx, &s)
+	size, room, err := t.facts().Window(ctx, s)
 	if err != nil {
-		return Answer{}, err
+		return opened{}, err
 	}
 	var offered []model.Tool
 	if t.tools.offer != nil {
 		offered = t.tools.offer.Tools()
 	}
-	share := window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)
-	t.sum.share = share
-	events, cp, err := t.readWindow(ctx, share)
+	w := opened{share: window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)}
+	t.sum.share = w.share
+	w.events, w.cp, err = t.readWindow(ctx, w.share)
 	if err != nil {
-		return Answer{}, err
+		return opened{}, err
 	}
-	req := &model.Request{
+	w.req = &model.Request{
 		Model:     model.OwnName(s.Provider(), s.Model.Name),
 		System:    system,
 		MaxTokens: room,
@@ -549,26 +618,16 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m *Message, onTex
 		SystemStable: stable,
 		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.comp.cacheThread, t.thread)),
 	}
-	text := func(frag string) {
-		if onText != nil {
-			onText(frag)
-		}
-		t.ops.in.Text(frag)
-	}
-	rctx, stop := t.endable(ctx)
-	defer stop()
-	reply, all, err := t.rounds(rctx, &s, req, &cp, events, text)
-	t.keepWindow(all)
-	// A turn that made room went on in a slice of its own, and one that
-	// failed may not say what it appended: what it wrote is not known.
-	t.win.whole = t.win.whole || err != nil || t.sum.madeRoom
-	if err != nil {
-		return Answer{}, err
-	}
-	// The answer is durable: a copy for people that cannot be written (a
-	// full disk, a chat.md that is not a file) does not fail the turn. It
-	// is derived, and the next turn that can write it makes it again whole.
-	n := len(events)
+	return w, nil
+}
+
+// finish is what a turn does once its answer is durable: the copy for
+// people, the window kept for the next turn, and whether a summary is due.
+func (t *turn) finish(ctx context.Context, s *settings.Settings, w *opened, all []event.Event) {
+	// A copy for people that cannot be written (a full disk, a chat.md
+	// that is not a file) does not fail the turn. It is derived, and the
+	// next turn that can write it makes it again whole.
+	n := len(w.events)
 	if t.sum.madeRoom {
 		n = -1 // the turn's message may have left its window: made from the events
 	}
@@ -576,6 +635,5 @@ func (t *turn) steps(ctx context.Context, s settings.Settings, m *Message, onTex
 		t.log().Error("the copy for people not written", "error", err)
 	}
 	t.win.items = window.Items(t.win.items, all, t.tokensOf(all))
-	t.sum.after = summary.Due(&s, req, all, t.win.items, cp, share, t.tools.offer != nil && t.tools.offer.Offered(prompt.NotesTool))
-	return answerOf(t.thread, reply), nil
+	t.sum.after = summary.Due(s, w.req, all, t.win.items, w.cp, w.share, t.tools.offer != nil && t.tools.offer.Offered(prompt.NotesTool))
 }

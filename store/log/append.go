@@ -94,7 +94,14 @@ func (c *Conversation) append(ctx context.Context, seq int64, event []byte, defe
 		return fmt.Errorf("log: append seq %d to %s: %w: the last is %d", seq, c.path, store.ErrGap, e.last)
 	}
 	defer c.release()
-	line, off, err := c.find(&e, seq)
+	return c.again(&e, seq, event)
+}
+
+// again appends the event at seq, taken, again: its line must be the
+// same bytes. It is a function of its own, its frame apart from append's,
+// which is on a turn's stack at every append (see package apart).
+func (c *Conversation) again(e *end, seq int64, event []byte) error {
+	line, off, err := c.find(e, seq)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"lnk.dev/linkharness/harness/fleet/fleettest"
+	"lnk.dev/linkharness/loadgen/drive"
+	"lnk.dev/linkharness/loadgen/scripted"
+)
+
+// What a turn waiting on its model holds of the stack. Its one goroutine,
+// from the connection's serve down to the model connection's read, is
+// most of what a turn in flight costs besides its heap. A goroutine's
+// stack is a power of two that fits the deepest it went, and shrinks
+// only when under a quarter of it is in use; new goroutines start at the
+// average in use, rounded up to a power of two. So a turn that waits in
+// under stackWaitBudget, and went no deeper than stackBudget before,
+// holds a stack of stackBudget, and a process of waiting turns starts
+// its goroutines there too. The frames are the program's as built; the
+// harness runs in a process of its own, and a SIGQUIT with
+// GOTRACEBACK=system has it print each frame's stack pointers.
+func TestWaitingTurnStack(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("the frames' budget is of amd64, not %s", runtime.GOARCH)
+	}
+	const n = 128
+	model := scripted.New(&scripted.Script{Rules: []scripted.Rule{{Match: "any", Text: "ok"}}})
+	asked, gate := make(chan struct{}, n), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The request read whole, the turn that sent it goes on to wait.
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		asked <- struct{}{}
+		<-gate
+		model.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(gate) })
+
+	const key = "k-stack-0123456789abcdef0123456789"
+	home, keyFile := adaHome(t, t.TempDir(), "", key)
+	var log bytes.Buffer
+	cmd, addr := startLogged(t, []string{"LNK_MODEL_PROXY=" + srv.URL, "GOTRACEBACK=system"}, &log,
+		"lnk-link-harness", "serve", "--home", home, "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	stacks := func() float64 {
+		t.Helper()
+		code, page, err := fleettest.Do(http.DefaultClient, http.MethodGet, "http://"+addr+"/metrics", key, "")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("/metrics: %d %v", code, err)
+		}
+		m, err := drive.ParseMetrics(strings.NewReader(page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := m.Value("go_memory_stacks_bytes")
+		return v
+	}
+
+	before := stacks()
+	// Each message on a connection written by hand.
+	for i := range n {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		body := fmt.Sprintf(`{"id":"m%d","text":"hello"}`, i)
+		fmt.Fprintf(nc, "POST /v1/agents/ada/chats/t%d/messages HTTP/1.1\r\nHost: ada\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+			i, key, len(body), body)
+	}
+	for range n {
+		<-asked
+	}
+	per := (stacks() - before) / n
+
+	cmd.Process.Signal(syscall.SIGQUIT)
+	cmd.Wait()
+	w, ok := waitingTurn(log.String())
+	if !ok {
+		t.Fatalf("no turn waiting on its model in the traceback:\n%s", log.String())
+	}
+	t.Logf("a turn waiting on its model: %d bytes of its stack in use; the stacks grew %.0f bytes a turn (%d turns)\n%s", w.used, per, n, w.frames)
+	if w.used > stackWaitBudget {
+		t.Errorf("a turn waiting on its model uses %d bytes of its stack, over %d", w.used, stackWaitBudget)
+	}
+	// A stack is a power of two: a turn past the budget grows the stacks by
+	// twice it. Below that is what the runtime keeps of stacks freed (those
+	// the turns outgrew, and the goroutines of package apart).
+	if per > stackBudget*7/4 {
+		t.Errorf("the stacks grew %.0f bytes a waiting turn, over %d", per, stackBudget)
+	}
+}
+
+// The stack a turn waiting on its model may use, and the stack it may
+// have grown to (TestWaitingTurnStack).
+const (
+	stackWaitBudget = 7 << 10
+	stackBudget     = 8 << 10
+)
+
+// waiting is the stack of a goroutine: the bytes in use, from its lowest
+// stack pointer to its highest frame pointer, and each frame's size and
+// function, a line each.
+type waiting struct {
+	used   int
+	frames string
+}
+
+var framePointers = regexp.MustCompile(`fp=0x([0-9a-f]+) sp=0x([0-9a-f]+)`)
+
+// waitingTurn finds, in a traceback printed with GOTRACEBACK=system, a
+// goroutine parked waiting on the model's answer, and reads its stack.
+func waitingTurn(traceback string) (waiting, bool) {
+	for _, g := range strings.Split(traceback, "\n\n") {
+		if !strings.Contains(g, "h1.(*conn).awaitAnswer") || !strings.Contains(g, "runtime.gopark") {
+			continue
+		}
+		var w waiting
+		var b strings.Builder
+		lo, hi := uint64(1<<64-1), uint64(0)
+		lines := strings.Split(g, "\n")
+		for i := 1; i < len(lines); i++ {
+			m := framePointers.FindStringSubmatch(lines[i])
+			if m == nil {
+				continue
+			}
+			fp, _ := strconv.ParseUint(m[1], 16, 64)
+			sp, _ := strconv.ParseUint(m[2], 16, 64)
+			lo, hi = min(lo, sp), max(hi, fp)
+			name, _, _ := strings.Cut(strings.TrimSpace(lines[i-1]), "(0x")
+			fmt.Fprintf(&b, "%6d %s\n", fp-sp, strings.TrimSuffix(name, "(...)"))
+		}
+		if hi == 0 {
+			continue
+		}
+		w.used, w.frames = int(hi-lo), b.String()
+		return w, true
+	}
+	return waiting{}, false
+}
