@@ -200,12 +200,13 @@ func (in *Inbox[M]) End(cause error) bool {
 }
 
 // EndWith sets how the turn is ended; asked to end already, it is ended now.
+// Nil: an end is only recorded from here.
 func (in *Inbox[M]) EndWith(cancel context.CancelCauseFunc) {
 	in.mu.Lock()
 	in.cancel = cancel
 	cause := in.endCause
 	in.mu.Unlock()
-	if cause != nil {
+	if cause != nil && cancel != nil {
 		cancel(cause)
 	}
 }

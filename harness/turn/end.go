@@ -117,14 +117,16 @@ func (t *turn) watchEnd() {
 
 // endable is ctx ended by End too, with cause ErrEnded: the rounds' context.
 // The steps before them are not, so a turn asked to end has its message
-// written, and answers it marked ended.
+// written, and answers it marked ended: asked before, its rounds end as
+// they begin. End cancels the rounds' context itself, through the inbox,
+// with no context of its own between.
 func (t *turn) endable(ctx context.Context) (context.Context, func()) {
-	if t.ops.ending == nil {
+	if t.ops.in == nil {
 		return ctx, func() {}
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(t.ops.ending, func() { cancel(context.Cause(t.ops.ending)) })
-	return rctx, func() { stop(); cancel(nil) }
+	t.ops.in.EndWith(cancel)
+	return rctx, func() { t.ops.in.EndWith(nil); cancel(nil) }
 }
 
 // endedBy says whether ctx, a turn's, was ended by End.

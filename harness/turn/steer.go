@@ -14,7 +14,6 @@ import (
 type operations struct {
 	in      *running.Inbox[Message] // the messages that steer it, and End
 	caller  context.Context         // the caller's: bounds waiting for another process's turn, as for one here
-	ending  context.Context         // ended by End: its rounds end with it, so an end always finds the message written
 	endMark bool                    // the answer appended next is marked ended
 	timeout time.Duration           // the turn's whole time, [turn] timeout
 	watch   ending.Watch            // its end record, read while it runs (see end.go)

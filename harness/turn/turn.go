@@ -283,9 +283,6 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 		stop := context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })
 		ends.add(func() { stop() })
 	}
-	ending, endTurn := context.WithCancelCause(ctx)
-	ends.add(func() { endTurn(nil) })
-	h.In.EndWith(endTurn)
 	h.In.SetThread(thread)
 
 	if r.HoldHome {
@@ -295,7 +292,7 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 		ends.add(r.home.Drop)
 	}
 	start := r.now()
-	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller, ending: ending}}
+	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller}}
 	t.span = r.Tracer.Turn(caller, m.TraceFrom, trace.Who{Agent: r.Agent.Name, Conversation: thread})
 	var spanErr error
 	ends.add(func() { t.span.End(spanErr) }) // once all its children have ended
