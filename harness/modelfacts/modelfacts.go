@@ -145,3 +145,24 @@ func (t *Turn) runtime(ctx context.Context, provider, name string) (model.Runtim
 	t.Runtimes.Keep(key, rt.Trained, rt.Runs, now)
 	return rt, true
 }
+
+// Fallback is the settings and the request of s's fallback model, in
+// place of req: its own provider (its facts', else its maker), name,
+// window and answer's room, the rest of the prompt the same; system, when
+// not nil, says the system prompt (and its stable part) for the model
+// named.
+func (f *Turn) Fallback(ctx context.Context, s *settings.Settings, req *model.Request, system func(name string) (string, int)) (settings.Settings, *model.Request, error) {
+	fs := *s
+	fs.Model.Name, fs.Model.Provider, fs.Model.Fallback = s.Model.Fallback, "", ""
+	size, room, err := f.Window(ctx, &fs)
+	if err != nil {
+		return fs, nil, err
+	}
+	freq := *req
+	freq.Model = model.OwnName(fs.Provider(), fs.Model.Name)
+	if system != nil {
+		freq.System, freq.SystemStable = system(fs.Model.Name)
+	}
+	freq.Window, freq.MaxTokens = size, room
+	return fs, &freq, nil
+}

@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"fmt"
 
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
@@ -60,19 +61,16 @@ func (t *turn) put(ctx context.Context, e *event.Event, deferred bool) error {
 const keepLine = 16 << 10
 
 // appendMessage appends the message with its head, written before the
-// model is asked, and its event to *to when to is not nil (the event is
-// not returned: its copy would be in the caller's frame, see
-// TestWaitingTurnStack). Where the store can (store.Deferred), it is made
-// durable by the sync of the next event, the answer or the answer calling
-// tools, which is made durable before any tool runs: one sync for both.
-// It is told to nobody before then, so a crash that loses it loses no
-// acknowledged event, and the caller's retry (the same message id) writes
-// it again as one message.
+// model is asked, and its event to *to unless nil (a copy returned would
+// be in the caller's frame). Where the store can (store.Deferred), it is
+// made durable by the sync of the next event, the answer or the answer
+// calling tools, which is made durable before any tool runs: one sync for
+// both. It is told to nobody before then, so a crash that loses it loses
+// no acknowledged event, and the caller's retry (the same message id)
+// writes it again as one message.
 func (t *turn) appendMessage(ctx context.Context, m *Message, to *[]event.Event) error {
 	now := t.r.now()
-	// Set field by field: a literal would be built in a copy of its own
-	// on the stack first, an event's size.
-	var e event.Event
+	var e event.Event // set field by field: a literal is built in a copy on the stack first
 	e.Time, e.Type, e.ID, e.From, e.Owner = now, event.TypeMessage, m.ID, m.From, m.Owner
 	e.Connection, e.Text = m.Connection, m.Text
 	e.Head = prompt.Head(now.Local(), m.Connection, prompt.Speaker{Name: m.From.Name, Owner: m.Owner, ID: m.From.ID})
@@ -139,4 +137,37 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 		t.log().Debug("answer written", "answer", e.Seq)
 	}
 	return &e, nil
+}
+
+// write opens the turn's conversation and appends its message, or finds
+// the message answered already (an Answer with a seq, which is returned).
+func (t *turn) write(ctx context.Context, s *settings.Settings, m *Message) (Answer, error) {
+	t.span.SetStore(s.Storage.Conversations)
+	if err := t.open(ctx, s.Storage.Conversations); err != nil {
+		return Answer{}, err
+	}
+	if err := t.catchUpIDs(ctx); err != nil {
+		return Answer{}, err
+	}
+	if err := t.untold(ctx); err != nil {
+		return Answer{}, fmt.Errorf("the last answer told: %w", err)
+	}
+	a, at, err := t.repeated(ctx, m)
+	switch {
+	case err != nil || a.Seq != 0:
+		return a, err
+	case at != 0:
+		t.seq, t.once.resumed = at, at
+		if err := t.appendAgain(ctx, at); err != nil {
+			return Answer{}, err
+		}
+	default:
+		if err := t.appendMessage(ctx, m, nil); err != nil {
+			return Answer{}, err
+		}
+	}
+	// Written, the text is the window's to give: the turn does not hold
+	// a copy of it while it waits for the model.
+	m.Text = ""
+	return Answer{}, nil
 }

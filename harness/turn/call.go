@@ -37,13 +37,15 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 	return resp, t.refusal(ctx, err, s, req)
 }
 
-// callFallback calls s's fallback model in place of the model, which
-// failed with first; answered, s and req become the fallback's. It is a
-// function of its own, so that its frame is not callModel's while the
-// model is waited on.
+// callFallback calls s's fallback model, the model having failed with
+// first; answered, s and req become the fallback's.
 func (t *turn) callFallback(ctx context.Context, s *settings.Settings, req *model.Request, first error, relay func(string)) (*model.Response, error) {
 	t.log().Warn("model fallback", "model", s.Model.Name, "fallback", s.Model.Fallback, "error", first)
-	fs, freq, err := t.fallback(ctx, s, req)
+	var system func(string) (string, int) // the fallback's own instructions in the first's place
+	if t.comp.sections != nil {
+		system = func(name string) (string, int) { return t.systemFor(s, t.comp.sections, name) }
+	}
+	fs, freq, err := t.facts().Fallback(ctx, s, req, system)
 	if err != nil {
 		return nil, fmt.Errorf("%w; the fallback %s: %v", first, s.Model.Fallback, err)
 	}
@@ -81,27 +83,6 @@ func (t *turn) ask(ctx context.Context, provider string, req *model.Request, onT
 		sp.End(trace.Answer{}, err)
 	}
 	return resp, err
-}
-
-// fallback returns the settings and the request of s's fallback model: its
-// own provider (its facts', else its maker), name, window and answer's
-// room; the rest of the prompt the same.
-func (t *turn) fallback(ctx context.Context, s *settings.Settings, req *model.Request) (settings.Settings, *model.Request, error) {
-	fs := *s
-	fs.Model.Name, fs.Model.Provider, fs.Model.Fallback = s.Model.Fallback, "", ""
-	size, room, err := t.facts().Window(ctx, &fs)
-	if err != nil {
-		return fs, nil, err
-	}
-	freq := *req
-	freq.Model = model.OwnName(fs.Provider(), fs.Model.Name)
-	if t.comp.sections != nil {
-		// The fallback's own instructions in the first's place, the rest of
-		// the prompt the same.
-		freq.System, freq.SystemStable = t.systemFor(s, t.comp.sections, fs.Model.Name)
-	}
-	freq.Window, freq.MaxTokens = size, room
-	return fs, &freq, nil
 }
 
 // getenv reads the environment the runner was given; none is an empty one.

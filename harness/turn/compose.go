@@ -1,11 +1,17 @@
 package turn
 
 import (
+	"cmp"
+	"context"
+
 	"lnk.dev/linkharness/harness/home"
 	"lnk.dev/linkharness/harness/instructions"
+	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/modelfacts"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
+	"lnk.dev/linkharness/harness/window"
+	"lnk.dev/linkharness/store/event"
 )
 
 // composing is what the turn read for its prompt.
@@ -88,4 +94,47 @@ func (t *turn) startConnection(m *Message) string {
 // LeftOut says in the log what the prompt left out, and why.
 func (t *turn) LeftOut(section, file, why string) {
 	t.log().Warn("instruction left out", "section", section, "file", file, "why", why)
+}
+
+// opened is the request, window and share a turn made before the rounds.
+type opened struct {
+	req    *model.Request
+	events []event.Event
+	cp     window.Checkpoint
+	share  int
+}
+
+// prepare readies the turn's tools, and reads its prompt and window.
+func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (opened, error) {
+	t.watchEnd()
+	if err := t.beginTools(ctx, m); err != nil {
+		return opened{}, err
+	}
+	t.comp.msg, t.comp.set = m, s
+	t.comp.sections = t.sections(s, m)
+	system, stable := t.compose(t.comp.sections)
+	size, room, err := t.facts().Window(ctx, s)
+	if err != nil {
+		return opened{}, err
+	}
+	var offered []model.Tool
+	if t.tools.offer != nil {
+		offered = t.tools.offer.Tools()
+	}
+	w := opened{share: window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)}
+	t.sum.share = w.share
+	w.events, w.cp, err = t.readWindow(ctx, w.share)
+	if err != nil {
+		return opened{}, err
+	}
+	w.req = &model.Request{
+		Model:     model.OwnName(s.Provider(), s.Model.Name),
+		System:    system,
+		MaxTokens: room,
+		Window:    size,
+
+		SystemStable: stable,
+		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.comp.cacheThread, t.thread)),
+	}
+	return w, nil
 }

@@ -117,9 +117,8 @@ func (t *turn) watchEnd() {
 
 // endable is ctx ended by End too, with cause ErrEnded: the rounds' context.
 // The steps before them are not, so a turn asked to end has its message
-// written, and answers it marked ended: asked before, its rounds end as
-// they begin. End cancels the rounds' context itself, through the inbox,
-// with no context of its own between.
+// written, and answers it marked ended; asked before, its rounds end as
+// they begin. End cancels it through the inbox, no context between.
 func (t *turn) endable(ctx context.Context) (context.Context, func()) {
 	if t.ops.in == nil {
 		return ctx, func() {}

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
+	"lnk.dev/linkharness/harness/chatdir"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/warm"
 	"lnk.dev/linkharness/store"
@@ -146,11 +146,11 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 		// appending between its message and its answer.
 		fd := dirFD
 		if fd < 0 {
-			if fd, err = openFolder(t.dir); err != nil {
+			if fd, err = chatdir.OpenFolder(t.dir); err != nil {
 				return err
 			}
 		}
-		if err := flockFolder(ctx, t.ops.caller, fd, t.dir); err != nil {
+		if err := chatdir.Lock(ctx, t.ops.caller, fd, t.dir, ErrBusy); err != nil {
 			unix.Close(fd)
 			return err
 		}
@@ -226,52 +226,3 @@ func (t *turn) folderAt() (warm.Folder, error) {
 	}
 	return warm.FolderOf(&st), nil
 }
-
-// openFolder opens the conversation's folder dir, for its flock
-// (flockFolder). A flock belongs to the open file, so it holds between
-// Runners in one process as across processes, and it goes with a process
-// that dies; a warm conversation keeps the folder open between its turns
-// and takes and lets go of the flock on it each turn.
-func openFolder(dir string) (int, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("turn: lock %s: %w", dir, err)
-	}
-	return fd, nil
-}
-
-// flockFolder takes an exclusive flock on fd, the conversation's folder
-// dir open. While another holds it (another process's turn, or a process
-// stuck with the folder locked) it tries again at growing intervals, until
-// the turn's ctx is done (its time, the process's stop) or its caller's
-// is: then ErrBusy, and nothing of the message is written. The caller
-// closes fd when it fails.
-func flockFolder(ctx, caller context.Context, fd int, dir string) error {
-	wait := 100 * time.Microsecond
-	for {
-		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			return fmt.Errorf("turn: lock %s: %w", dir, err)
-		}
-		tm := time.NewTimer(wait)
-		var done context.Context
-		select {
-		case <-ctx.Done():
-			done = ctx
-		case <-caller.Done():
-			done = caller
-		case <-tm.C:
-		}
-		if done != nil {
-			tm.Stop()
-			return fmt.Errorf("%w: %s: %v", ErrBusy, dir, context.Cause(done))
-		}
-		wait = min(2*wait, maxLockPoll)
-	}
-}
-
-// maxLockPoll is the longest flockFolder waits between two tries.
-const maxLockPoll = 50 * time.Millisecond

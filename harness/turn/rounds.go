@@ -143,9 +143,8 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 	}
 }
 
-// appendRound appends the model's answer of a round, and returns it and
-// events with it. The answer is copied into events here, not in rounds,
-// whose frame is on the stack while the model is waited on.
+// appendRound appends a round's answer, and returns it and events with it:
+// copied here, not in rounds, whose frame is under the model's wait.
 func (t *turn) appendRound(ctx context.Context, s *settings.Settings, resp *model.Response, cp *window.Checkpoint, events []event.Event) (*event.Event, []event.Event, error) {
 	answer, err := t.appendAnswer(ctx, s, resp, *cp, events)
 	if err != nil {
@@ -154,10 +153,8 @@ func (t *turn) appendRound(ctx context.Context, s *settings.Settings, resp *mode
 	return answer, append(events, *answer), nil
 }
 
-// resume runs the calls the turn that ended first made and never ran,
-// appended to events, and says how many rounds the turns before spent on
-// the message: a message whose turns keep failing is not given every
-// round again at each retry.
+// resume runs the calls a turn that ended made and never ran, and counts
+// the rounds spent on the message: failing turns are not given them again.
 func (t *turn) resume(ctx context.Context, events []event.Event) ([]event.Event, int, error) {
 	if calls := idempotency.Unanswered(events, t.once.resumed); len(calls) > 0 {
 		results, err := t.runCalls(ctx, calls)

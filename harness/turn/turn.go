@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/instructions"
 	"lnk.dev/linkharness/harness/metrics"
-	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/harness/settings"
@@ -320,10 +318,8 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 	return a, nil
 }
 
-// answered is what follows a turn's answer, or its failure with err,
-// ctx being the turn's and start its beginning: the failure said, the
-// answer given to be told, the turn counted and a failure logged. It
-// returns err as the caller is told it.
+// answered follows a turn begun at start, ctx its own, answered or failed
+// with err: counted, logged, and err returned as its caller is told it.
 func (t *turn) answered(ctx context.Context, start time.Time, seq int64, err error) error {
 	r := t.r
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
@@ -479,19 +475,10 @@ func (t *turn) answer(ctx context.Context, m *Message, onText func(string)) (Ans
 	ctx, cancel := t.withTimeout(ctx, s)
 	defer cancel()
 	a, err := t.steps(ctx, s, m, onText)
-	if err != nil && pastTime(ctx) {
-		err = pastTimeError(ctx, err)
+	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrBusy) {
+		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
 	}
 	return a, err
-}
-
-// pastTimeError is err of a turn ended by its time, ctx being the turn's:
-// the time said, unless err says it, or that the conversation was busy.
-func pastTimeError(ctx context.Context, err error) error {
-	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrBusy) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", context.Cause(ctx), err)
 }
 
 // withTimeout is ctx ended at the turn's time, [turn] timeout, with a
@@ -507,12 +494,9 @@ func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.C
 // pastTime says whether ctx, a turn's, was ended by the turn's time.
 func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrTimeout) }
 
-// steps are a turn's steps once its settings are read. The model is
-// waited on in rounds, below steps' frame and its callers': what comes
-// before it and after it is in functions of their own (write, prepare,
-// finish), so
-// that their frames are gone while the turn waits (a goroutine's stack is
-// a power of two that fits its deepest frames, see TestWaitingTurnStack).
+// steps are a turn's steps once its settings are read. What comes before
+// the rounds and after them is in functions of their own, whose frames are
+// gone while the model is waited on (see TestWaitingTurnStack).
 func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onText func(string)) (Answer, error) {
 	if a, err := t.write(ctx, s, m); err != nil || a.Seq != 0 {
 		return a, err
@@ -539,83 +523,6 @@ func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onTe
 	}
 	t.finish(ctx, s, &w, all)
 	return answerOf(t.thread, reply), nil
-}
-
-// opened is what a turn read and made before it asks the model: the
-// request, the window's events and where the window begins.
-type opened struct {
-	req    *model.Request
-	events []event.Event
-	cp     window.Checkpoint
-	share  int
-}
-
-// write opens the turn's conversation and appends its message, or finds
-// the message answered already (an Answer with a seq, which is returned).
-func (t *turn) write(ctx context.Context, s *settings.Settings, m *Message) (Answer, error) {
-	t.span.SetStore(s.Storage.Conversations)
-	if err := t.open(ctx, s.Storage.Conversations); err != nil {
-		return Answer{}, err
-	}
-	if err := t.catchUpIDs(ctx); err != nil {
-		return Answer{}, err
-	}
-	if err := t.untold(ctx); err != nil {
-		return Answer{}, fmt.Errorf("the last answer told: %w", err)
-	}
-	a, at, err := t.repeated(ctx, m)
-	switch {
-	case err != nil || a.Seq != 0:
-		return a, err
-	case at != 0:
-		t.seq, t.once.resumed = at, at
-		if err := t.appendAgain(ctx, at); err != nil {
-			return Answer{}, err
-		}
-	default:
-		if err := t.appendMessage(ctx, m, nil); err != nil {
-			return Answer{}, err
-		}
-	}
-	// Written, the text is the window's to give: the turn does not hold
-	// a copy of it while it waits for the model.
-	m.Text = ""
-	return Answer{}, nil
-}
-
-// prepare readies the turn's tools, and reads its prompt and window.
-func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (opened, error) {
-	t.watchEnd()
-	if err := t.beginTools(ctx, m); err != nil {
-		return opened{}, err
-	}
-	t.comp.msg, t.comp.set = m, s
-	t.comp.sections = t.sections(s, m)
-	system, stable := t.compose(t.comp.sections)
-	size, room, err := t.facts().Window(ctx, s)
-	if err != nil {
-		return opened{}, err
-	}
-	var offered []model.Tool
-	if t.tools.offer != nil {
-		offered = t.tools.offer.Tools()
-	}
-	w := opened{share: window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)}
-	t.sum.share = w.share
-	w.events, w.cp, err = t.readWindow(ctx, w.share)
-	if err != nil {
-		return opened{}, err
-	}
-	w.req = &model.Request{
-		Model:     model.OwnName(s.Provider(), s.Model.Name),
-		System:    system,
-		MaxTokens: room,
-		Window:    size,
-
-		SystemStable: stable,
-		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.comp.cacheThread, t.thread)),
-	}
-	return w, nil
 }
 
 // finish is what a turn does once its answer is durable: the copy for

@@ -174,10 +174,8 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 	return t.windowRead(events, toks, sizes, cp, share)
 }
 
-// windowRead is windowFrom of the events read from the log, newest first,
-// with their tokens and sizes; the warm conversation keeps them. It is a
-// function of its own: reversing events takes an event's copy on the
-// stack, not to be in readWindow's frame while it reads.
+// windowRead is windowFrom of events read newest first, kept warm; apart
+// from readWindow, whose frame is under every read, as reversing copies one.
 func (t *turn) windowRead(events []event.Event, toks, sizes []int, cp window.Checkpoint, share int) ([]event.Event, window.Checkpoint, error) {
 	// Oldest first, from the checkpoint's start.
 	slices.Reverse(events)
