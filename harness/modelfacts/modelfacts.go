@@ -2,6 +2,7 @@ package modelfacts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -80,10 +81,14 @@ func (t *Turn) Window(ctx context.Context, s *settings.Settings) (size, room int
 	return size, facts.AnswerRoom(&m, s, size), nil
 }
 
-// Refusal is the error of a prompt refused as too long (err, the
-// provider's words): the window it was sized for (size; 0 when not known)
-// and where that came from, and where to change it.
+// Refusal is err, or, for a prompt refused as too long (model.ErrTooLong,
+// in the provider's words), the error that says the window it was sized
+// for (size; 0 when not known), where that came from, and where to change
+// it.
 func (t *Turn) Refusal(ctx context.Context, err error, s *settings.Settings, size int) error {
+	if !errors.Is(err, model.ErrTooLong) {
+		return err
+	}
 	from := facts.Source("")
 	if m, ferr := t.Model(ctx, s); ferr == nil {
 		var sz int

@@ -3,6 +3,7 @@ package modelfacts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,7 +78,7 @@ func TestRefusal(t *testing.T) {
 	tu := turnIn(t, "")
 	s := settings.Settings{}
 	s.Model.Name = "anthropic/claude-opus-5-5"
-	errLong := errors.New("prompt is too long")
+	errLong := fmt.Errorf("%w: prompt is too long", model.ErrTooLong)
 	err := tu.Refusal(context.Background(), errLong, &s, 0)
 	path, _ := facts.UserPath(tu.Getenv)
 	for _, w := range []string{"1000000 tokens", "[window] max", path} {

@@ -34,7 +34,7 @@ func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.R
 	if err != nil && ctx.Err() == nil && !started && s.Model.Fallback != "" && errors.Is(err, model.ErrUnavailable) {
 		return t.callFallback(ctx, s, req, err, relay)
 	}
-	return resp, t.refusal(ctx, err, s, req)
+	return resp, t.facts().Refusal(ctx, err, s, req.Window)
 }
 
 // callFallback calls s's fallback model, the model having failed with
@@ -52,19 +52,10 @@ func (t *turn) callFallback(ctx context.Context, s *settings.Settings, req *mode
 	resp, err := t.ask(ctx, fs.Provider(), freq, relay)
 	if err != nil {
 		err = fmt.Errorf("%s was unavailable (%v), and the fallback %s failed: %w", s.Model.Name, first, fs.Model.Name, err)
-		return nil, t.refusal(ctx, err, &fs, freq) // the refusal is the fallback's
+		return nil, t.facts().Refusal(ctx, err, &fs, freq.Window) // the refusal is the fallback's
 	}
 	*s, *req = fs, *freq
 	return resp, nil
-}
-
-// refusal is err, or for a prompt too long for the model of s the
-// refusal that says so.
-func (t *turn) refusal(ctx context.Context, err error, s *settings.Settings, req *model.Request) error {
-	if err != nil && errors.Is(err, model.ErrTooLong) {
-		return t.facts().Refusal(ctx, err, s, req.Window)
-	}
-	return err
 }
 
 // ask calls provider's model once, timing the call.
