@@ -16,6 +16,7 @@ type operations struct {
 	caller  context.Context         // the caller's: bounds waiting for another process's turn, as for one here
 	endMark bool                    // the answer appended next is marked ended
 	timeout time.Duration           // the turn's whole time, [turn] timeout
+	cancel  context.CancelCauseFunc // ends the turn's own context: its time, the process's stop
 	watch   ending.Watch            // its end record, read while it runs (see end.go)
 }
 

@@ -290,7 +290,7 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 		ends.add(r.home.Drop)
 	}
 	start := r.now()
-	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller}}
+	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller, cancel: cancel}}
 	t.span = r.Tracer.Turn(caller, m.TraceFrom, trace.Who{Agent: r.Agent.Name, Conversation: thread})
 	var spanErr error
 	ends.add(func() { t.span.End(spanErr) }) // once all its children have ended
@@ -472,8 +472,7 @@ func (t *turn) answer(ctx context.Context, m *Message, onText func(string)) (Ans
 	if err != nil {
 		return Answer{}, err
 	}
-	ctx, cancel := t.withTimeout(ctx, s)
-	defer cancel()
+	defer t.timeOn(s)()
 	a, err := t.steps(ctx, s, m, onText)
 	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrBusy) {
 		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
@@ -481,14 +480,14 @@ func (t *turn) answer(ctx context.Context, m *Message, onText func(string)) (Ans
 	return a, err
 }
 
-// withTimeout is ctx ended at the turn's time, [turn] timeout, with a
-// cause that is ErrTimeout and says the time.
-func (t *turn) withTimeout(ctx context.Context, s *settings.Settings) (context.Context, context.CancelFunc) {
+// timeOn cancels the turn's own context at its time, [turn] timeout, the
+// cause ErrTimeout saying the time (no context of its own); it returns its stop.
+func (t *turn) timeOn(s *settings.Settings) func() bool {
 	t.ops.timeout = time.Duration(s.Turn.Timeout)
 	if t.ops.timeout <= 0 {
 		t.ops.timeout = DefaultTimeout
 	}
-	return context.WithTimeoutCause(ctx, t.ops.timeout, fmt.Errorf("%w of %v", ErrTimeout, t.ops.timeout))
+	return time.AfterFunc(t.ops.timeout, func() { t.ops.cancel(fmt.Errorf("%w of %v", ErrTimeout, t.ops.timeout)) }).Stop
 }
 
 // pastTime says whether ctx, a turn's, was ended by the turn's time.
