@@ -111,8 +111,11 @@ func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (o
 		return opened{}, err
 	}
 	t.comp.msg, t.comp.set = m, s
-	t.comp.sections = t.sections(s, m)
-	system, stable := t.compose(t.comp.sections)
+	sections := t.sections(s, m)
+	if s.Model.Fallback != "" {
+		t.comp.sections = sections // for the fallback's prompt; else let go once composed
+	}
+	system, stable := t.compose(sections)
 	size, room, err := t.facts().Window(ctx, s)
 	if err != nil {
 		return opened{}, err
