@@ -16,7 +16,7 @@ import (
 func OpenFolder(dir string) (int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("turn: lock %s: %w", dir, err)
+		return -1, fmt.Errorf("chatdir: lock %s: %w", dir, err)
 	}
 	return fd, nil
 }
@@ -35,7 +35,7 @@ func Lock(ctx, caller context.Context, fd int, dir string, busy error) error {
 			return nil
 		}
 		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			return fmt.Errorf("turn: lock %s: %w", dir, err)
+			return fmt.Errorf("chatdir: lock %s: %w", dir, err)
 		}
 		tm := time.NewTimer(wait)
 		var done context.Context

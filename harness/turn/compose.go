@@ -70,6 +70,16 @@ func (t *turn) sections(s *settings.Settings, m *Message) []prompt.Section {
 	return t.reader().Sections(s, t.tools.words, t.startConnection(m))
 }
 
+// composeFor is the system prompt for m, and its stable part's length; its
+// sections are kept for a fallback model's prompt when s names one.
+func (t *turn) composeFor(s *settings.Settings, m *Message) (string, int) {
+	sections := t.sections(s, m)
+	if s.Model.Fallback != "" {
+		t.comp.sections = sections
+	}
+	return t.compose(sections)
+}
+
 // compose is the system prompt of sections, and its stable part's length.
 func (t *turn) compose(sections []prompt.Section) (string, int) {
 	return t.reader().Compose(sections)
@@ -111,11 +121,7 @@ func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (o
 		return opened{}, err
 	}
 	t.comp.msg, t.comp.set = m, s
-	sections := t.sections(s, m)
-	if s.Model.Fallback != "" {
-		t.comp.sections = sections // for the fallback's prompt; else let go once composed
-	}
-	system, stable := t.compose(sections)
+	system, stable := t.composeFor(s, m)
 	size, room, err := t.facts().Window(ctx, s)
 	if err != nil {
 		return opened{}, err

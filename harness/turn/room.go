@@ -121,8 +121,7 @@ func (t *turn) recompose(req *model.Request) {
 	if t.comp.msg == nil || t.comp.set == nil {
 		return
 	}
-	t.comp.sections = t.sections(t.comp.set, t.comp.msg)
-	req.System, req.SystemStable = t.compose(t.comp.sections)
+	req.System, req.SystemStable = t.composeFor(t.comp.set, t.comp.msg)
 	t.sum.share = window.Share(req.Window, req.MaxTokens, window.Tokens(req.System)+toolsTokens(req.Tools), t.comp.set.Window.Margin)
 }
 

@@ -99,7 +99,7 @@ func (c *Conversation) append(ctx context.Context, seq int64, event []byte, defe
 
 // again appends the event at seq, taken, again: its line must be the
 // same bytes. It is a function of its own, its frame apart from append's,
-// which is on a turn's stack at every append (see package apart).
+// which is on its caller's stack at every append.
 func (c *Conversation) again(e *end, seq int64, event []byte) error {
 	line, off, err := c.find(e, seq)
 	if err != nil {
