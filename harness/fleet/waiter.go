@@ -17,7 +17,7 @@ import (
 // concurrent use.
 type waiter struct {
 	set  *epoll.Set
-	fire func(id uint64) // w.woken, made once
+	fire epoll.Func // w.woken, made once
 
 	mu sync.Mutex
 	// guarded by mu

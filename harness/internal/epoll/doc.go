@@ -1,5 +1,5 @@
 // Package epoll is an epoll set and the one goroutine that waits on it,
-// telling each descriptor's events to the function it was added with. A
+// telling each descriptor's events to what it was added with. A
 // process makes one: the agents' listeners waiting for a connection
 // (harness/fleet) and their connections' callers leaving
 // (harness/internal/httpconn) share it, so however many agents and

@@ -14,9 +14,21 @@ type Set struct {
 
 	mu sync.Mutex
 	// guarded by mu
-	fns  map[uint64]func(id uint64) // by id, until Forget
+	told map[uint64]Told // by id, until Forget
 	next uint64
 }
+
+// Told is what is told a descriptor's events: Event is called with the id
+// it was added under, on the set's goroutine, and must not block (it notes
+// what came, or starts a goroutine for more). What is added is kept by the
+// set until Forget, so its teller needs no account of its own by id.
+type Told interface{ Event(id uint64) }
+
+// Func is a function as a Told.
+type Func func(id uint64)
+
+// Event calls f.
+func (f Func) Event(id uint64) { f(id) }
 
 // New makes a set and starts its goroutine.
 func New() (*Set, error) {
@@ -24,20 +36,18 @@ func New() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{fd: fd, fns: map[uint64]func(uint64){}}
+	s := &Set{fd: fd, told: map[uint64]Told{}}
 	go s.loop()
 	return s, nil
 }
 
 // Add adds descriptor fd for events (unix.EPOLLIN, EPOLLRDHUP, EPOLLET,
-// EPOLLONESHOT…); fn is called with its id, on the set's goroutine, at
-// each event until Forget. fn must not block: it notes what came, or
-// starts a goroutine for more.
-func (s *Set) Add(fd int, events uint32, fn func(id uint64)) (uint64, error) {
+// EPOLLONESHOT…); t is told each event with its id until Forget.
+func (s *Set) Add(fd int, events uint32, t Told) (uint64, error) {
 	s.mu.Lock()
 	s.next++
 	id := s.next
-	s.fns[id] = fn
+	s.told[id] = t
 	s.mu.Unlock()
 	ev := unix.EpollEvent{Events: events, Fd: int32(id), Pad: int32(id >> 32)}
 	if err := unix.EpollCtl(s.fd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
@@ -66,7 +76,7 @@ func (s *Set) Delete(fd int, id uint64) {
 // out of the set.
 func (s *Set) Forget(id uint64) {
 	s.mu.Lock()
-	delete(s.fns, id)
+	delete(s.told, id)
 	s.mu.Unlock()
 }
 
@@ -83,10 +93,10 @@ func (s *Set) loop() {
 		for _, ev := range events[:n] {
 			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 			s.mu.Lock()
-			fn := s.fns[id]
+			t := s.told[id]
 			s.mu.Unlock()
-			if fn != nil {
-				fn(id)
+			if t != nil {
+				t.Event(id)
 			}
 		}
 	}

@@ -34,11 +34,11 @@ func TestSetTells(t *testing.T) {
 	c, d := pair(t)
 	got := make(chan uint64, 8)
 	other := make(chan uint64, 8)
-	id, err := s.Add(a, unix.EPOLLIN|unix.EPOLLONESHOT, func(id uint64) { got <- id })
+	id, err := s.Add(a, unix.EPOLLIN|unix.EPOLLONESHOT, Func(func(id uint64) { got <- id }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	id2, err := s.Add(c, unix.EPOLLRDHUP|unix.EPOLLET, func(id uint64) { other <- id })
+	id2, err := s.Add(c, unix.EPOLLRDHUP|unix.EPOLLET, Func(func(id uint64) { other <- id }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestSetTells(t *testing.T) {
 	s.Rearm(a, id, unix.EPOLLIN|unix.EPOLLONESHOT)
 	e, f := pair(t)
 	third := make(chan uint64, 1)
-	if _, err := s.Add(e, unix.EPOLLIN, func(id uint64) { third <- id }); err != nil {
+	if _, err := s.Add(e, unix.EPOLLIN, Func(func(id uint64) { third <- id })); err != nil {
 		t.Fatal(err)
 	}
 	unix.Write(f, []byte("x"))
@@ -87,7 +87,7 @@ func TestSetDelete(t *testing.T) {
 		t.Skipf("no epoll: %v", err)
 	}
 	a, _ := pair(t)
-	id, err := s.Add(a, unix.EPOLLIN|unix.EPOLLONESHOT, func(uint64) {})
+	id, err := s.Add(a, unix.EPOLLIN|unix.EPOLLONESHOT, Func(func(uint64) {}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,9 +117,9 @@ type conn struct {
 // connection.
 var errLeft = errors.New("httpconn: the caller closed the connection")
 
-// gone is told by the watcher that the far end closed: the running
-// request's context is canceled.
-func (c *conn) gone() {
+// Event is told by the epoll set that the far end closed (see Watcher):
+// the running request's context is canceled.
+func (c *conn) Event(uint64) {
 	c.left.Store(true)
 	c.mu.Lock()
 	if c.cancel != nil {
