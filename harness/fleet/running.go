@@ -46,14 +46,7 @@ func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if err := r.wake(); err != nil {
-		r.f.Log.Error("agent not woken", "agent", r.name, "error", err)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		b, _ := json.Marshal(struct {
-			Error string `json:"error"`
-		}{fmt.Sprintf("agent %s could not wake: %v", r.name, err)})
-		w.Write(append(b, '\n'))
+		r.notWoken(w, err)
 		return
 	}
 	defer r.rest()
@@ -61,6 +54,20 @@ func (r *running) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Connection", "close") // its connection ends with this answer
 	}
 	r.inner.ServeHTTP(w, req)
+}
+
+// notWoken answers a request to an agent that could not wake: 503 with
+// Retry-After, logged. A function of its own, so its frame is not on the
+// stack of every turn, which runs under ServeHTTP.
+func (r *running) notWoken(w http.ResponseWriter, err error) {
+	r.f.Log.Error("agent not woken", "agent", r.name, "error", err)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{fmt.Sprintf("agent %s could not wake: %v", r.name, err)})
+	w.Write(append(b, '\n'))
 }
 
 // wake counts a request in, making the agent again if it sleeps. An error

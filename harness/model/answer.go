@@ -35,6 +35,7 @@ type answer struct {
 	room answerRoom
 	resp Response
 	text strings.Builder
+	post post // the call that streams it
 }
 
 // appendText adds a fragment to the answer and hands it on. The fragment
@@ -60,20 +61,33 @@ var parsers fastjson.ParserPool
 // until take says the answer is done or take or next fails. The answer's
 // text is then set from its builder, however the stream ended.
 func (a *answer) decodeEach(what string, next func() ([]byte, error), take func(*fastjson.Value) (bool, error)) error {
-	defer func() { a.resp.Text = a.text.String() }()
 	p := parsers.Get()
-	defer parsers.Put(p)
+	var err error
 	for {
-		data, err := next()
-		if err != nil {
-			return err
+		var data []byte
+		if data, err = next(); err != nil {
+			break
 		}
-		v, err := p.ParseBytes(data)
-		if err != nil {
-			return fmt.Errorf("%w: %s is not JSON: %v", ErrMalformed, what, err)
+		v, perr := p.ParseBytes(data)
+		if perr != nil {
+			err = notJSON(what, perr)
+			break
 		}
-		if done, err := take(v); err != nil || done {
-			return err
+		var done bool
+		if done, err = take(v); err != nil || done {
+			break
 		}
 	}
+	parsers.Put(p)
+	a.resp.Text = a.text.String()
+	return err
+}
+
+// notJSON is the error of what, a piece of a stream, not parsed as JSON.
+// A function of its own: decodeEach is under a turn's every wait for its
+// stream.
+//
+//go:noinline
+func notJSON(what string, err error) error {
+	return fmt.Errorf("%w: %s is not JSON: %v", ErrMalformed, what, err)
 }

@@ -28,19 +28,27 @@ var _ Client = (*Anthropic)(nil)
 
 // Call implements Client.
 func (c *Anthropic) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
+	d := &anthropicStream{answer: answer{room: newRoom(req)}}
+	if err := c.prepare(&d.post, req); err != nil {
+		return nil, err
+	}
+	return d.ask(ctx, func(s *sseReader) error { return d.decode(s, onText) })
+}
+
+// prepare makes the call that sends req.
+func (c *Anthropic) prepare(p *post, req *Request) error {
 	again := func(dst []byte) ([]byte, error) { return appendAnthropicRequest(dst, req) }
 	body, err := again(newBody(bodySize(req, FormatAnthropic)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h := jsonHeader("text/event-stream")
 	h.Set("Anthropic-Version", AnthropicVersion)
 	if c.Key != "" {
 		h.Set("X-Api-Key", c.Key)
 	}
-	p := post{provider: "anthropic", hc: httpClient(c.HTTP), url: c.Base + "/v1/messages", body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
-	d := anthropicStream{answer: answer{room: newRoom(req)}}
-	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
+	*p = post{provider: "anthropic", hc: httpClient(c.HTTP), url: c.Base + "/v1/messages", body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
+	return nil
 }
 
 // cacheControl marks a prompt cache breakpoint: the provider keeps the

@@ -41,14 +41,22 @@ var (
 
 // Call implements Client.
 func (c *Ollama) Call(ctx context.Context, req *Request, onText func(string)) (*Response, error) {
+	d := &ollamaStream{answer: answer{room: newRoom(req)}}
+	if err := c.prepare(&d.post, req); err != nil {
+		return nil, err
+	}
+	return d.ask(ctx, func(s *sseReader) error { return d.decode(s, onText) })
+}
+
+// prepare makes the call that sends req.
+func (c *Ollama) prepare(p *post, req *Request) error {
 	again := func(dst []byte) ([]byte, error) { return appendOllamaRequest(dst, req) }
 	body, err := again(newBody(bodySize(req, FormatOllama)))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p := post{provider: "ollama", hc: httpClient(c.HTTP), url: c.Base + "/api/chat", body: body, again: again, header: bearerHeader("application/x-ndjson", c.Key), stall: req.Stall, timeout: req.Timeout}
-	d := ollamaStream{answer: answer{room: newRoom(req)}}
-	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
+	*p = post{provider: "ollama", hc: httpClient(c.HTTP), url: c.Base + "/api/chat", body: body, again: again, header: bearerHeader("application/x-ndjson", c.Key), stall: req.Stall, timeout: req.Timeout}
+	return nil
 }
 
 // Describe implements Describer with /api/show: the trained window is

@@ -31,14 +31,22 @@ func (c *OpenAI) Call(ctx context.Context, req *Request, onText func(string)) (*
 	if provider == "" {
 		provider = "openai"
 	}
+	d := &openAIStream{provider: provider, answer: answer{room: newRoom(req)}}
+	if err := c.prepare(&d.post, provider, req); err != nil {
+		return nil, err
+	}
+	return d.ask(ctx, func(s *sseReader) error { return d.decode(s, onText) })
+}
+
+// prepare makes the call that sends req to provider.
+func (c *OpenAI) prepare(p *post, provider string, req *Request) error {
 	again := func(dst []byte) ([]byte, error) { return appendOpenAIRequest(dst, req, provider == "openrouter") }
 	body, err := again(newBody(bodySize(req, provider)))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p := post{provider: provider, hc: httpClient(c.HTTP), url: c.Base + "/v1/chat/completions", body: body, again: again, header: bearerHeader("text/event-stream", c.Key), stall: req.Stall, timeout: req.Timeout}
-	d := openAIStream{provider: provider, answer: answer{room: newRoom(req)}}
-	return p.call(ctx, &d.answer, func(s *sseReader) error { return d.decode(s, onText) })
+	*p = post{provider: provider, hc: httpClient(c.HTTP), url: c.Base + "/v1/chat/completions", body: body, again: again, header: bearerHeader("text/event-stream", c.Key), stall: req.Stall, timeout: req.Timeout}
+	return nil
 }
 
 // appendOpenAIRequest appends req as a Chat Completions request body, its

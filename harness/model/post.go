@@ -85,64 +85,96 @@ type post struct {
 	header   http.Header
 	stall    time.Duration
 	timeout  time.Duration // the whole call's; 0 means DefaultTimeout
+
+	// Set by send for the call's time, let go of by end.
+	start  time.Time
+	ctx    context.Context // the call's: canceled by its timer, or once it ends
+	cancel context.CancelCauseFunc
+	read   stallReader // the response's body, its timer pushed back by every byte
+	sent   *sent       // the request's body
 }
 
 // do sends the request and hands its event stream to decode, which returns
 // once the provider says the answer is complete. It returns the time from
-// the request's start to then. Its frame is on a waiting turn's stack, so
-// what builds the request and words its errors is in functions of their
-// own, gone while it waits (see package apart).
+// the request's start to then. Its frame is on the stack of a turn waiting
+// on its stream, so what sends the request (send) and words its errors is
+// in functions of their own, gone while it waits, and what the call holds
+// meanwhile is in p, not in the frame (see package apart).
 func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Duration, error) {
-	start := time.Now()
-	stall := p.stall
-	if stall <= 0 {
-		stall = DefaultStall
+	resp, err := p.send(ctx)
+	defer p.end()
+	if err != nil {
+		return 0, err
 	}
-	timeout := p.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return 0, statusError(p.provider, resp)
 	}
-	// One timer ends the call, at the stall (pushed back by every byte
-	// read) or at the whole call's time, whichever comes first: no context
-	// of its own for the whole time, which a turn waiting on its model
-	// would hold with its timer and its place among its parent's children.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	deadline := start.Add(timeout)
-	timer := time.AfterFunc(min(stall, timeout), func() {
+	p.read.r = resp.Body
+	err = readStream(&p.read, decode)
+	latency := time.Since(p.start)
+	if err == nil {
+		drain(resp.Body)
+		return latency, nil
+	}
+	return latency, p.streamError(err)
+}
+
+// send sends the request, with the call's context and its one timer, which
+// ends the call at the stall (pushed back by every byte read) or at the
+// whole call's time, whichever comes first: no context of its own for the
+// whole time, which a turn waiting on its model would hold with its timer
+// and its place among its parent's children. end lets go of what it made.
+func (p *post) send(ctx context.Context) (*http.Response, error) {
+	p.start = time.Now()
+	if p.stall <= 0 {
+		p.stall = DefaultStall
+	}
+	if p.timeout <= 0 {
+		p.timeout = DefaultTimeout
+	}
+	p.ctx, p.cancel = context.WithCancelCause(ctx)
+	deadline := p.start.Add(p.timeout)
+	cancel := p.cancel
+	p.read = stallReader{stall: p.stall, deadline: deadline}
+	p.read.timer = time.AfterFunc(min(p.stall, p.timeout), func() {
 		if time.Now().Before(deadline) {
 			cancel(ErrStalled)
 		} else {
 			cancel(ErrTimeout)
 		}
 	})
-	defer timer.Stop()
-
-	body := &sent{b: p.body, size: len(p.body), again: p.again}
+	p.sent = &sent{b: p.body, size: len(p.body), again: p.again}
 	p.body = nil // given back once written (see sent)
-	defer body.release()
-	req, err := p.request(ctx, body)
+	req, err := p.request(p.ctx, p.sent)
 	if err != nil {
-		return 0, fmt.Errorf("model: %s: %w", p.provider, err)
+		return nil, fmt.Errorf("model: %s: %w", p.provider, err)
 	}
 	resp, err := roundTrip(p.hc, req)
 	if err != nil {
-		return 0, p.sendError(ctx, err, stall, timeout)
+		return nil, p.sendError(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return 0, statusError(p.provider, resp)
-	}
+	return resp, nil
+}
 
-	err = readStream(&stallReader{r: resp.Body, timer: timer, stall: stall, deadline: deadline}, decode)
-	latency := time.Since(start)
-	if err == nil {
-		// Read the little left (the chunked body's end) so the connection
-		// can be used again.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return latency, nil
+// end lets go of what send made: the call's context, its timer and the
+// request's body.
+func (p *post) end() {
+	if p.cancel != nil {
+		p.cancel(nil)
 	}
-	return latency, p.streamError(ctx, err, stall, timeout)
+	if p.read.timer != nil {
+		p.read.timer.Stop()
+	}
+	if p.sent != nil {
+		p.sent.release()
+	}
+}
+
+// drain reads the little left of a stream whose answer is complete (the
+// chunked body's end) so its connection can be used again.
+func drain(body io.Reader) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
 }
 
 // request is the request that sends body.
@@ -162,13 +194,14 @@ func (p *post) request(ctx context.Context, body *sent) (*http.Request, error) {
 	return req, nil
 }
 
-// sendError says why a request had no response, ctx being its context.
-func (p *post) sendError(ctx context.Context, err error, stall, timeout time.Duration) error {
+// sendError says why a request had no response.
+func (p *post) sendError(err error) error {
+	ctx := p.ctx
 	switch context.Cause(ctx) {
 	case ErrStalled:
-		return fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, stall)
+		return fmt.Errorf("model: %s: %w: no response in %v", p.provider, ErrStalled, p.stall)
 	case ErrTimeout:
-		return fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, timeout)
+		return fmt.Errorf("model: %s: %w: no answer in %v", p.provider, ErrTimeout, p.timeout)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
@@ -177,12 +210,13 @@ func (p *post) sendError(ctx context.Context, err error, stall, timeout time.Dur
 }
 
 // streamError says why a response's stream ended before its answer did.
-func (p *post) streamError(ctx context.Context, err error, stall, timeout time.Duration) error {
+func (p *post) streamError(err error) error {
+	ctx := p.ctx
 	switch {
 	case context.Cause(ctx) == ErrStalled:
-		return fmt.Errorf("model: %s: %w: no byte for %v", p.provider, ErrStalled, stall)
+		return fmt.Errorf("model: %s: %w: no byte for %v", p.provider, ErrStalled, p.stall)
 	case context.Cause(ctx) == ErrTimeout:
-		return fmt.Errorf("model: %s: %w: the answer was not over in %v", p.provider, ErrTimeout, timeout)
+		return fmt.Errorf("model: %s: %w: the answer was not over in %v", p.provider, ErrTimeout, p.timeout)
 	case ctx.Err() != nil:
 		return fmt.Errorf("model: %s: %w", p.provider, context.Cause(ctx))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -197,10 +231,10 @@ func (p *post) streamError(ctx context.Context, err error, stall, timeout time.D
 	return fmt.Errorf("model: %s: %w: %v", p.provider, ErrCut, err)
 }
 
-// call sends the request and hands its event stream to decode, which
-// builds a, and returns a's response with the call's latency.
-func (p *post) call(ctx context.Context, a *answer, decode func(*sseReader) error) (*Response, error) {
-	latency, err := p.do(ctx, decode)
+// ask sends a's request, a.post, and hands its event stream to decode,
+// which builds a, and returns a's response with the call's latency.
+func (a *answer) ask(ctx context.Context, decode func(*sseReader) error) (*Response, error) {
+	latency, err := a.post.do(ctx, decode)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (s *sseReader) next() ([]byte, error) {
 			s.data = append(s.data, '\n')
 		}
 		if len(s.data)+len(value) > maxLine {
-			return nil, fmt.Errorf("%w: an event over %d bytes", ErrMalformed, maxLine)
+			return nil, overLine("an event")
 		}
 		s.data = append(s.data, value...)
 		has = true
@@ -80,11 +80,20 @@ func (s *sseReader) readLine() ([]byte, error) {
 		}
 		return nil, err
 	}
-	s.line = append(s.line[:0], line...)
+	return s.longLine(line)
+}
+
+// longLine puts together in s.line a line longer than the reader's buffer,
+// first its start. It and overLine are functions of their own: readLine
+// and next are under a turn's every wait for its stream.
+//
+//go:noinline
+func (s *sseReader) longLine(first []byte) ([]byte, error) {
+	s.line = append(s.line[:0], first...)
 	for {
-		line, err = s.r.ReadSlice('\n')
+		line, err := s.r.ReadSlice('\n')
 		if len(s.line)+len(line) > maxLine {
-			return nil, fmt.Errorf("%w: a line over %d bytes", ErrMalformed, maxLine)
+			return nil, overLine("a line")
 		}
 		s.line = append(s.line, line...)
 		switch err {
@@ -119,15 +128,38 @@ var readers = sync.Pool{New: func() any { return &sseReader{r: bufio.NewReaderSi
 const sseBuf = 4 << 10
 
 // readStream hands decode the event stream r holds, read through a pooled
-// reader.
+// reader. Its frame is under a turn's every wait for its stream, so the
+// pool's work is in functions of their own.
 func readStream(r io.Reader, decode func(*sseReader) error) error {
+	s := takeReader(r)
+	err := decode(s)
+	giveReader(s)
+	return err
+}
+
+// takeReader is a pooled stream reader of r.
+//
+//go:noinline
+func takeReader(r io.Reader) *sseReader {
 	s := readers.Get().(*sseReader)
 	s.r.Reset(r)
-	err := decode(s)
+	return s
+}
+
+// giveReader puts s back in the pool, reading nothing.
+//
+//go:noinline
+func giveReader(s *sseReader) {
 	s.r.Reset(nil)
 	if cap(s.line) > 64<<10 || cap(s.data) > 64<<10 {
 		s.line, s.data = nil, nil // a rare long line is not kept for every call after
 	}
 	readers.Put(s)
-	return err
+}
+
+// overLine is the error of what, a line or an event, over maxLine.
+//
+//go:noinline
+func overLine(what string) error {
+	return fmt.Errorf("%w: %s over %d bytes", ErrMalformed, what, maxLine)
 }

@@ -37,6 +37,15 @@ func (b *body) Read(p []byte) (int, error) {
 	if err == nil {
 		return n, nil
 	}
+	return n, b.ended(err)
+}
+
+// ended ends the body with the error its read met, and says how to tell
+// it. A function of its own: Read is under a turn's every wait for its
+// model's stream.
+//
+//go:noinline
+func (b *body) ended(err error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
@@ -52,7 +61,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.c != nil {
 		b.end(err == io.EOF)
 	}
-	return n, err
+	return err
 }
 
 // Close ends the body; before its end it closes the connection.

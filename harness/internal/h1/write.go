@@ -43,8 +43,43 @@ func plain(req *http.Request) bool {
 // would with Content-Length. A body larger than bw has room for goes
 // straight to w, bw's writer, once the header is flushed: a model request
 // of tens or hundreds of kilobytes is written in one call, not copied
-// through the buffer a buffer's length at a time.
+// through the buffer a buffer's length at a time. The head is written by
+// a function of its own, whose frame is gone while the body is: a turn's
+// stack is deepest there (see writeHead).
 func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
+	if err := writeHead(bw, req); err != nil {
+		return err
+	}
+	if req.ContentLength == 0 {
+		return nil
+	}
+	if req.Body == nil {
+		return fmt.Errorf("%w: ContentLength %d without a body", errRequest, req.ContentLength)
+	}
+	dst := io.Writer(bw)
+	if req.ContentLength > int64(bw.Available()) {
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("writing the request: %w", err)
+		}
+		dst = w
+	}
+	n, err := io.Copy(dst, req.Body)
+	if err != nil {
+		return fmt.Errorf("writing the request's body: %w", err)
+	}
+	if n != req.ContentLength {
+		return fmt.Errorf("%w: ContentLength %d with a body of %d bytes", errRequest, req.ContentLength, n)
+	}
+	return nil
+}
+
+// writeHead writes req's line and header to bw, and the blank line after
+// them. Its frame (the header's iteration, the errors' words) is the
+// largest of a model call's, so it is not on the stack while the body is
+// written.
+//
+//go:noinline
+func writeHead(bw *bufio.Writer, req *http.Request) error {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -66,9 +101,8 @@ func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
 		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
 	}
 	if req.ContentLength > 0 || req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch {
-		var n [20]byte
 		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(n[:0], req.ContentLength, 10))
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), req.ContentLength, 10))
 		bw.WriteString("\r\n")
 	}
 	if req.Close {
@@ -100,26 +134,6 @@ func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
 		}
 	}
 	bw.WriteString("\r\n")
-	if req.ContentLength == 0 {
-		return nil
-	}
-	if req.Body == nil {
-		return fmt.Errorf("%w: ContentLength %d without a body", errRequest, req.ContentLength)
-	}
-	dst := io.Writer(bw)
-	if req.ContentLength > int64(bw.Available()) {
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("writing the request: %w", err)
-		}
-		dst = w
-	}
-	n, err := io.Copy(dst, req.Body)
-	if err != nil {
-		return fmt.Errorf("writing the request's body: %w", err)
-	}
-	if n != req.ContentLength {
-		return fmt.Errorf("%w: ContentLength %d with a body of %d bytes", errRequest, req.ContentLength, n)
-	}
 	return nil
 }
 
