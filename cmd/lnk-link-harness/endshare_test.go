@@ -12,7 +12,6 @@ import (
 	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/fleet/fleettest"
 	"lnk.dev/linkharness/harness/home"
-	"lnk.dev/linkharness/harness/turn"
 )
 
 // endedAnswer is a turn's answer as a caller reads it, ended or not.
@@ -77,7 +76,7 @@ func TestEndFromAnotherProcess(t *testing.T) {
 			began := time.Now()
 			code, a, body := postAnswer(t, second, h.key, path+"end", "")
 			took := time.Since(began)
-			if code != http.StatusOK || !a.Ended || a.Text != turn.EndedText {
+			if code != http.StatusOK || !a.Ended || a.Text != ending.Text {
 				t.Fatalf("/end at the second process: %d %s, want 200 and the ended answer", code, body)
 			}
 			got := <-turnCaller

@@ -234,3 +234,13 @@ func EventTokens(e *event.Event) int {
 
 // summaryHeadTokens is the rough count of the words opening a summary.
 var summaryHeadTokens = window.Tokens(SummaryHead)
+
+// ToolsTokens is the rough share of the prompt the tools offered take:
+// their names, descriptions and schemas.
+func ToolsTokens(ts []model.Tool) int {
+	n := 0
+	for i := range ts {
+		n += window.Tokens(ts[i].Name) + window.Tokens(ts[i].Description) + len(ts[i].Schema)/4 + 4
+	}
+	return n
+}

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"lnk.dev/linkharness/store/event"
 )
 
 // MaxResultBytes is the most of a tool's answer kept, so one answer cannot
@@ -18,6 +21,14 @@ type Result struct {
 	Text      string // at most MaxResultBytes
 	Error     string // why the call has no answer, or that the tool answered with an error
 	Truncated bool   // Text was cut to MaxResultBytes
+}
+
+// Event is r's result event, the answer to call c at now, its text and
+// error kept to MaxResultBytes.
+func (r Result) Event(now time.Time, c event.Call) event.Event {
+	text, cut := Cut(r.Text)
+	errText, _ := Cut(r.Error)
+	return event.Event{Time: now, Type: event.TypeResult, CallID: c.ID, Name: c.Name, Text: text, Error: errText, Truncated: cut || r.Truncated}
 }
 
 // Cut cuts text to MaxResultBytes on a character's boundary, and says

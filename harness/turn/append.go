@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/settings"
@@ -119,7 +120,7 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 	}
 	e.Cost, e.CostSource = t.facts().Cost(s, resp.Usage, resp.Cost)
 	if t.ops.endMark {
-		e.Extra = append([]byte(nil), endedKey...) // its own: a decoder reuses an event's Extra
+		ending.Mark(&e)
 	}
 	u := resp.Usage
 	t.r.Metrics.Provider(e.Provider).Used(u.Input, u.Output, u.CacheRead, u.CacheWrite, e.Cost)
@@ -140,34 +141,35 @@ func (t *turn) appendAnswer(ctx context.Context, s *settings.Settings, resp *mod
 }
 
 // write opens the turn's conversation and appends its message, or finds
-// the message answered already (an Answer with a seq, which is returned).
-func (t *turn) write(ctx context.Context, s *settings.Settings, m *Message) (Answer, error) {
-	t.span.SetStore(s.Storage.Conversations)
+// the message answered already: that answer, with its seq, is put in to.
+func (t *turn) write(ctx context.Context, s *settings.Settings, m *Message, to *Answer) error {
+	t.life.span.SetStore(s.Storage.Conversations)
 	if err := t.open(ctx, s.Storage.Conversations); err != nil {
-		return Answer{}, err
+		return err
 	}
 	if err := t.catchUpIDs(ctx); err != nil {
-		return Answer{}, err
+		return err
 	}
 	if err := t.untold(ctx); err != nil {
-		return Answer{}, fmt.Errorf("the last answer told: %w", err)
+		return fmt.Errorf("the last answer told: %w", err)
 	}
 	a, at, err := t.repeated(ctx, m)
 	switch {
 	case err != nil || a.Seq != 0:
-		return a, err
+		*to = a
+		return err
 	case at != 0:
 		t.seq, t.once.resumed = at, at
 		if err := t.appendAgain(ctx, at); err != nil {
-			return Answer{}, err
+			return err
 		}
 	default:
 		if err := t.appendMessage(ctx, m, nil); err != nil {
-			return Answer{}, err
+			return err
 		}
 	}
 	// Written, the text is the window's to give: the turn does not hold
 	// a copy of it while it waits for the model.
 	m.Text = ""
-	return Answer{}, nil
+	return nil
 }

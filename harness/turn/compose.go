@@ -23,6 +23,7 @@ type composing struct {
 	msg         *Message            // the turn's message, and
 	set         *settings.Settings  // its settings, for composing the instructions again
 	facts       modelfacts.Turn     // what it knows of its model (see facts)
+	prep        opened              // prepare's: the request, and the window it read
 }
 
 // The turn reads what the agent's home says, its settings and its
@@ -114,27 +115,27 @@ type opened struct {
 	share  int
 }
 
-// prepare readies the turn's tools, and reads its prompt and window.
-func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (opened, error) {
+// prepare readies the turn's tools, and reads its prompt and window into w.
+func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message, w *opened) error {
 	t.watchEnd()
 	if err := t.beginTools(ctx, m); err != nil {
-		return opened{}, err
+		return err
 	}
 	t.comp.msg, t.comp.set = m, s
 	system, stable := t.composeFor(s, m)
 	size, room, err := t.facts().Window(ctx, s)
 	if err != nil {
-		return opened{}, err
+		return err
 	}
 	var offered []model.Tool
 	if t.tools.offer != nil {
 		offered = t.tools.offer.Tools()
 	}
-	w := opened{share: window.Share(size, room, window.Tokens(system)+toolsTokens(offered), s.Window.Margin)}
+	*w = opened{share: window.Share(size, room, window.Tokens(system)+prompt.ToolsTokens(offered), s.Window.Margin)}
 	t.sum.share = w.share
 	w.events, w.cp, err = t.readWindow(ctx, w.share)
 	if err != nil {
-		return opened{}, err
+		return err
 	}
 	w.req = &model.Request{
 		Model:     model.OwnName(s.Provider(), s.Model.Name),
@@ -145,5 +146,5 @@ func (t *turn) prepare(ctx context.Context, s *settings.Settings, m *Message) (o
 		SystemStable: stable,
 		CacheKey:     prompt.CacheKey(t.r.Agent.Name, cmp.Or(t.comp.cacheThread, t.thread)),
 	}
-	return w, nil
+	return nil
 }

@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,20 +27,6 @@ var (
 	// in this process: nothing is changed.
 	ErrNotRunning = errors.New("turn: no turn of the conversation is running here")
 )
-
-// EndedText is an ended answer's text when the model had said nothing of
-// it: every provider refuses an empty assistant message, and the next
-// turn's prompt holds this one.
-const EndedText = "[This turn was ended before it answered.]"
-
-// endedKey marks an ended answer: the key "ended", true, kept among the
-// event's keys the codec passes through (event.Event's Extra).
-var endedKey = []byte(`"ended":true`)
-
-// Ended says whether e is an answer written by a turn asked to end.
-func Ended(e *event.Event) bool {
-	return e.Type == event.TypeAnswer && bytes.Contains(e.Extra, endedKey)
-}
 
 // End asks the turn of thread running in this process to end: its model
 // stream is closed, its running tool calls are cancelled (the MCP client
@@ -132,14 +117,14 @@ func (t *turn) endable(ctx context.Context) (context.Context, func()) {
 func endedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrEnded) }
 
 // endRounds writes the answer of a turn asked to end: what the model said
-// of its answer so far (else EndedText), marked ended, written past the
+// of its answer so far (else ending.Text), marked ended, written past the
 // end so the conversation is whole. It is the turn's reply when it had
 // none yet, and told to those who steered it and were told nothing.
 func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Checkpoint, events []event.Event, reply *event.Event, said string) (*event.Event, []event.Event, error) {
 	ctx = context.WithoutCancel(ctx)
 	text := said
 	if strings.TrimSpace(text) == "" {
-		text = EndedText
+		text = ending.Text
 	}
 	resp := &model.Response{Text: text}
 	e, err := t.appendEndedAnswer(ctx, s, resp, cp, events)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/metrics"
 	"lnk.dev/linkharness/harness/tools"
 	"lnk.dev/linkharness/harness/tools/npmtest"
@@ -44,7 +45,7 @@ func endWhen(t *testing.T, r *Runner, thread string, at <-chan struct{}) <-chan 
 
 // End ends a running turn whether it waits on the model or on a tool: the
 // turn answers with what it had, marked ended (the model's words so far,
-// or EndedText after the cancelled call's result), End and the turn's
+// or ending.Text after the cancelled call's result), End and the turn's
 // caller are told that answer, and the next message is answered.
 func TestEndEndsTurn(t *testing.T) {
 	for _, where := range []string{"model", "tool"} {
@@ -73,7 +74,7 @@ func TestEndEndsTurn(t *testing.T) {
 			}
 			evs := readEvents(t, r, "t")
 			last := evs[len(evs)-1]
-			if !Ended(&last) || last.Seq != a.Seq || last.Text != a.Text {
+			if !ending.Marked(&last) || last.Seq != a.Seq || last.Text != a.Text {
 				t.Fatalf("last event %+v, want the ended answer %+v", last, a)
 			}
 			switch where {
@@ -83,7 +84,7 @@ func TestEndEndsTurn(t *testing.T) {
 				}
 			case "tool":
 				res := ofType(evs, event.TypeResult)
-				if a.Text != EndedText || len(res) != 1 || !strings.Contains(res[0].Error, "was ended before the tool answered") {
+				if a.Text != ending.Text || len(res) != 1 || !strings.Contains(res[0].Error, "was ended before the tool answered") {
 					t.Errorf("ended answer %q, results %+v", a.Text, res)
 				}
 			}
@@ -150,7 +151,7 @@ func checkWhole(t *testing.T, evs []event.Event) (ended int) {
 			for _, c := range e.Calls {
 				open[c.ID] = true
 			}
-			if Ended(&e) {
+			if ending.Marked(&e) {
 				ended++
 				if len(e.Calls) != 0 || e.Text == "" {
 					t.Fatalf("seq %d: an ended answer %+v", e.Seq, e)
@@ -340,7 +341,7 @@ args = '{"duration":60,"steps":60}'
 	}()
 	ended := endWhen(t, r, "t", rec.called)
 	a, err := message(t, r, "t", Message{ID: "m1", Text: "loop"}, nil)
-	if err != nil || !a.Ended || a.Text != EndedText {
+	if err != nil || !a.Ended || a.Text != ending.Text {
 		t.Fatalf("the ended turn: %+v, %v", a, err)
 	}
 	<-ended

@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 
+	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/store/event"
 )
@@ -87,7 +88,7 @@ func (t *turn) repeated(ctx context.Context, m *Message) (Answer, int64, error) 
 	if err != nil || seq == 0 {
 		return Answer{}, at, err
 	}
-	return Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true, Ended: Ended(&e)}, 0, nil
+	return Answer{Thread: t.thread, Seq: seq, Text: e.Text, Usage: e.Usage, Repeat: true, Ended: ending.Marked(&e)}, 0, nil
 }
 
 // seenBefore says whether a message steering the turn, whose window holds

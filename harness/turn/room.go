@@ -122,15 +122,5 @@ func (t *turn) recompose(req *model.Request) {
 		return
 	}
 	req.System, req.SystemStable = t.composeFor(t.comp.set, t.comp.msg)
-	t.sum.share = window.Share(req.Window, req.MaxTokens, window.Tokens(req.System)+toolsTokens(req.Tools), t.comp.set.Window.Margin)
-}
-
-// toolsTokens is the rough share of the prompt the tools offered take:
-// their names, descriptions and schemas.
-func toolsTokens(ts []model.Tool) int {
-	n := 0
-	for i := range ts {
-		n += window.Tokens(ts[i].Name) + window.Tokens(ts[i].Description) + len(ts[i].Schema)/4 + 4
-	}
-	return n
+	t.sum.share = window.Share(req.Window, req.MaxTokens, window.Tokens(req.System)+prompt.ToolsTokens(req.Tools), t.comp.set.Window.Margin)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/model"
@@ -218,7 +217,7 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 		t.tools.tell(ToolStep{Name: c.Name, ID: c.ID, Args: c.Args})
 		go func() {
 			start := t.r.now()
-			sp := t.span.Tool(c.Name, c.ID)
+			sp := t.life.span.Tool(c.Name, c.ID)
 			r := t.call(ctx, c)
 			t.r.Metrics.Tool(t.r.now().Sub(start), r.Error != "")
 			sp.End(toolErr(r.Error != ""))
@@ -245,7 +244,7 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 			}
 			wctx = context.WithoutCancel(ctx)
 		}
-		e := resultEvent(t.r.now(), a.c, a.r)
+		e := a.r.Event(t.r.now(), a.c)
 		t.tools.tell(ToolStep{Name: a.c.Name, ID: a.c.ID, Done: true, Failed: e.Error != ""})
 		if werr == nil {
 			werr = t.appendEvent(wctx, &e)
@@ -253,14 +252,6 @@ func (t *turn) runCalls(ctx context.Context, calls []event.Call) ([]event.Event,
 		out = append(out, e)
 	}
 	return out, werr
-}
-
-// resultEvent is the event of a tool's answer to one call, its text kept to
-// tools.MaxResultBytes.
-func resultEvent(now time.Time, c event.Call, r tools.Result) event.Event {
-	text, cut := tools.Cut(r.Text)
-	errText, _ := tools.Cut(r.Error)
-	return event.Event{Time: now, Type: event.TypeResult, CallID: c.ID, Name: c.Name, Text: text, Error: errText, Truncated: cut || r.Truncated}
 }
 
 // call runs one call on the tools the conversation was offered.

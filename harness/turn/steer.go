@@ -46,7 +46,7 @@ type operations struct {
 
 // answerOf is the Answer of answer event e.
 func answerOf(thread string, e *event.Event) Answer {
-	return Answer{Thread: thread, Seq: e.Seq, Text: e.Text, Usage: e.Usage, Ended: Ended(e)}
+	return Answer{Thread: thread, Seq: e.Seq, Text: e.Text, Usage: e.Usage, Ended: ending.Marked(e)}
 }
 
 // takeSteers appends the messages waiting to steer the turn and returns

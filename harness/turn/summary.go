@@ -42,7 +42,7 @@ var ErrNoSummary = errors.New("turn: no summary")
 // asks again. It runs after the answer was given, so it returns no error:
 // it logs and counts one.
 func (t *turn) summarize(ctx context.Context, c *summary.Ask) {
-	t.sum.span = t.span.Summary()
+	t.sum.span = t.life.span.Summary()
 	defer func() { t.sum.span = trace.Summary{} }()
 	s := c.Settings
 	resp, u, calls, err := t.askSummary(ctx, &s, c.Continued(), c.Notes)

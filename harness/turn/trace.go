@@ -21,14 +21,14 @@ func (t *turn) chatSpan(provider, model string) trace.Chat {
 	if t.sum.span.On() {
 		return t.sum.span.Chat(provider, model)
 	}
-	return t.span.Chat(provider, model)
+	return t.life.span.Chat(provider, model)
 }
 
 func (t *turn) appendSpan(seq int64, bytes int, sync bool) trace.Store {
 	if t.sum.span.On() {
 		return t.sum.span.Append(seq, bytes, sync)
 	}
-	return t.span.Append(seq, bytes, sync)
+	return t.life.span.Append(seq, bytes, sync)
 }
 
 // toolErr is what a tool call's span ends with: the call's failure, or

@@ -262,65 +262,80 @@ func (r *Runner) Full(thread string) bool {
 // take takes the turn of a conversation it holds, in the place Message
 // took for it.
 func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir string, m *Message, onText func(string)) (Answer, error) {
-	var ends ends // what the turn lets go of when it ends, in reverse
+	t, ctx, err := r.begin(ctx, h, thread, dir, m)
+	if err != nil {
+		return Answer{}, err
+	}
 	detached := false
 	defer func() {
 		if !detached {
-			ends.run()
+			t.life.ends.run()
 		}
 	}()
-	ends.add(r.Turns.End)
-	ends.add(h.Unlock)
-	if r.Stop != nil && r.Stop.Err() != nil {
-		return Answer{}, fmt.Errorf("%w: the turn was not begun", ErrStopped)
-	}
-	caller := ctx
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	ends.add(func() { cancel(nil) })
-	if r.Stop != nil {
-		stop := context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })
-		ends.add(func() { stop() })
-	}
-	h.In.SetThread(thread)
-
-	if r.HoldHome {
-		if err := r.home.Take(r.Agent.Dir); err != nil {
-			return Answer{}, err
-		}
-		ends.add(r.home.Drop)
-	}
-	start := r.now()
-	t := &turn{r: r, c: r.caches(), thread: thread, dir: dir, ops: operations{in: h.In, caller: caller, cancel: cancel}}
-	t.span = r.Tracer.Turn(caller, m.TraceFrom, trace.Who{Agent: r.Agent.Name, Conversation: thread})
-	var spanErr error
-	ends.add(func() { t.span.End(spanErr) }) // once all its children have ended
-	ends.add(t.close)
-	a, err := t.answer(ctx, m, onText)
-	spanErr = err
+	var a Answer
+	err = t.answer(ctx, m, onText, &a)
+	t.life.err = err
 	after := t.sum.after
-	if err = t.answered(ctx, start, a.Seq, err); err != nil {
+	if err = t.answered(ctx, a.Seq, err); err != nil || after == nil {
 		return a, err
 	}
-	if after != nil {
-		if m.Answered != nil {
-			m.Answered(a)
-		}
-		if m.Detach != nil {
-			detached = true
-			m.Detach(func() {
-				t.summarize(ctx, after)
-				ends.run()
-			})
-			return a, nil
-		}
-		t.summarize(ctx, after)
-	}
+	detached = t.follow(ctx, m, &a, after)
 	return a, nil
 }
 
-// answered follows a turn begun at start, ctx its own, answered or failed
-// with err: counted, logged, and err returned as its caller is told it.
-func (t *turn) answered(ctx context.Context, start time.Time, seq int64, err error) error {
+// follow runs the summary due after a turn's answer a, once m's caller is
+// told a: on the caller's goroutine when it takes it (m.Detach), and then
+// the turn's ends, which it says (true).
+func (t *turn) follow(ctx context.Context, m *Message, a *Answer, after *summary.Ask) bool {
+	if m.Answered != nil {
+		m.Answered(*a)
+	}
+	if m.Detach != nil {
+		m.Detach(func() {
+			t.summarize(ctx, after)
+			t.life.ends.run()
+		})
+		return true
+	}
+	t.summarize(ctx, after)
+	return false
+}
+
+// begin makes the turn take will run, and its context; what it holds is
+// let go of by its ends, which begin runs itself when it fails. A function
+// of its own, so its frame is not under the turn's waits.
+func (r *Runner) begin(ctx context.Context, h *running.Hold[Message], thread, dir string, m *Message) (*turn, context.Context, error) {
+	t := &turn{r: r, thread: thread, dir: dir, life: lifetime{ends: ends{r.Turns.End, h.Unlock}}}
+	if r.Stop != nil && r.Stop.Err() != nil {
+		t.life.ends.run()
+		return nil, nil, fmt.Errorf("%w: the turn was not begun", ErrStopped)
+	}
+	caller := ctx
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	t.life.ends.add(func() { cancel(nil) })
+	if r.Stop != nil {
+		stop := context.AfterFunc(r.Stop, func() { cancel(ErrStopped) })
+		t.life.ends.add(func() { stop() })
+	}
+	h.In.SetThread(thread)
+	if r.HoldHome {
+		if err := r.home.Take(r.Agent.Dir); err != nil {
+			t.life.ends.run()
+			return nil, nil, err
+		}
+		t.life.ends.add(r.home.Drop)
+	}
+	t.life.start = r.now()
+	t.c, t.ops = r.caches(), operations{in: h.In, caller: caller, cancel: cancel}
+	t.life.span = r.Tracer.Turn(caller, m.TraceFrom, trace.Who{Agent: r.Agent.Name, Conversation: thread})
+	t.life.ends.add(func() { t.life.span.End(t.life.err) }) // once all its children have ended
+	t.life.ends.add(t.close)
+	return t, ctx, nil
+}
+
+// answered follows a turn, ctx its own, answered or failed with err:
+// counted, logged, and err returned as its caller is told it.
+func (t *turn) answered(ctx context.Context, seq int64, err error) error {
 	r := t.r
 	if err != nil && context.Cause(ctx) == ErrStopped && !errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("%w: %v", ErrStopped, err)
@@ -333,7 +348,7 @@ func (t *turn) answered(ctx context.Context, start time.Time, seq int64, err err
 		r.telling.Add(t.dir, t.once.lastAnswer) // its callers mark it told
 	}
 	t.ops.in.Finish() // from here a message waits for a turn of its own
-	took := r.now().Sub(start)
+	took := r.now().Sub(t.life.start)
 	r.Metrics.Turn(took, err, t.read, t.written)
 	if err != nil {
 		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
@@ -394,7 +409,15 @@ type turn struct {
 	tools toolUse      // the tools it offers
 	win   windowState  // readWindow: the window's events and their counts
 	sum   summaryState // rounds: the window's share, and the summary due after the answer
-	span  trace.Turn   // the turn's span, its calls' and appends' parent (see trace.go)
+	life  lifetime     // begin and take: when it began, its span, what it lets go of
+}
+
+// lifetime is a turn's from its beginning to its end.
+type lifetime struct {
+	start time.Time  // when it began
+	span  trace.Turn // the turn's span, its calls' and appends' parent (see trace.go)
+	err   error      // what its span ends with
+	ends  ends       // what it lets go of when it ends, in reverse
 }
 
 // close lets go of what the turn holds, or puts it back for the next turn
@@ -467,17 +490,24 @@ func (r *Runner) now() time.Time {
 }
 
 // answer is a turn's steps to its answer.
-func (t *turn) answer(ctx context.Context, m *Message, onText func(string)) (Answer, error) {
+func (t *turn) answer(ctx context.Context, m *Message, onText func(string), to *Answer) error {
 	s, err := t.settings()
 	if err != nil {
-		return Answer{}, err
+		return err
 	}
-	defer t.timeOn(s)()
-	a, err := t.steps(ctx, s, m, onText)
+	stop := t.timeOn(s)
+	err = t.steps(ctx, s, m, onText, to)
+	stop()
+	return timedOut(ctx, err)
+}
+
+// timedOut is err, a turn's with ctx, said as the turn's time's when that
+// ended it.
+func timedOut(ctx context.Context, err error) error {
 	if err != nil && pastTime(ctx) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrBusy) {
-		err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
+		return fmt.Errorf("%w: %v", context.Cause(ctx), err)
 	}
-	return a, err
+	return err
 }
 
 // timeOn cancels the turn's own context at its time, [turn] timeout, the
@@ -496,13 +526,13 @@ func pastTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), E
 // steps are a turn's steps once its settings are read. What comes before
 // the rounds and after them is in functions of their own, whose frames are
 // gone while the model is waited on (see TestWaitingTurnStack).
-func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onText func(string)) (Answer, error) {
-	if a, err := t.write(ctx, s, m); err != nil || a.Seq != 0 {
-		return a, err
+func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onText func(string), to *Answer) error {
+	if err := t.write(ctx, s, m, to); err != nil || to.Seq != 0 {
+		return err
 	}
-	w, err := t.prepare(ctx, s, m)
-	if err != nil {
-		return Answer{}, err
+	w := &t.comp.prep
+	if err := t.prepare(ctx, s, m, w); err != nil {
+		return err
 	}
 	text := func(frag string) {
 		if onText != nil {
@@ -518,10 +548,11 @@ func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onTe
 	// failed may not say what it appended: what it wrote is not known.
 	t.win.whole = t.win.whole || err != nil || t.sum.madeRoom
 	if err != nil {
-		return Answer{}, err
+		return err
 	}
-	t.finish(ctx, s, &w, all)
-	return answerOf(t.thread, reply), nil
+	t.finish(ctx, s, w, all)
+	*to = answerOf(t.thread, reply)
+	return nil
 }
 
 // finish is what a turn does once its answer is durable: the copy for
