@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSized(t *testing.T) {
@@ -113,5 +114,66 @@ func TestTurns(t *testing.T) {
 	var none *Turns
 	if none.Begin() != nil {
 		t.Fatal("no bound refused")
+	}
+}
+
+// What a message refused for want of a place is told: a second for a few
+// callers past the bound, a turn's length for as many as the bound.
+func TestRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		turn           time.Duration
+		waiting, bound int64
+		want           int
+	}{
+		{0, 2500, 500, 1},                       // no turn ended yet
+		{3 * time.Second, 0, 500, 1},            // nobody refused lately
+		{3 * time.Second, 5, 500, 1},            // a few: a place comes free within the second
+		{2500 * time.Millisecond, 2500, 500, 3}, // a crowd: back as the turns end
+		{2500 * time.Millisecond, 500, 500, 3},
+		{10 * time.Second, 250, 500, 5}, // half the bound: half a turn
+		{10 * time.Minute, 9000, 500, MaxRetryAfter},
+		{time.Second, 10, 0, 1}, // no bound
+	} {
+		if got := RetryAfter(c.turn, c.waiting, c.bound); got != c.want {
+			t.Errorf("RetryAfter(%v, %d, %d) = %d, want %d", c.turn, c.waiting, c.bound, got, c.want)
+		}
+	}
+}
+
+// Turns counts the refusals of the last second and averages the turns'
+// lengths: its Retry-After follows them.
+func TestTurnsRetryAfter(t *testing.T) {
+	ts := NewTurns(4)
+	at := time.Unix(1000, 0)
+	if got := ts.RetryAfter(at); got != 1 {
+		t.Fatalf("before any turn: %d", got)
+	}
+	ts.Took(8 * time.Second)
+	for range 4 {
+		ts.Refuse(at)
+	}
+	if got := ts.RetryAfter(at); got != 8 {
+		t.Fatalf("four refused with a bound of four, turns of 8 s: %d", got)
+	}
+	if got := ts.RetryAfter(at.Add(time.Second)); got != 8 {
+		t.Fatalf("the second after: %d, want the last second's", got)
+	}
+	ts.Refuse(at.Add(2 * time.Second))
+	if got := ts.RetryAfter(at.Add(2 * time.Second)); got != 2 {
+		t.Fatalf("one refused lately: %d, want a quarter of 8 s", got)
+	}
+	if got := ts.RetryAfter(at.Add(time.Minute)); got != 1 {
+		t.Fatalf("a minute on, nobody refused: %d", got)
+	}
+	ts.Took(16 * time.Second) // weighs an eighth: 9 s
+	ts.Refuse(at.Add(time.Minute))
+	ts.Refuse(at.Add(time.Minute))
+	ts.Refuse(at.Add(time.Minute))
+	ts.Refuse(at.Add(time.Minute))
+	if got := ts.RetryAfter(at.Add(time.Minute)); got != 9 {
+		t.Fatalf("after a turn of 16 s: %d, want 9", got)
+	}
+	if ts.Refused() != 9 {
+		t.Fatalf("refused %d, want 9", ts.Refused())
 	}
 }

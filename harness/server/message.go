@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/home"
@@ -81,6 +82,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, a *served, thre
 	if a.Runner.Full(thread) {
 		// Refused before its body is read, its connection closed: a flood
 		// of messages past the bound holds nothing here but for a moment.
+		s.bound.Refuse(time.Now())
 		s.refuseFull(w, name, thread, budget.ErrFull)
 		return
 	}
@@ -206,7 +208,7 @@ func (s *Server) reply(w http.ResponseWriter, sse *sseWriter, name, thread strin
 			sse.event("error", errorBody{Error: msg})
 			return
 		}
-		if ra := retryAfter(err); ra != "" {
+		if ra := s.retryAfter(err); ra != "" {
 			w.Header().Set("Retry-After", ra)
 		}
 		writeError(w, code, "%s", msg)
@@ -235,7 +237,7 @@ func (s *Server) refuseFull(w http.ResponseWriter, agent, thread string, err err
 	code, msg := status(err), s.said(agent, errorMessage(err))
 	s.refusals.Add(agent, code)
 	s.log.Warn("refused", "status", code, "why", msg, "agent", agent, "thread", thread)
-	w.Header().Set("Retry-After", retryAfter(err))
+	w.Header().Set("Retry-After", s.retryAfter(err))
 	w.Header().Set("Connection", "close")
 	writeError(w, code, "%s", msg)
 }

@@ -141,7 +141,7 @@ func (s *Server) ready(w http.ResponseWriter, own string) {
 		}
 	}
 	if why != "" {
-		w.Header().Set("Retry-After", fullRetry)
+		w.Header().Set("Retry-After", stopRetry)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, why+"\n")
 		return

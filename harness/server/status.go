@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"syscall"
+	"time"
 
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/home"
@@ -71,18 +72,21 @@ func status(err error) int {
 // another process's turn held its conversation: a turn's usual length.
 const busyRetry = "5"
 
-// fullRetry is the Retry-After, in seconds, of a message refused because
-// the process had no room for its turn: a place comes free as soon as any
-// turn ends.
-const fullRetry = "1"
+// stopRetry is the Retry-After, in seconds, of a request to a process
+// stopping: another process takes its agents as soon as it is gone.
+const stopRetry = "1"
 
-// retryAfter is the Retry-After an error's answer carries, or "".
-func retryAfter(err error) string {
+// retryAfter is the Retry-After an error's answer carries, or "". A
+// message the process had no room for is told when room is likely, as
+// the bound on turns says (budget.RetryAfter).
+func (s *Server) retryAfter(err error) string {
 	switch {
 	case errors.Is(err, turn.ErrBusy), errors.Is(err, home.ErrConverting):
 		return busyRetry
+	case errors.Is(err, ErrStopping):
+		return stopRetry
 	case full(err):
-		return fullRetry
+		return strconv.Itoa(s.bound.RetryAfter(time.Now()))
 	}
 	return ""
 }

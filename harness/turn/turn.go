@@ -283,9 +283,8 @@ func (r *Runner) take(ctx context.Context, h *running.Hold[Message], thread, dir
 	return a, nil
 }
 
-// follow runs the summary due after a turn's answer a, once m's caller is
-// told a: on the caller's goroutine when it takes it (m.Detach), and then
-// the turn's ends, which it says (true).
+// follow summarizes after a turn's answer a, once m's caller is told it:
+// on the caller's goroutine when it takes it (m.Detach), ends too (true).
 func (t *turn) follow(ctx context.Context, m *Message, a *Answer, after *summary.Ask) bool {
 	if m.Answered != nil {
 		m.Answered(*a)
@@ -350,6 +349,7 @@ func (t *turn) answered(ctx context.Context, seq int64, err error) error {
 	t.ops.in.Finish() // from here a message waits for a turn of its own
 	took := r.now().Sub(t.life.start)
 	r.Metrics.Turn(took, err, t.read, t.written)
+	r.Turns.Took(took) // a refused message is told a turn's length lately
 	if err != nil {
 		t.log().Error("turn failed", "seconds", took.Seconds(), "error", err)
 	}
