@@ -140,8 +140,9 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-// Turns counts the refusals of the last second and averages the turns'
-// lengths: its Retry-After follows them.
+// Turns counts the refusals of each second and averages the turns'
+// lengths: its Retry-After counts as waiting those refused within a
+// turn's length.
 func TestTurnsRetryAfter(t *testing.T) {
 	ts := NewTurns(4)
 	at := time.Unix(1000, 0)
@@ -152,28 +153,33 @@ func TestTurnsRetryAfter(t *testing.T) {
 	for range 4 {
 		ts.Refuse(at)
 	}
-	if got := ts.RetryAfter(at); got != 8 {
-		t.Fatalf("four refused with a bound of four, turns of 8 s: %d", got)
+	for _, c := range []struct {
+		after time.Duration
+		want  int
+	}{
+		{0, 8},               // four refused with a bound of four, turns of 8 s
+		{-time.Second, 8},    // a clock gone back counts as the last second
+		{7 * time.Second, 8}, // still within a turn's length
+		{8 * time.Second, 1}, // they came back, or went
+		{time.Hour, 1},       // the seconds between emptied
+	} {
+		if got := ts.RetryAfter(at.Add(c.after)); got != c.want {
+			t.Fatalf("%v after four refused: %d, want %d", c.after, got, c.want)
+		}
 	}
-	if got := ts.RetryAfter(at.Add(time.Second)); got != 8 {
-		t.Fatalf("the second after: %d, want the last second's", got)
-	}
-	ts.Refuse(at.Add(2 * time.Second))
-	if got := ts.RetryAfter(at.Add(2 * time.Second)); got != 2 {
+	later := time.Unix(5000, 0)
+	ts.Refuse(later)
+	if got := ts.RetryAfter(later); got != 2 {
 		t.Fatalf("one refused lately: %d, want a quarter of 8 s", got)
 	}
-	if got := ts.RetryAfter(at.Add(time.Minute)); got != 1 {
-		t.Fatalf("a minute on, nobody refused: %d", got)
-	}
 	ts.Took(16 * time.Second) // weighs an eighth: 9 s
-	ts.Refuse(at.Add(time.Minute))
-	ts.Refuse(at.Add(time.Minute))
-	ts.Refuse(at.Add(time.Minute))
-	ts.Refuse(at.Add(time.Minute))
-	if got := ts.RetryAfter(at.Add(time.Minute)); got != 9 {
-		t.Fatalf("after a turn of 16 s: %d, want 9", got)
+	for range 3 {
+		ts.Refuse(later.Add(5 * time.Second))
 	}
-	if ts.Refused() != 9 {
-		t.Fatalf("refused %d, want 9", ts.Refused())
+	if got := ts.RetryAfter(later.Add(5 * time.Second)); got != 9 {
+		t.Fatalf("four refused within 9 s, after a turn of 16 s: %d, want 9", got)
+	}
+	if ts.Refused() != 8 {
+		t.Fatalf("refused %d, want 8", ts.Refused())
 	}
 }

@@ -25,8 +25,8 @@ type Turns struct {
 
 	mu sync.Mutex
 	// guarded by mu
-	second     int64 // the unix second refusals are counted in
-	now, prior int64 // the refusals of that second, and of the one before it
+	second  int64                // the unix second refusals are counted in now
+	refusal [MaxRetryAfter]int64 // the refusals of each second up to it, by second modulo MaxRetryAfter
 }
 
 // NewTurns bounds the turns in flight at n (at least 1).
@@ -66,22 +66,33 @@ func (t *Turns) Refuse(now time.Time) {
 	}
 	t.refused.Add(1)
 	t.mu.Lock()
-	t.roll(now.Unix())
-	t.now++
+	s := t.roll(now.Unix())
+	t.refusal[s%MaxRetryAfter]++
 	t.mu.Unlock()
 }
 
-// roll makes second the second counted now, under mu.
-func (t *Turns) roll(second int64) {
-	switch second {
-	case t.second:
-		return
-	case t.second + 1:
-		t.prior = t.now
-	default:
-		t.prior = 0
+// roll makes second the second counted now, its count and those of the
+// seconds since the last emptied, and returns it; under mu. A second
+// before the last counted is counted as that one.
+func (t *Turns) roll(second int64) int64 {
+	if second <= t.second {
+		return t.second
 	}
-	t.second, t.now = second, 0
+	for s := max(t.second+1, second-MaxRetryAfter+1); s <= second; s++ {
+		t.refusal[s%MaxRetryAfter] = 0
+	}
+	t.second = second
+	return second
+}
+
+// refusedIn is how many were refused in the span seconds up to second,
+// under mu.
+func (t *Turns) refusedIn(second, span int64) int64 {
+	n := int64(0)
+	for s := second - min(span, MaxRetryAfter) + 1; s <= second; s++ {
+		n += t.refusal[s%MaxRetryAfter]
+	}
+	return n
 }
 
 // Took tells the length of a turn that ended: Turns keeps an average of
@@ -103,16 +114,18 @@ func (t *Turns) Took(d time.Duration) {
 }
 
 // RetryAfter is the Retry-After, in seconds, of a message refused at now
-// for want of a place (see RetryAfter, the policy).
+// for want of a place (see RetryAfter, the policy). Those waiting are the
+// refused within a turn's length before now: told that long, each comes
+// back about once in it.
 func (t *Turns) RetryAfter(now time.Time) int {
 	if t == nil {
 		return 1
 	}
+	took := time.Duration(t.took.Load())
 	t.mu.Lock()
-	t.roll(now.Unix())
-	waiting := max(t.now, t.prior)
+	waiting := t.refusedIn(t.roll(now.Unix()), int64(math.Ceil(took.Seconds())))
 	t.mu.Unlock()
-	return RetryAfter(time.Duration(t.took.Load()), waiting, t.max.Load())
+	return RetryAfter(took, waiting, t.max.Load())
 }
 
 // MaxRetryAfter is the longest Retry-After a refused message is told.
@@ -120,13 +133,13 @@ const MaxRetryAfter = 30
 
 // RetryAfter is how long, in seconds, a message refused for want of a
 // place is told to wait before it is sent again, turns taking turn lately,
-// waiting refused in the last second and bound places in all. A place
-// comes free whenever a turn ends, so a few callers past the bound are
-// told a second; as many as the bound or more, all come back as the turns
-// they wait on end, so they are told a turn's length: told a second,
-// they would come back every second, each refused again until a turn
-// ended, the process reading and refusing each time. At least a second,
-// at most MaxRetryAfter.
+// waiting callers refused and bound places in all. A place comes free
+// every turn/bound on average, so the waiting are told as many of those
+// as wait: a few callers past the bound a second; as many as the bound or
+// more a turn's length, in which the turns they wait on end. Told a
+// second, a crowd would come back every second, each refused again until
+// a turn ended, the process reading and refusing each time. At least a
+// second, at most MaxRetryAfter.
 func RetryAfter(turn time.Duration, waiting, bound int64) int {
 	if turn <= 0 || waiting <= 0 || bound <= 0 {
 		return 1

@@ -158,7 +158,7 @@ func (p *post) send(ctx context.Context) (*http.Response, error) {
 }
 
 // end lets go of what send made: the call's context, its timer and the
-// request's body.
+// request's body, none of them held by the answer the call made.
 func (p *post) end() {
 	if p.cancel != nil {
 		p.cancel(nil)
@@ -169,6 +169,7 @@ func (p *post) end() {
 	if p.sent != nil {
 		p.sent.release()
 	}
+	p.ctx, p.cancel, p.read, p.sent = nil, nil, stallReader{}, nil
 }
 
 // drain reads the little left of a stream whose answer is complete (the
