@@ -59,21 +59,33 @@ func (k *Turns[M]) Lock(ctx context.Context, key string, steer func(*Inbox[M]) b
 			k.release(key, e)
 			return nil, nil
 		}
+		// Taken at once when nobody holds it, without asking ctx for its
+		// Done channel, which a context makes when first asked.
 		select {
 		case <-e.ch:
-			h := &Hold[M]{k: k, key: key, e: e, In: &Inbox[M]{gone: make(chan struct{})}}
-			k.mu.Lock()
-			e.in = h.In
-			close(e.changed)
-			e.changed = make(chan struct{})
-			k.mu.Unlock()
-			return h, nil
+			return k.take(key, e), nil
+		default:
+		}
+		select {
+		case <-e.ch:
+			return k.take(key, e), nil
 		case <-changed: // another turn holds it now: try steering that one
 		case <-ctx.Done():
 			k.release(key, e)
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// take is the hold of key's conversation, e, once Lock took it.
+func (k *Turns[M]) take(key string, e *entry[M]) *Hold[M] {
+	h := &Hold[M]{k: k, key: key, e: e, In: &Inbox[M]{gone: make(chan struct{})}}
+	k.mu.Lock()
+	e.in = h.In
+	close(e.changed)
+	e.changed = make(chan struct{})
+	k.mu.Unlock()
+	return h
 }
 
 // Unlock lets the conversation go. The turn's inbox is closed first, so a

@@ -16,6 +16,12 @@ import (
 // or cancellation it waits in the kernel; otherwise it tries again at
 // growing intervals until ctx is done.
 func Lock(ctx context.Context, fd, how int) error {
+	// Tried first without waiting: a flock nobody holds is taken without
+	// asking ctx for its Done channel, which a context makes when first
+	// asked and keeps for its life.
+	if err := unix.Flock(fd, how|unix.LOCK_NB); err == nil || (err != unix.EWOULDBLOCK && err != unix.EINTR) {
+		return err
+	}
 	if ctx.Done() == nil {
 		for {
 			if err := unix.Flock(fd, how); err != unix.EINTR {
