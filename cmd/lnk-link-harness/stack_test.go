@@ -93,9 +93,11 @@ func TestWaitingTurnStack(t *testing.T) {
 		t.Errorf("a turn waiting on its model's stream uses %d bytes of its stack, over %d", w.used, stackWaitBudget)
 	}
 	// A stack is a power of two: a turn past the budget grows the stacks by
-	// twice it. Below that is what the runtime keeps of stacks freed (those
-	// the turns outgrew, and the goroutines of package apart).
-	if per > stackBudget*7/4 {
+	// twice it, at the least. Below that is what the runtime keeps, until a
+	// collection, of stacks freed: those of the goroutines each turn's dial
+	// of the model ran on (package apart), 2-4.5 KiB a turn on a loaded
+	// machine.
+	if per > stackBudget*15/8 {
 		t.Errorf("the stacks grew %.0f bytes a waiting turn, over %d", per, stackBudget)
 	}
 }
