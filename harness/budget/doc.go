@@ -6,7 +6,9 @@
 //
 //   - Turns bounds the turns in flight. A message that would begin a turn
 //     past the bound is refused (ErrFull) before anything of it is
-//     written; a message that steers a running turn takes no place.
+//     written, and told when a place is likely (RetryAfter, from the
+//     turns' length lately and the refused waiting); a message that steers
+//     a running turn takes no place.
 //   - A Pool of Conns counts callers' connections: one is taken before a
 //     connection is accepted, and with none left the listener waits for one
 //     to close, its connection in the listener's queue; idle kept-alive
