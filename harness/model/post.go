@@ -122,9 +122,10 @@ func (p *post) do(ctx context.Context, decode func(*sseReader) error) (time.Dura
 
 // send sends the request, with the call's context and its one timer, which
 // ends the call at the stall (pushed back by every byte read) or at the
-// whole call's time, whichever comes first: no context of its own for the
-// whole time, which a turn waiting on its model would hold with its timer
-// and its place among its parent's children. end lets go of what it made.
+// whole call's time, whichever comes first: no timeout context of its own
+// beside the call's, which a turn waiting on its model would hold with its
+// timer and its place among its parent's children. end lets go of what it
+// made.
 func (p *post) send(ctx context.Context) (*http.Response, error) {
 	p.start = time.Now()
 	if p.stall <= 0 {

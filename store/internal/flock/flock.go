@@ -19,25 +19,17 @@ func Lock(ctx context.Context, fd, how int) error {
 	// Tried first without waiting: a flock nobody holds is taken without
 	// asking ctx for its Done channel, which a context makes when first
 	// asked and keeps for its life.
-	if err := unix.Flock(fd, how|unix.LOCK_NB); err == nil || (err != unix.EWOULDBLOCK && err != unix.EINTR) {
-		return err
+	err := unix.Flock(fd, how|unix.LOCK_NB)
+	if err != unix.EWOULDBLOCK && err != unix.EINTR {
+		return err // taken, or failed
 	}
 	if ctx.Done() == nil {
-		for {
-			if err := unix.Flock(fd, how); err != unix.EINTR {
-				return err
-			}
+		for err == unix.EWOULDBLOCK || err == unix.EINTR {
+			err = unix.Flock(fd, how)
 		}
+		return err
 	}
-	wait := 100 * time.Microsecond
-	for {
-		err := unix.Flock(fd, how|unix.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			return err
-		}
+	for wait := 100 * time.Microsecond; err == unix.EWOULDBLOCK || err == unix.EINTR; wait = min(2*wait, 10*time.Millisecond) {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -45,8 +37,9 @@ func Lock(ctx context.Context, fd, how int) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		wait = min(2*wait, 10*time.Millisecond)
+		err = unix.Flock(fd, how|unix.LOCK_NB)
 	}
+	return err
 }
 
 // Unlock lets go of fd's flock; closing the file would too.
