@@ -22,6 +22,8 @@ type Anthropic struct {
 	Base string       // the API's base URL; requests go to Base + "/v1/messages"
 	Key  string       // sent as x-api-key when not empty
 	HTTP *http.Client // nil means http.DefaultClient
+
+	to target // made at the first call from Base and Key, which then stay
 }
 
 var _ Client = (*Anthropic)(nil)
@@ -42,12 +44,18 @@ func (c *Anthropic) prepare(p *post, req *Request) error {
 	if err != nil {
 		return err
 	}
-	h := jsonHeader("text/event-stream")
-	h.Set("Anthropic-Version", AnthropicVersion)
-	if c.Key != "" {
-		h.Set("X-Api-Key", c.Key)
+	u, h, err := c.to.get(func() (string, http.Header) {
+		h := jsonHeader("text/event-stream")
+		h.Set("Anthropic-Version", AnthropicVersion)
+		if c.Key != "" {
+			h.Set("X-Api-Key", c.Key)
+		}
+		return c.Base + "/v1/messages", h
+	})
+	if err != nil {
+		return fmt.Errorf("model: anthropic: %w", err)
 	}
-	*p = post{provider: "anthropic", hc: httpClient(c.HTTP), url: c.Base + "/v1/messages", body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
+	*p = post{provider: "anthropic", hc: httpClient(c.HTTP), url: u, body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
 	return nil
 }
 

@@ -217,10 +217,14 @@ func New(provider string, getenv func(string) string, hc *http.Client) (Client, 
 	if err != nil {
 		return nil, err
 	}
+	return newClient(provider, base, getenv("LNK_MODEL_PROXY_KEY"), hc)
+}
+
+// newClient is provider's client of the API at base, sending key.
+func newClient(provider, base, key string, hc *http.Client) (Client, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	key := getenv("LNK_MODEL_PROXY_KEY")
 	switch provider {
 	case "anthropic":
 		return &Anthropic{Base: base, Key: key, HTTP: hc}, nil

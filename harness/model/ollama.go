@@ -32,6 +32,8 @@ type Ollama struct {
 	Base string       // the API's base URL; requests go to Base + "/api/chat"
 	Key  string       // sent as a bearer token when not empty
 	HTTP *http.Client // nil means http.DefaultClient
+
+	to target // made at the first call from Base and Key, which then stay
 }
 
 var (
@@ -55,7 +57,13 @@ func (c *Ollama) prepare(p *post, req *Request) error {
 	if err != nil {
 		return err
 	}
-	*p = post{provider: "ollama", hc: httpClient(c.HTTP), url: c.Base + "/api/chat", body: body, again: again, header: bearerHeader("application/x-ndjson", c.Key), stall: req.Stall, timeout: req.Timeout}
+	u, h, err := c.to.get(func() (string, http.Header) {
+		return c.Base + "/api/chat", bearerHeader("application/x-ndjson", c.Key)
+	})
+	if err != nil {
+		return fmt.Errorf("model: ollama: %w", err)
+	}
+	*p = post{provider: "ollama", hc: httpClient(c.HTTP), url: u, body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
 	return nil
 }
 

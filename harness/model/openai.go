@@ -21,6 +21,8 @@ type OpenAI struct {
 	Base     string       // the API's base URL; requests go to Base + "/v1/chat/completions"
 	Key      string       // sent as a bearer token when not empty
 	HTTP     *http.Client // nil means http.DefaultClient
+
+	to target // made at the first call from Base and Key, which then stay
 }
 
 var _ Client = (*OpenAI)(nil)
@@ -45,7 +47,13 @@ func (c *OpenAI) prepare(p *post, provider string, req *Request) error {
 	if err != nil {
 		return err
 	}
-	*p = post{provider: provider, hc: httpClient(c.HTTP), url: c.Base + "/v1/chat/completions", body: body, again: again, header: bearerHeader("text/event-stream", c.Key), stall: req.Stall, timeout: req.Timeout}
+	u, h, err := c.to.get(func() (string, http.Header) {
+		return c.Base + "/v1/chat/completions", bearerHeader("text/event-stream", c.Key)
+	})
+	if err != nil {
+		return fmt.Errorf("model: %s: %w", provider, err)
+	}
+	*p = post{provider: provider, hc: httpClient(c.HTTP), url: u, body: body, again: again, header: h, stall: req.Stall, timeout: req.Timeout}
 	return nil
 }
 

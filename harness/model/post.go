@@ -79,7 +79,7 @@ func (s *stallReader) Read(p []byte) (int, error) {
 type post struct {
 	provider string
 	hc       *http.Client
-	url      string
+	url      *url.URL                         // shared by the client's calls, as header is
 	body     []byte                           // the request's body
 	again    func(dst []byte) ([]byte, error) // makes body again, appended to dst
 	header   http.Header
@@ -179,21 +179,16 @@ func drain(body io.Reader) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
 }
 
-// request is the request that sends body.
+// request is the request that sends body, to the client's URL with its
+// header, both shared by its calls: no URL parsed, no header made a call.
 func (p *post) request(ctx context.Context, body *sent) (*http.Request, error) {
 	first, err := body.reader()
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, first)
-	if err != nil {
-		first.Close()
-		return nil, err
-	}
-	req.ContentLength = int64(body.size)
-	req.GetBody = body.reader
-	req.Header = p.header
-	return req, nil
+	req := http.Request{Method: http.MethodPost, URL: p.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: p.header, Body: first, GetBody: body.reader, ContentLength: int64(body.size), Host: p.url.Host}
+	return req.WithContext(ctx), nil
 }
 
 // sendError says why a request had no response.

@@ -1,0 +1,55 @@
+package model
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestClients(t *testing.T) {
+	_, base := serve(t, nil)
+	env := map[string]string{"LNK_MODEL_PROXY": base}
+	getenv := func(k string) string { return env[k] }
+	msg := &Request{Model: "m", Messages: []Message{{Role: "user", Text: "hi"}}}
+	var cs Clients
+	for _, provider := range providers {
+		c, err := cs.Get(provider, getenv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 { // the second call sends the target and header the first made
+			if resp, err := c.Call(context.Background(), msg, nil); err != nil || !strings.HasPrefix(resp.Text, "ok: ") {
+				t.Fatalf("%s, call %d: %v", provider, i, err)
+			}
+		}
+		if again, _ := cs.Get(provider, getenv, nil); again != c {
+			t.Errorf("%s: a client made again for the same environment", provider)
+		}
+	}
+
+	first, _ := cs.Get("anthropic", getenv, nil)
+	env["LNK_MODEL_PROXY_KEY"] = "k2"
+	keyed, err := cs.Get("anthropic", getenv, nil)
+	if err != nil || keyed == first || keyed.(*Anthropic).Key != "k2" {
+		t.Errorf("another key: %v, %#v", err, keyed)
+	}
+	other, _ := cs.Get("anthropic", getenv, &http.Client{})
+	if other == keyed {
+		t.Error("another http.Client: the client kept")
+	}
+	if _, err := cs.Get("gemini", getenv, nil); err == nil {
+		t.Error("an unknown provider is accepted")
+	}
+
+	env["LNK_MODEL_PROXY"] = "http://[::1"
+	bad, err := cs.Get("openai", getenv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the target's error is kept, and said each call
+		if _, err := bad.Call(context.Background(), msg, nil); err == nil || !strings.HasPrefix(err.Error(), "model: openai: parse ") {
+			t.Errorf("a base URL that does not parse: %v", err)
+		}
+	}
+}
