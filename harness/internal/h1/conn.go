@@ -116,8 +116,8 @@ func (c *conn) Read(p []byte) (int, error) {
 }
 
 // headSize is how much of an answer a connection reads before it takes a
-// read buffer: an answer's status line and most of its header.
-const headSize = 512
+// read buffer: an answer's status line and a short header.
+const headSize = 256
 
 // readers and writers are the buffers requests are written through and
 // answers read through: a connection holds a reader only while in use.
