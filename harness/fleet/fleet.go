@@ -69,7 +69,7 @@ func (f *fleet) prepare(units []Unit) ([]*joining, error) {
 			return nil, where(u, err)
 		}
 		name := a.Runner.Agent.Name
-		ln, err := net.Listen("tcp", u.Listen)
+		ln, err := listen(u.Listen)
 		if err != nil {
 			held.Close()
 			undo()

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync/atomic"
@@ -22,6 +23,16 @@ var errNoRoom = errors.New("the listener waits for room")
 // descriptor limit past what the pool counts: the listener is served again
 // after noRoomRetry, never at once.
 var errNoDescriptor = errors.New("the listener waits for a descriptor")
+
+// listen listens on addr for an agent's callers. Its connections carry no
+// TCP keep-alive probes, four system calls a connection to set: a caller
+// that leaves is seen as it closes (EPOLLRDHUP), a connection idle between
+// requests is closed after the server's idle time, and a turn runs to its
+// end whoever waits for it (see CHOICES.md).
+func listen(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(context.Background(), "tcp", addr)
+}
 
 // pausable is an agent's listener. Watched (the process has a waiter), it
 // has no accept loop of its own, awake or asleep: the waiter wakes it when
