@@ -94,18 +94,26 @@ func newConns(pool *budget.Pool, watch *httpconn.Watcher, log *slog.Logger) *con
 
 // serve accepts r's connections until its listener's Accept fails, and
 // answers each on a goroutine of its own; it returns that error, the
-// listener closed as its Close says.
-func (c *conns) serve(r *running) error {
+// listener closed as its Close says. A watched listener's one connection
+// is returned with errPaused, not answered: the caller answers it.
+func (c *conns) serve(r *running) (net.Conn, error) {
 	defer r.ln.Close()
-	ctx := context.WithValue(context.Background(), agentKey{}, r)
 	for {
 		nc, err := r.ln.Accept()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.add(r, nc)
-		go c.hs.ServeConn(ctx, nc)
+		if r.ln.watched {
+			return nc, errPaused
+		}
+		go c.answer(r, nc)
 	}
+}
+
+// answer answers the requests of r's connection nc until it closes.
+func (c *conns) answer(r *running, nc net.Conn) {
+	c.hs.ServeConn(context.WithValue(context.Background(), agentKey{}, r), nc)
 }
 
 // add counts in a connection accepted for r. A connection that comes to an

@@ -80,9 +80,12 @@ func (p *pausable) Close() error {
 }
 
 // serve accepts the agent's connection the waiter saw coming, or, with no
-// waiter, its connections until it stops.
+// waiter, its connections until it stops. The one connection of a watched
+// listener is answered on this goroutine, once the listener is watched
+// again: a goroutine made for it would begin with a small stack and grow
+// it, copied, as the request is read and the turn runs.
 func (r *running) serve() {
-	err := r.f.conns.serve(r)
+	nc, err := r.f.conns.serve(r)
 	switch {
 	case r.leaving.Load(): // its listener closed
 	case errors.Is(err, errNoRoom):
@@ -90,21 +93,30 @@ func (r *running) serve() {
 	case errors.Is(err, errNoDescriptor):
 		r.wait(false)
 	case errors.Is(err, errPaused):
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.leaving.Load() {
-			return
-		}
-		if err := r.f.waiter.watch(r.ln.TCPListener, r.resume); err != nil {
-			r.f.Log.Warn("agent's listener not watched, accepting on", "agent", r.name, "error", err)
-			r.ln.watched = false
-			go r.serve()
-		}
+		r.watchAgain()
 	default:
 		select {
 		case r.f.errc <- err:
 		default: // the process is stopping for an earlier one
 		}
+	}
+	if nc != nil {
+		r.f.conns.answer(r, nc)
+	}
+}
+
+// watchAgain has the waiter watch the listener again, once it took its one
+// connection; past a failure, an accept loop takes its connections.
+func (r *running) watchAgain() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leaving.Load() {
+		return
+	}
+	if err := r.f.waiter.watch(r.ln.TCPListener, r.resume); err != nil {
+		r.f.Log.Warn("agent's listener not watched, accepting on", "agent", r.name, "error", err)
+		r.ln.watched = false
+		go r.serve()
 	}
 }
 
