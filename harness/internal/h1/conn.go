@@ -82,6 +82,8 @@ type conn struct {
 	first    []byte
 	firstErr error
 
+	gather gather // what a request is written to, while it is
+
 	// For open and abort, made once per connection.
 	peekFn   func(fd uintptr) bool
 	peekByte [1]byte

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 )
@@ -11,14 +12,16 @@ import (
 // write writes req on c.
 func (c *conn) write(req *http.Request) error {
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(c.nc)
+	c.gather = gather{nc: c.nc}
+	bw.Reset(&c.gather)
 	defer func() {
 		bw.Reset(nil)
 		writers.Put(bw)
+		c.gather = gather{}
 	}()
 	var err error
 	if plain(req) {
-		err = writeRequest(bw, c.nc, req)
+		err = writeRequest(bw, &c.gather, req)
 	} else {
 		err = req.Write(bw)
 	}
@@ -41,12 +44,13 @@ func plain(req *http.Request) bool {
 
 // writeRequest writes req's line, header and body to bw, as req.Write
 // would with Content-Length. A body larger than bw has room for goes
-// straight to w, bw's writer, once the header is flushed: a model request
-// of tens or hundreds of kilobytes is written in one call, not copied
-// through the buffer a buffer's length at a time. The head is written by
-// a function of its own, whose frame is gone while the body is: a turn's
-// stack is deepest there (see writeHead).
-func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
+// straight to g, bw's writer, with the head flushed into g ahead of it: a
+// model request of tens or hundreds of kilobytes is written with its head
+// in one call, not copied through the buffer a buffer's length at a time,
+// and the far end is woken once. The head is written by a function of its
+// own, whose frame is gone while the body is: a turn's stack is deepest
+// there (see writeHead).
+func writeRequest(bw *bufio.Writer, g *gather, req *http.Request) error {
 	if err := writeHead(bw, req); err != nil {
 		return err
 	}
@@ -58,12 +62,14 @@ func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
 	}
 	dst := io.Writer(bw)
 	if req.ContentLength > int64(bw.Available()) {
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("writing the request: %w", err)
-		}
-		dst = w
+		g.hold = true
+		bw.Flush() // into g, which holds it for the body's first write
+		dst = g
 	}
 	n, err := io.Copy(dst, req.Body)
+	if err == nil {
+		err = g.release()
+	}
 	if err != nil {
 		return fmt.Errorf("writing the request's body: %w", err)
 	}
@@ -71,6 +77,40 @@ func writeRequest(bw *bufio.Writer, w io.Writer, req *http.Request) error {
 		return fmt.Errorf("%w: ContentLength %d with a body of %d bytes", errRequest, req.ContentLength, n)
 	}
 	return nil
+}
+
+// gather is what a request is written to: its connection, but for a head
+// held (hold set before the head is flushed into it), which goes with the
+// next write in one writev.
+type gather struct {
+	nc   net.Conn
+	hold bool
+	head []byte // the head held: bw's buffer, untouched until the request is written
+}
+
+func (g *gather) Write(p []byte) (int, error) {
+	switch {
+	case g.hold:
+		g.hold, g.head = false, p
+		return len(p), nil
+	case g.head == nil:
+		return g.nc.Write(p)
+	}
+	head := len(g.head)
+	bufs := net.Buffers{g.head, p}
+	g.head = nil
+	n, err := bufs.WriteTo(g.nc)
+	return max(int(n)-head, 0), err
+}
+
+// release writes the head held, if nothing was written after it.
+func (g *gather) release() error {
+	if g.head == nil {
+		return nil
+	}
+	_, err := g.nc.Write(g.head)
+	g.head = nil
+	return err
 }
 
 // writeHead writes req's line and header to bw, and the blank line after
