@@ -108,9 +108,8 @@ type conn struct {
 	cancel context.CancelCauseFunc // the running request's
 
 	// For await's wait, made once per connection.
-	peekFn   func(fd uintptr) bool
-	peekByte [1]byte
-	peekN    uintptr
+	peekFn func(fd uintptr) bool
+	peekOK bool // the wait ended with a request's first bytes in lr
 }
 
 // errLeft is the cause of a request's context once its caller closed the
@@ -132,7 +131,7 @@ func (c *conn) Event(uint64) {
 // ReadHeaderTimeout on a new connection and IdleTimeout after; false: the
 // connection ended or timed out.
 func (c *conn) await(first bool) bool {
-	if c.br != nil && c.br.Buffered() > 0 {
+	if c.br != nil && c.br.Buffered() > 0 || len(c.lr.first) > 0 {
 		return true
 	}
 	d := c.s.IdleTimeout
@@ -146,19 +145,31 @@ func (c *conn) await(first bool) bool {
 	if c.sys == nil {
 		return true // read at once: a buffer is held while waiting
 	}
+	c.peekOK = false
 	if err := c.sys.Read(c.peekFn); err != nil {
 		return false
 	}
-	return c.peekN == 1 // 0: the far end closed; an error: it failed
+	return c.peekOK // false: the far end closed, or the read failed
 }
 
-// peek is await's look at the socket: a byte waiting, its end or an error
-// ends the wait; nothing yet waits for one.
+// peek is await's read of the socket: the request's first bytes, read
+// into a small pooled buffer that lr hands out before the socket, end the
+// wait, as do the socket's end or an error; nothing yet waits for bytes,
+// the buffer given back. The bytes are read, not peeked at and read
+// again: one call, not two.
 func (c *conn) peek(fd uintptr) bool {
-	n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekByte[0])), 1,
-		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-	c.peekN = n
-	return errno != syscall.EAGAIN && errno != syscall.EWOULDBLOCK && errno != syscall.EINTR
+	b := firsts.Get().(*[]byte)
+	n, _, errno := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&(*b)[0])), uintptr(len(*b)))
+	switch {
+	case errno == syscall.EAGAIN || errno == syscall.EWOULDBLOCK || errno == syscall.EINTR:
+		firsts.Put(b)
+		return false
+	case errno != 0 || n == 0:
+		firsts.Put(b)
+		return true
+	}
+	c.lr.firstBuf, c.lr.first, c.peekOK = b, (*b)[:n], true
+	return true
 }
 
 // setDeadline bounds nc's reads to d from now; 0, not at all.
@@ -300,13 +311,25 @@ func (c *conn) close() {
 		readers.Put(c.br)
 		c.br = nil
 	}
+	c.lr.giveFirst()
 	c.s.state(c.nc, http.StateClosed)
 }
 
-// limited is a conn's reader of its socket, refusing past n bytes.
+// limited is a conn's reader of its socket, refusing past n bytes: the
+// first bytes await read, then the socket.
 type limited struct {
-	nc net.Conn
-	n  int64
+	nc       net.Conn
+	n        int64
+	first    []byte  // what await read and is not yet read from here
+	firstBuf *[]byte // first's buffer, given back once it is read
+}
+
+// giveFirst gives first's buffer back to the pool.
+func (l *limited) giveFirst() {
+	if l.firstBuf != nil {
+		firsts.Put(l.firstBuf)
+	}
+	l.first, l.firstBuf = nil, nil
 }
 
 // errTooLarge ends a header's read past its limit.
@@ -319,13 +342,29 @@ func (l *limited) Read(p []byte) (int, error) {
 	if int64(len(p)) > l.n {
 		p = p[:l.n]
 	}
+	if len(l.first) > 0 {
+		n := copy(p, l.first)
+		l.first = l.first[n:]
+		l.n -= int64(n)
+		if len(l.first) == 0 {
+			l.giveFirst()
+		}
+		return n, nil
+	}
 	n, err := l.nc.Read(p)
 	l.n -= int64(n)
 	return n, err
 }
 
-// readers are the buffers requests are read through.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+// readers are the buffers requests are read through; firsts those the
+// first bytes of a request are read into as a connection's wait ends,
+// each of firstSize, a request's line and a short header.
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+	firsts  = sync.Pool{New: func() any { b := make([]byte, firstSize); return &b }}
+)
+
+const firstSize = 1 << 10
 
 func isTimeout(err error) bool {
 	var ne net.Error
