@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClients(t *testing.T) {
@@ -50,6 +51,24 @@ func TestClients(t *testing.T) {
 	for range 2 { // the target's error is kept, and said each call
 		if _, err := bad.Call(context.Background(), msg, nil); err == nil || !strings.HasPrefix(err.Error(), "model: openai: parse ") {
 			t.Errorf("a base URL that does not parse: %v", err)
+		}
+	}
+}
+
+func TestStallOf(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want time.Duration
+	}{
+		{"", DefaultStall},
+		{"90s", 90 * time.Second},
+		{"250ms", 250 * time.Millisecond},
+		{"0s", DefaultStall},   // no stall is not a stall of none
+		{"-5s", DefaultStall},  // nor a negative one
+		{"soon", DefaultStall}, // not a duration
+	} {
+		if got := StallOf(func(string) string { return tt.env }); got != tt.want {
+			t.Errorf("LNK_MODEL_STALL=%q: %v, want %v", tt.env, got, tt.want)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // window it was sized for, and where to change it.
 func (t *turn) callModel(ctx context.Context, s *settings.Settings, req *model.Request, onText func(string)) (*model.Response, error) {
 	if req.Stall == 0 {
-		req.Stall = t.r.stall()
+		req.Stall = model.StallOf(t.r.getenv)
 	}
 	req.Timeout = time.Duration(s.Model.Timeout) // 0: the model package's default
 	started := false
@@ -82,14 +82,4 @@ func (r *Runner) getenv(k string) string {
 		return r.Getenv(k)
 	}
 	return ""
-}
-
-// stall is how long a model's stream may go without a byte:
-// LNK_MODEL_STALL (a duration, "90s") when set, else the model package's
-// default.
-func (r *Runner) stall() time.Duration {
-	if d, err := time.ParseDuration(r.getenv("LNK_MODEL_STALL")); err == nil && d > 0 {
-		return d
-	}
-	return model.DefaultStall
 }
