@@ -18,7 +18,8 @@
 // http.ReadResponse does. What it does:
 //
 //   - The request is written through a pooled bufio.Writer in one write
-//     where it fits, and the answer read with http.ReadResponse from the
+//     where it fits, or its head and body in one writev where the body is
+//     longer, and the answer read with http.ReadResponse from the
 //     connection's reader. An answer's header over MaxHeaderBytes is
 //     refused with ErrHeaderTooLarge.
 //   - Reading the body to its end gives the connection back to the idle
