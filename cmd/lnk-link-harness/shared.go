@@ -26,7 +26,7 @@ import (
 
 // newShared is what the agents of a process share: the environment main
 // read, the logger, the warm cache, the bound on turns, the clients of the
-// model proxy and tool servers, the model facts, the histograms, the
+// model proxy and tool servers, the model clients, the model facts, the histograms, the
 // watcher of end records, and how
 // an agent's conversations are opened and its key read.
 func newShared(environ []string, log *slog.Logger, cache *warm.Cache, turns *budget.Turns) fleet.Shared {
@@ -45,6 +45,7 @@ func newShared(environ []string, log *slog.Logger, cache *warm.Cache, turns *bud
 		// each.
 		Tools: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConns: budget.MaxIdleTools,
 			MaxIdleConnsPerHost: budget.MaxIdleTools, IdleConnTimeout: 30 * time.Second}},
+		Models:  &model.Clients{},
 		Facts:   &facts.Cache{},
 		Metrics: new(metrics.Process),
 		Ends:    &ending.Watcher{Log: log},

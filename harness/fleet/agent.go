@@ -37,6 +37,7 @@ type Shared struct {
 	Warm    *warm.Cache      // what turns keep for their conversations' next; nil keeps nothing
 	Turns   *budget.Turns    // the turns in flight, bounded; nil: no bound
 	Model   *http.Client     // the model proxy's client, its idle connections the process's
+	Models  *model.Clients   // the model clients, one for each proxy and key the agents name
 	Tools   *http.Client     // the tool servers' client, its idle connections the process's
 	Facts   *facts.Cache     // the user's model facts, read once for every agent that shares LNK_HOME
 	Metrics *metrics.Process // the histograms every agent's times count into
@@ -142,7 +143,7 @@ func (u Unit) agent(sh *Shared, ending context.Context) (server.Agent, io.Closer
 	r := &turn.Runner{
 		Agent: agent, Getenv: getenv, Open: own.Open, HTTP: sh.Model, Metrics: m, Log: sh.Log, Stop: ending,
 		Tools: set, Settings: u.settings, HoldHome: true,
-		Process: turn.Process{Warm: sh.Warm, Turns: sh.Turns, Tracer: sh.Tracer, Ends: sh.Ends},
+		Process: turn.Process{Warm: sh.Warm, Turns: sh.Turns, Tracer: sh.Tracer, Ends: sh.Ends, Models: sh.Models},
 	}
 	if _, own := u.Env["LNK_HOME"]; !own {
 		r.Facts = sh.Facts // the process's LNK_HOME, and so its model facts

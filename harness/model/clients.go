@@ -8,45 +8,54 @@ import (
 	"time"
 )
 
-// Clients keeps a client a provider for the calls an environment names,
-// so a call does not make its client again, nor the target and header its
-// requests share (see target). A provider's client is made again when the
-// environment names another base URL or key for it. The zero value is
-// ready to use; it is safe for concurrent use.
+// Clients keeps the model clients of a process's agents, one for each
+// provider, base URL, key and http.Client their environments name, so a
+// call does not make its client again, nor the target and header its
+// requests share (see target): the agents of a process that share a
+// model proxy share a client. It keeps at most maxClients, let go of all
+// at once past that. The zero value is ready to use; a nil *Clients keeps
+// none, and Get is New. It is safe for concurrent use.
 type Clients struct {
 	mu sync.Mutex
 	// guarded by mu
-	kept map[string]keptClient
+	kept map[clientKey]Client
 }
 
-// keptClient is a provider's client and what it was made from.
-type keptClient struct {
-	base, key string
-	hc        *http.Client
-	c         Client
+// clientKey is what a client is made from.
+type clientKey struct {
+	provider, base, key string
+	hc                  *http.Client
 }
 
-// Get returns provider's client as New makes it, the one kept when the
-// environment still names its base URL and key and hc is the same.
+// maxClients bounds the clients kept: one for each proxy and key the
+// agents' environments name, which a process has a few of.
+const maxClients = 64
+
+// Get returns provider's client as New makes it, for the environment
+// getenv reads, the one kept when one was made for the same base URL, key
+// and hc.
 func (cs *Clients) Get(provider string, getenv func(string) string, hc *http.Client) (Client, error) {
+	if cs == nil {
+		return New(provider, getenv, hc)
+	}
 	base, err := baseURL(provider, getenv)
 	if err != nil {
 		return nil, err
 	}
-	key := getenv("LNK_MODEL_PROXY_KEY")
+	k := clientKey{provider: provider, base: base, key: getenv("LNK_MODEL_PROXY_KEY"), hc: hc}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if k, ok := cs.kept[provider]; ok && k.base == base && k.key == key && k.hc == hc {
-		return k.c, nil
+	if c, ok := cs.kept[k]; ok {
+		return c, nil
 	}
-	c, err := newClient(provider, base, key, hc)
+	c, err := newClient(provider, base, k.key, hc)
 	if err != nil {
 		return nil, err
 	}
-	if cs.kept == nil {
-		cs.kept = make(map[string]keptClient, 1)
+	if cs.kept == nil || len(cs.kept) >= maxClients {
+		cs.kept = make(map[clientKey]Client, 1)
 	}
-	cs.kept[provider] = keptClient{base: base, key: key, hc: hc, c: c}
+	cs.kept[k] = c
 	return c, nil
 }
 

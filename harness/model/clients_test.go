@@ -30,13 +30,20 @@ func TestClients(t *testing.T) {
 	}
 
 	first, _ := cs.Get("anthropic", getenv, nil)
+	other := map[string]string{"LNK_MODEL_PROXY": base} // another agent's environment, naming the same
+	if c, _ := cs.Get("anthropic", func(k string) string { return other[k] }, nil); c != first {
+		t.Error("two environments naming the same proxy and key: two clients")
+	}
+	var none *Clients
+	if a, _ := none.Get("anthropic", getenv, nil); a == nil || a == first {
+		t.Errorf("a nil Clients: %#v, want a client of its own", a)
+	}
 	env["LNK_MODEL_PROXY_KEY"] = "k2"
 	keyed, err := cs.Get("anthropic", getenv, nil)
 	if err != nil || keyed == first || keyed.(*Anthropic).Key != "k2" {
 		t.Errorf("another key: %v, %#v", err, keyed)
 	}
-	other, _ := cs.Get("anthropic", getenv, &http.Client{})
-	if other == keyed {
+	if c, _ := cs.Get("anthropic", getenv, &http.Client{}); c == keyed {
 		t.Error("another http.Client: the client kept")
 	}
 	if _, err := cs.Get("gemini", getenv, nil); err == nil {

@@ -60,7 +60,7 @@ func (t *turn) callFallback(ctx context.Context, s *settings.Settings, req *mode
 
 // ask calls provider's model once, timing the call.
 func (t *turn) ask(ctx context.Context, provider string, req *model.Request, onText func(string)) (*model.Response, error) {
-	c, err := t.c.clients.Get(provider, t.r.getenv, t.r.HTTP)
+	c, err := t.r.Models.Get(provider, t.r.getenv, t.r.HTTP)
 	if err != nil {
 		return nil, err
 	}

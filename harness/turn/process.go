@@ -4,6 +4,7 @@ import (
 	"lnk.dev/linkharness/harness/budget"
 	"lnk.dev/linkharness/harness/ending"
 	"lnk.dev/linkharness/harness/facts"
+	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/trace"
 	"lnk.dev/linkharness/harness/warm"
 )
@@ -28,6 +29,10 @@ type Process struct {
 	// Facts, when not nil, is the user's model facts as the process last
 	// read them. Nil: the Runner keeps its own.
 	Facts *facts.Cache
+
+	// Models, when not nil, keeps the model clients the process's agents
+	// call, made once for each proxy and key. Nil: made at each call.
+	Models *model.Clients
 
 	// Ends, when not nil, reads the end records of the turns running in
 	// the process, so another process of the home can end them (see

@@ -15,7 +15,6 @@ import (
 	"lnk.dev/linkharness/harness/idempotency"
 	"lnk.dev/linkharness/harness/instructions"
 	"lnk.dev/linkharness/harness/metrics"
-	"lnk.dev/linkharness/harness/model"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/running"
 	"lnk.dev/linkharness/harness/settings"
@@ -470,7 +469,6 @@ type runnerCache struct {
 	prompts  instructions.Cache // what the turn read of the agent's home, until its files change
 	facts    facts.Cache        // the user's model facts, until they change, when the Runner has no Facts
 	runtimes facts.Runtimes     // what runtimes said of their models, for a minute
-	clients  model.Clients      // the model clients, a provider's made once
 }
 
 // caches is what the Runner's turns keep, made when the last Rest let go
