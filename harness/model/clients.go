@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Clients keeps the model clients of a process's agents, one for each
@@ -57,16 +56,6 @@ func (cs *Clients) Get(provider string, getenv func(string) string, hc *http.Cli
 	}
 	cs.kept[k] = c
 	return c, nil
-}
-
-// StallOf is how long a model's stream may go without a byte in the
-// environment getenv reads: LNK_MODEL_STALL (a duration, "90s") when set,
-// else DefaultStall.
-func StallOf(getenv func(string) string) time.Duration {
-	if d, err := time.ParseDuration(getenv("LNK_MODEL_STALL")); err == nil && d > 0 {
-		return d
-	}
-	return DefaultStall
 }
 
 // target is where a client's calls go, parsed once, and the header they

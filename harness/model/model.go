@@ -236,6 +236,16 @@ func newClient(provider, base, key string, hc *http.Client) (Client, error) {
 	return nil, fmt.Errorf("model: unknown provider %q (anthropic, openai, openrouter or ollama)", provider)
 }
 
+// StallOf is how long a model's stream may go without a byte in the
+// environment getenv reads: LNK_MODEL_STALL (a duration, "90s") when set,
+// else DefaultStall.
+func StallOf(getenv func(string) string) time.Duration {
+	if d, err := time.ParseDuration(getenv("LNK_MODEL_STALL")); err == nil && d > 0 {
+		return d
+	}
+	return DefaultStall
+}
+
 // baseURL is where provider's API sits: its own override, or its folder
 // under the model proxy.
 func baseURL(provider string, getenv func(string) string) (string, error) {

@@ -68,7 +68,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.sys = rc
-			c.peekFn = c.peek
+			c.firstFn = c.readFirst
 		}
 	}
 	if s.Watch != nil && c.sys != nil {
@@ -108,8 +108,8 @@ type conn struct {
 	cancel context.CancelCauseFunc // the running request's
 
 	// For await's wait, made once per connection.
-	peekFn func(fd uintptr) bool
-	peekOK bool // the wait ended with a request's first bytes in lr
+	firstFn  func(fd uintptr) bool
+	gotFirst bool // the wait ended with a request's first bytes in lr
 }
 
 // errLeft is the cause of a request's context once its caller closed the
@@ -145,19 +145,19 @@ func (c *conn) await(first bool) bool {
 	if c.sys == nil {
 		return true // read at once: a buffer is held while waiting
 	}
-	c.peekOK = false
-	if err := c.sys.Read(c.peekFn); err != nil {
+	c.gotFirst = false
+	if err := c.sys.Read(c.firstFn); err != nil {
 		return false
 	}
-	return c.peekOK // false: the far end closed, or the read failed
+	return c.gotFirst // false: the far end closed, or the read failed
 }
 
-// peek is await's read of the socket: the request's first bytes, read
+// readFirst is await's read of the socket: the request's first bytes, read
 // into a small pooled buffer that lr hands out before the socket, end the
 // wait, as do the socket's end or an error; nothing yet waits for bytes,
 // the buffer given back. The bytes are read, not peeked at and read
 // again: one call, not two.
-func (c *conn) peek(fd uintptr) bool {
+func (c *conn) readFirst(fd uintptr) bool {
 	b := firsts.Get().(*[]byte)
 	n, _, errno := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&(*b)[0])), uintptr(len(*b)))
 	switch {
@@ -168,7 +168,7 @@ func (c *conn) peek(fd uintptr) bool {
 		firsts.Put(b)
 		return true
 	}
-	c.lr.firstBuf, c.lr.first, c.peekOK = b, (*b)[:n], true
+	c.lr.firstBuf, c.lr.first, c.gotFirst = b, (*b)[:n], true
 	return true
 }
 
