@@ -107,21 +107,28 @@ func WriteTold(dir string, seq int64) error {
 		return err
 	}
 	defer unix.Close(fd)
-	return writeToldAt(fd, path, seq)
+	_, err = writeToldAt(fd, path, seq)
+	return err
 }
 
 // writeToldAt is WriteTold on the told file open as fd: one read of a
 // bare descriptor (a regular file's pread is short only at its end, and
 // the file is never longer than maxTold but by damage), and the write.
-func writeToldAt(fd int, path string, seq int64) error {
+// It returns what the file then says was told.
+func writeToldAt(fd int, path string, seq int64) (int64, error) {
 	var buf [maxTold + 1]byte
 	n, err := osfile.Pread(fd, buf[:], 0)
 	if err != nil {
-		return &fs.PathError{Op: "read", Path: path, Err: err}
+		return 0, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if told, err := parseTold(path, buf[:n]); err == nil && told >= seq && seq != 0 && n > 0 {
-		return nil
+		return told, nil
 	}
+	return seq, pwriteTold(fd, path, seq)
+}
+
+// pwriteTold writes seq over the told file open as fd.
+func pwriteTold(fd int, path string, seq int64) error {
 	if _, err := osfile.Pwrite(fd, toldLine(seq), 0); err != nil {
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
@@ -200,11 +207,21 @@ func parseTold(path string, b []byte) (int64, error) {
 // is the file. Were it removed by hand meanwhile, the kept file would say
 // less than was told, and an answer would be handed over once more, as
 // after a lost write. The zero value holds none.
+//
+// It remembers what it last read or wrote, so a marking writes with no
+// read. A marking written past it by path while a turn held it (one
+// whose conversation was out of the warm cache) makes it remember less
+// than the file says; what it writes next is the later turn's answer,
+// past both. Only a marking older than that one, come after it, would
+// write a lesser seq over it: an answer handed over once more, as after
+// a lost write, never one lost.
 type Told struct {
-	fd   int
-	open bool
-	rw   bool // open to write as well
-	path string
+	fd    int
+	open  bool
+	rw    bool  // open to write as well
+	known bool  // seq is what the file said when last read or written through f
+	seq   int64 // what it said
+	path  string
 }
 
 // OpenTold opens the told file in the conversation's folder dir: to write
@@ -240,16 +257,29 @@ func (f *Told) Read() (int64, error) {
 		f.Close()
 		return 0, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
-	return parseTold(f.path, buf[:n])
+	told, err := parseTold(f.path, buf[:n])
+	f.known, f.seq = err == nil && n > 0, told
+	return told, err
 }
 
 // Write writes seq as told through f (see WriteTold), and says whether f
-// is open to write; else the caller writes the file itself.
+// is open to write; else the caller writes the file itself. What f last
+// read or wrote stands for the file's read.
 func (f *Told) Write(seq int64) (bool, error) {
 	if !f.open || !f.rw {
 		return false, nil
 	}
-	return true, writeToldAt(f.fd, f.path, seq)
+	if !f.known {
+		told, err := writeToldAt(f.fd, f.path, seq)
+		f.known, f.seq = err == nil, told
+		return true, err
+	}
+	if f.seq >= seq && seq != 0 {
+		return true, nil
+	}
+	err := pwriteTold(f.fd, f.path, seq)
+	f.known, f.seq = err == nil, seq
+	return true, err
 }
 
 // Close closes the file f holds.
