@@ -32,14 +32,14 @@ type Watch struct {
 }
 
 // Watcher reads the records of the process's running turns, every Every
-// while one runs. The zero value is ready; a nil Watcher watches nothing.
+// while one runs, and once more after the last ends. The zero value is ready; a nil Watcher watches nothing.
 type Watcher struct {
 	Log  *slog.Logger  // a record that cannot be read or removed; nil logs nothing
 	Tick time.Duration // how often the records are read; 0 is Every
 
 	mu      sync.Mutex
 	watches map[*Watch]struct{}
-	timer   *time.Timer // armed while watches is not empty
+	timer   *time.Timer // armed while watches is not empty, and until its next tick after
 	armed   bool
 }
 
@@ -61,20 +61,22 @@ func (wr *Watcher) Add(w *Watch) {
 }
 
 // Remove stops watching w; a w not watched is nothing. A turn removes its
-// Watch before it lets its conversation go.
+// Watch before it lets its conversation go. The tick set is left to run:
+// finding no turn it sets none, so a process whose last turn ended holds
+// no tick past one Every, and turns that follow one another in less do
+// not set one each (setting a timer sooner than any other wakes the
+// runtime's poller, two system calls).
 func (wr *Watcher) Remove(w *Watch) {
 	if wr == nil {
 		return
 	}
 	wr.mu.Lock()
 	delete(wr.watches, w)
-	if len(wr.watches) == 0 && wr.armed && wr.timer.Stop() {
-		wr.armed = false // no turn runs: no tick until one does
-	}
 	wr.mu.Unlock()
 }
 
-// Armed says whether a tick is set: while a turn is watched.
+// Armed says whether a tick is set: while a turn is watched, and until
+// the tick after the last is removed.
 func (wr *Watcher) Armed() bool {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
