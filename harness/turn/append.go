@@ -81,7 +81,7 @@ func (t *turn) appendMessage(ctx context.Context, m *Message, to *[]event.Event)
 	t.seq = e.Seq
 	t.addID(m.ID, e.Seq)
 	if to != nil {
-		*to = append(*to, e)
+		*to = t.extend(*to, e)
 	}
 	return nil
 }

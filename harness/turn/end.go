@@ -131,7 +131,7 @@ func (t *turn) endRounds(ctx context.Context, s *settings.Settings, cp window.Ch
 	if err != nil {
 		return nil, nil, fmt.Errorf("writing the ended answer: %w", err)
 	}
-	events = append(events, *e)
+	events = t.extend(events, *e)
 	t.ops.in.Answered(e, reply != nil)
 	t.ops.in.SetEnded(e)
 	t.log().Info("turn ended", "answer", e.Seq)

@@ -25,8 +25,8 @@ import (
 // where it starts.
 func (t *turn) makeRoom(ctx context.Context, s *settings.Settings, req *model.Request, cp *window.Checkpoint, events []event.Event) ([]event.Event, error) {
 	for range 4 { // each pass leaves at least half the share
-		t.win.items = window.Items(t.win.items, events, t.tokensOf(events))
-		items := t.win.items
+		t.win.Items = window.Items(t.win.Items, events, t.tokensOf(events))
+		items := t.win.Items
 		total := 0
 		for _, it := range items {
 			total += it.Tokens

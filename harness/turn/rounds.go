@@ -132,7 +132,7 @@ func (t *turn) rounds(ctx context.Context, s *settings.Settings, req *model.Requ
 		}
 		said.Reset() // said with the calls, and kept with them
 		results, err := t.runCalls(ctx, resp.Calls)
-		events = append(events, results...)
+		events = t.extend(events, results...)
 		if err != nil || endedBy(ctx) {
 			return fail(events, err)
 		}
@@ -149,7 +149,7 @@ func (t *turn) appendRound(ctx context.Context, s *settings.Settings, resp *mode
 	if err != nil {
 		return nil, events, err
 	}
-	return answer, append(events, *answer), nil
+	return answer, t.extend(events, *answer), nil
 }
 
 // resume runs the calls a turn that ended made and never ran, and counts
@@ -157,7 +157,7 @@ func (t *turn) appendRound(ctx context.Context, s *settings.Settings, resp *mode
 func (t *turn) resume(ctx context.Context, events []event.Event) ([]event.Event, int, error) {
 	if calls := idempotency.Unanswered(events, t.once.resumed); len(calls) > 0 {
 		results, err := t.runCalls(ctx, calls)
-		events = append(events, results...)
+		events = t.extend(events, results...)
 		if err != nil {
 			return nil, 0, err
 		}

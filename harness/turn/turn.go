@@ -424,7 +424,7 @@ type lifetime struct {
 // where it is kept (see warm.go).
 func (t *turn) close() {
 	t.flushIDs(t.keeping())
-	t.giveWindow()
+	t.win.Give()
 	t.tools.offer.End()
 	if d, ok := t.conv.(store.Deferred); ok {
 		// A turn that ended between its message and its answer makes the
@@ -543,10 +543,10 @@ func (t *turn) steps(ctx context.Context, s *settings.Settings, m *Message, onTe
 	rctx, stop := t.endable(ctx)
 	defer stop()
 	reply, all, err := t.rounds(rctx, s, w.req, &w.cp, w.events, text)
-	t.keepWindow(all)
+	t.win.Keep(all)
 	// A turn that made room went on in a slice of its own, and one that
 	// failed may not say what it appended: what it wrote is not known.
-	t.win.whole = t.win.whole || err != nil || t.sum.madeRoom
+	t.win.Whole = t.win.Whole || err != nil || t.sum.madeRoom
 	if err != nil {
 		return err
 	}
@@ -568,6 +568,6 @@ func (t *turn) finish(ctx context.Context, s *settings.Settings, w *opened, all 
 	if err := t.addToCopy(ctx, all, n); err != nil {
 		t.log().Error("the copy for people not written", "error", err)
 	}
-	t.win.items = window.Items(t.win.items, all, t.tokensOf(all))
-	t.sum.after = summary.Due(s, w.req, all, t.win.items, w.cp, w.share, t.tools.offer != nil && t.tools.offer.Offered(prompt.NotesTool))
+	t.win.Items = window.Items(t.win.Items, all, t.tokensOf(all))
+	t.sum.after = summary.Due(s, w.req, all, t.win.Items, w.cp, w.share, t.tools.offer != nil && t.tools.offer.Offered(prompt.NotesTool))
 }

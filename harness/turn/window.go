@@ -3,94 +3,25 @@ package turn
 import (
 	"context"
 	"slices"
-	"sync"
 
+	"lnk.dev/linkharness/harness/internal/heldwindow"
 	"lnk.dev/linkharness/harness/prompt"
 	"lnk.dev/linkharness/harness/window"
 	"lnk.dev/linkharness/store"
 	"lnk.dev/linkharness/store/event"
 )
 
-// windowState is the window as the turn holds it.
+// windowState is the window as the turn holds it: its slices (given back
+// when the turn ends), and the seqs of the first and the last of the
+// events their tokens count (tokensOf).
 type windowState struct {
-	slice *windowSlice  // the slices the window is decoded into, given back when the turn ends
-	toks  []int         // the tokens of the window's events (tokensOf)
-	first int64         // the seq of the window's first event they count
-	last  int64         // and of the last
-	items []window.Item // scratch for the window's items, given back with the window's slice
-	// filled is how far into slice's events the turn wrote, as keepWindow
-	// saw; all of it when the turn may have written past what it saw.
-	filled int
-	whole  bool
+	heldwindow.Held
+	first, last int64
 }
 
 // maxWindowRead bounds how much of a conversation one turn reads back,
 // whatever the window: a window of tokens is at most about this many bytes.
 const maxWindowRead = 64 << 20
-
-// windowSlices holds the slices windows are decoded into, emptied, so a turn
-// does not grow a new one of several hundred bytes an event each time, with
-// the slice of their items. The pool is the process's, never an agent's, and
-// the collector empties it.
-var windowSlices = sync.Pool{New: func() any { return new(windowSlice) }}
-
-type windowSlice struct {
-	events []event.Event
-	// These hold nothing the collector follows, so they are never cleared.
-	items []window.Item
-	toks  []int
-}
-
-// keepWindow makes events, or a larger slice the turn's events grew into,
-// the slice its turn gives back when it ends, and counts how far the turn
-// filled it.
-func (t *turn) keepWindow(events []event.Event) {
-	if t.win.slice == nil {
-		t.win.slice = windowSlices.Get().(*windowSlice)
-		t.win.items, t.win.toks = t.win.slice.items[:0], t.win.slice.toks[:0]
-		t.win.filled, t.win.whole = 0, false
-	}
-	if cap(events) > cap(t.win.slice.events) {
-		t.win.slice.events, t.win.filled = events[:0], 0
-	}
-	t.win.filled = max(t.win.filled, filledTo(t.win.slice.events, events))
-}
-
-// filledTo is how far into slice events reaches: the turn's events are
-// its slice less the oldest (a window starts later) and more at its end
-// (the turn appends), so they end as far into it as cap says, when they
-// are of it at all.
-func filledTo(slice, events []event.Event) int {
-	n, m := cap(slice), cap(events)
-	if m == 0 || m > n || &slice[:n][n-1] != &events[:m][m-1] {
-		return 0
-	}
-	return n - m + len(events)
-}
-
-// giveWindow empties what the turn filled of its window slice, so it holds
-// no event's text, and gives it back with the items' slice: a slice grown
-// by another conversation's long window costs a short one's turn nothing.
-// Nothing of the window may be used after.
-func (t *turn) giveWindow() {
-	if t.win.slice == nil {
-		return
-	}
-	w := t.win.slice.events[:cap(t.win.slice.events)]
-	if !t.win.whole {
-		w = w[:t.win.filled]
-	}
-	clear(w)
-	t.win.slice.events = w[:0]
-	if cap(t.win.items) > cap(t.win.slice.items) {
-		t.win.slice.items = t.win.items[:0]
-	}
-	if cap(t.win.toks) > cap(t.win.slice.toks) {
-		t.win.slice.toks = t.win.toks[:0]
-	}
-	windowSlices.Put(t.win.slice)
-	t.win.slice, t.win.items, t.win.toks = nil, nil, nil
-}
 
 // readWindow reads the tail the window needs, newest first, back to the
 // latest checkpoint's start (or the first event), and returns the window's
@@ -99,9 +30,10 @@ func (t *turn) giveWindow() {
 // The events the turn's warm.Conv kept are read in place of the store's when
 // they reach back as far: the same steps find the same window.
 func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window.Checkpoint, error) {
-	t.keepWindow(nil)
+	t.win.Keep(nil)
+	t.win.Lend(nil)
 	var (
-		events = t.win.slice.events[:0]
+		events = t.win.Events()
 		cp     = window.Checkpoint{Start: 1}
 		toks   []int // each event's tokens, counted once
 		sizes  []int // and its bytes in the store
@@ -139,13 +71,12 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 			}
 		}
 		if stop >= 0 || log[0].Seq == 1 {
+			// The kept events themselves, not a copy: the turn only reads
+			// them, and what it appends the conversation kept gets too
+			// (extend).
 			log, toks = t.warm.kept.KeepFrom(max(stop, 0))
-			if n := len(log) + 8; cap(events) < n { // the turn adds a few
-				events = make([]event.Event, 0, n+n/4) // and the next turns a few more
-			}
-			events = append(events, log...)
-			t.keepWindow(events)
-			return t.windowFrom(events, toks, cp, share)
+			t.win.Lend(log)
+			return t.windowFrom(log, toks, cp, share)
 		}
 		cp, found, tokens, bytes = window.Checkpoint{Start: 1}, false, 0, 0
 	}
@@ -164,7 +95,7 @@ func (t *turn) readWindow(ctx context.Context, share int) ([]event.Event, window
 		}
 		return more(e, len(ev), tok)
 	})
-	t.keepWindow(events)
+	t.win.Keep(events)
 	if err == nil {
 		err = derr
 	}
@@ -197,8 +128,11 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 	for len(events) > 0 && events[0].Seq < cp.Start {
 		events, toks = events[1:], toks[1:]
 	}
-	t.win.items = window.Items(t.win.items, events, toks)
-	events, items := window.Opened(cp.Start, events, t.win.items)
+	t.win.Items = window.Items(t.win.Items, events, toks)
+	if window.Rearranges(cp.Start, t.win.Items) && t.win.IsLent(events) {
+		events = t.win.Own(events) // rearranged in the turn's own slice
+	}
+	events, items := window.Opened(cp.Start, events, t.win.Items)
 	next := window.Start(cp, items, share)
 	if next.Start != cp.Start && len(events) > 0 && events[0].Type == event.TypeSummary {
 		events, items = events[1:], items[1:] // the window moved past its summary: it starts bare
@@ -206,9 +140,9 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 	for len(events) > 0 && events[0].Seq < next.Start {
 		events, items = events[1:], items[1:]
 	}
-	t.win.toks = slices.Grow(t.win.toks[:0], len(items)+16) // and room for what the turn adds
+	t.win.Toks = slices.Grow(t.win.Toks[:0], len(items)+16) // and room for what the turn adds
 	for _, it := range items {
-		t.win.toks = append(t.win.toks, it.Tokens)
+		t.win.Toks = append(t.win.Toks, it.Tokens)
 	}
 	if len(events) > 0 {
 		t.win.first, t.win.last = events[0].Seq, events[len(events)-1].Seq
@@ -221,15 +155,39 @@ func (t *turn) windowFrom(events []event.Event, toks []int, cp window.Checkpoint
 // those added since once. A window made anew (room made between rounds)
 // is counted afresh.
 func (t *turn) tokensOf(events []event.Event) []int {
-	n := len(t.win.toks)
+	n := len(t.win.Toks)
 	if len(events) == 0 || n > len(events) || events[0].Seq != t.win.first || (n > 0 && events[n-1].Seq != t.win.last) {
-		t.win.toks, n = t.win.toks[:0], 0
+		t.win.Toks, n = t.win.Toks[:0], 0
 	}
 	for i := n; i < len(events); i++ {
-		t.win.toks = append(t.win.toks, prompt.EventTokens(&events[i]))
+		t.win.Toks = append(t.win.Toks, prompt.EventTokens(&events[i]))
 	}
 	if len(events) > 0 {
 		t.win.first, t.win.last = events[0].Seq, events[len(events)-1].Seq
 	}
-	return t.win.toks[:len(events)]
+	return t.win.Toks[:len(events)]
+}
+
+// extend is events with es after them, es the events the turn just
+// appended. Where events are the warm conversation's, which it extended
+// with es as read back from the store (warm.Conv.Add), they are those;
+// else es are appended, in a slice of the turn's own where events are
+// the conversation's.
+func (t *turn) extend(events []event.Event, es ...event.Event) []event.Event {
+	if !t.win.IsLent(events) {
+		return append(events, es...)
+	}
+	n, k := len(events), len(es)
+	if log, _, _ := t.warm.kept.Events(t.last); len(log) >= k && n+k <= cap(events) {
+		ext := events[:n+k]
+		if &log[len(log)-1] == &ext[n+k-1] && sameSeqs(ext[n:], es) {
+			return ext
+		}
+	}
+	return append(t.win.Own(events), es...)
+}
+
+// sameSeqs says whether a and b are events of the same seqs, in order.
+func sameSeqs(a, b []event.Event) bool {
+	return slices.EqualFunc(a, b, func(x, y event.Event) bool { return x.Seq == y.Seq })
 }

@@ -65,7 +65,7 @@ func readSummarized(tb testing.TB, n int) func() {
 		if err != nil || len(events) != 52 || events[0].Seq != s || cp.Start != s-30 || events[1].Seq != s-30 {
 			tb.Fatalf("the window of %d events: %v, %+v, %d events from %d", n, err, cp, len(events), events[0].Seq)
 		}
-		tt.giveWindow()
+		tt.win.Give()
 	}
 }
 
@@ -101,87 +101,6 @@ func BenchmarkWindowAfterSummary(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				read()
-			}
-		})
-	}
-}
-
-func TestFilledTo(t *testing.T) {
-	slice := make([]event.Event, 3, 10)
-	other := make([]event.Event, 3, 10)
-	for _, c := range []struct {
-		name   string
-		events []event.Event
-		want   int
-	}{
-		{"the slice itself", slice[:4], 4},
-		{"a window starting later, appended to", slice[2:7], 7},
-		{"all of it", slice[:10], 10},
-		{"none of it yet", slice[:0], 0},
-		{"another slice", other[:5], 0},
-		{"nil", nil, 0},
-		{"at its end, empty", slice[10:10], 0},
-		{"cut short by a full slice expression", slice[0:4:5], 0},
-	} {
-		if got := filledTo(slice, c.events); got != c.want {
-			t.Errorf("%s: %d, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-// giveWindow leaves nothing of the turn's events in the slice it gives
-// back, whether the turn's window started later in it and was appended
-// to, or the turn wrote where it did not say (it made room in a slice of
-// its own, or failed).
-func TestGiveWindowEmpties(t *testing.T) {
-	ev := func(seq int64) event.Event {
-		return event.Event{Seq: seq, Type: event.TypeMessage, Text: fmt.Sprintf("message %d", seq)}
-	}
-	for _, whole := range []bool{false, true} {
-		tt := &turn{}
-		tt.keepWindow(nil)
-		tt.win.slice.events = make([]event.Event, 0, 100)
-		events := tt.win.slice.events[:0]
-		for seq := range int64(20) {
-			events = append(events, ev(seq+1))
-		}
-		tt.keepWindow(events)
-		win := append(events[5:], ev(21), ev(22))
-		if whole {
-			_ = append(win, ev(23)) // written, and not said
-			tt.win.whole = true
-		} else {
-			tt.keepWindow(win)
-		}
-		all := events[:cap(events)]
-		tt.giveWindow()
-		for i := range all {
-			if all[i].Seq != 0 || all[i].Text != "" {
-				t.Fatalf("whole=%v: the slice given back holds event %d at %d", whole, all[i].Seq, i)
-			}
-		}
-	}
-}
-
-// Giving a window back costs what the turn filled, not what the slice it
-// was given grew to for another conversation's longer window.
-func BenchmarkGiveWindow(b *testing.B) {
-	for _, grown := range []int{64, 8192} {
-		b.Run(fmt.Sprintf("grown=%d", grown), func(b *testing.B) {
-			tt := &turn{}
-			tt.keepWindow(nil)
-			tt.win.slice.events = make([]event.Event, 0, grown)
-			tt.giveWindow()
-			e := event.Event{Seq: 1, Type: event.TypeMessage, Text: "hello"}
-			b.ReportAllocs()
-			for b.Loop() {
-				tt.keepWindow(nil)
-				events := tt.win.slice.events[:0]
-				for range 52 {
-					events = append(events, e)
-				}
-				tt.keepWindow(events)
-				tt.giveWindow()
 			}
 		})
 	}

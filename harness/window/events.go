@@ -21,11 +21,24 @@ func Items(dst []Item, events []event.Event, toks []int) []Item {
 	return items
 }
 
+// Rearranges says whether Opened rearranges the window starting at start
+// whose items are items: it moves a summary first, or leaves one out.
+// Where it does not, Opened writes nothing, so it may be given events it
+// must not write.
+func Rearranges(start int64, items []Item) bool {
+	for i := range items {
+		if items[i].Through != 0 && (i > 0 || items[0].Through != start-1) {
+			return true
+		}
+	}
+	return false
+}
+
 // Opened puts the summary that opens a window starting at start (see
 // Opening) first, as the model sees it, and leaves out every other
 // summary: one covers what left before start, or is one the window moved
 // past. events and items are the window's from start on, in the log's
-// order; they are rearranged in place.
+// order; they are rearranged in place (see Rearranges).
 func Opened(start int64, events []event.Event, items []Item) ([]event.Event, []Item) {
 	if op := Opening(start, items); op > 0 {
 		s, it := events[op], items[op]

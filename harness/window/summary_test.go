@@ -1,6 +1,11 @@
 package window
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"lnk.dev/linkharness/store/event"
+)
 
 // turns makes a window of whole turns, a message and an answer that ends
 // it, of the tokens given in pairs, seqs from first on.
@@ -128,5 +133,41 @@ func TestStartWithSummary(t *testing.T) {
 	want := Checkpoint{Start: 13, TokensBefore: 460}
 	if got := Start(prev, its, 100); got != want {
 		t.Errorf("dropped past the summary: Start = %+v, want %+v", got, want)
+	}
+}
+
+// Rearranges says whether Opened writes: each window is given to Opened
+// too, and what it says is checked against what Opened did.
+func TestRearranges(t *testing.T) {
+	old := Item{Seq: 21, Through: 10}
+	for _, tc := range []struct {
+		name  string
+		start int64
+		items []Item
+		want  bool
+	}{
+		{"no summary", 1, turns(1, 1, 1), false},
+		{"opened by its summary, first", 11, []Item{{Seq: 21, Through: 10}, {Seq: 22, CanStart: true}}, false},
+		{"its summary after the window's events", 11, append(turns(11, 1, 1), old, Item{Seq: 22, CanStart: true}), true},
+		{"a summary first that covers less", 12, []Item{old, {Seq: 22, CanStart: true}}, true},
+		{"moved past a summary", 12, []Item{{Seq: 12}, old}, true},
+		{"empty", 1, nil, false},
+	} {
+		if got := Rearranges(tc.start, tc.items); got != tc.want {
+			t.Errorf("%s: Rearranges = %v, want %v", tc.name, got, tc.want)
+		}
+		events := make([]event.Event, len(tc.items))
+		for i, it := range tc.items {
+			events[i] = event.Event{Seq: it.Seq, Type: event.TypeMessage}
+			if it.Through != 0 {
+				events[i].Type, events[i].Through = event.TypeSummary, it.Through
+			}
+		}
+		before := slices.Clone(events)
+		got, _ := Opened(tc.start, events, slices.Clone(tc.items))
+		wrote := !slices.EqualFunc(before, events, func(a, b event.Event) bool { return a.Seq == b.Seq && a.Type == b.Type }) || len(got) != len(before)
+		if wrote != tc.want {
+			t.Errorf("%s: Opened rearranged %v; Rearranges says %v", tc.name, wrote, tc.want)
+		}
 	}
 }
