@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -54,6 +56,9 @@ func (t *Transport) dial(ctx context.Context, dst dest) (*conn, error) {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.sys = rc
 			c.peekFn = c.peek
+			if c.nc == raw {
+				c.firstFn = c.readFirst
+			}
 		}
 	}
 	c.abortFn = c.abort
@@ -76,11 +81,15 @@ type conn struct {
 	reused    bool
 	idleSince time.Time
 
-	// The answer's first bytes, read into head before a read buffer is
-	// taken for the rest (awaitAnswer), and that read's error.
+	// The answer's first bytes, read as they come before a read buffer is
+	// taken for the rest (awaitAnswer): into a pooled buffer (firstBuf)
+	// taken only then where the socket is read bare (firstFn), else into
+	// head; and that read's error.
 	head     [headSize]byte
 	first    []byte
+	firstBuf *[]byte
 	firstErr error
+	firstFn  func(fd uintptr) bool
 
 	gather gather // what a request is written to, while it is
 
@@ -97,7 +106,9 @@ type conn struct {
 func (c *conn) Read(p []byte) (int, error) {
 	if len(c.first) > 0 {
 		n := copy(p, c.first)
-		c.first = c.first[n:]
+		if c.first = c.first[n:]; len(c.first) == 0 {
+			c.giveFirst()
+		}
 		return n, nil
 	}
 	if c.firstErr != nil {
@@ -117,15 +128,18 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// headSize is how much of an answer a connection reads before it takes a
-// read buffer: an answer's status line and a short header.
+// headSize is how much of an answer a connection over TLS reads before it
+// takes a read buffer: an answer's status line and a short header.
 const headSize = 256
 
 // readers and writers are the buffers requests are written through and
 // answers read through: a connection holds a reader only while in use.
+// firsts are those an answer's first bytes are read into, on a socket
+// read bare, as they come.
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
+	firsts  = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
 )
 
 // roundTrip writes req on c and reads the answer's header. On an error c
@@ -194,15 +208,57 @@ func (c *conn) peek(fd uintptr) bool {
 }
 
 // awaitAnswer reads the first bytes of the answer to a request written on
-// c into the connection's own small buffer, and a read buffer is taken
-// only once they came: a model may think for seconds, and a turn waiting
-// for it then holds no buffer. The bytes, or the read's error, are the
-// next Read's.
+// c, and a read buffer is taken only once they came: a model may think for
+// seconds, and a turn waiting for it then holds no buffer. A socket read
+// bare is read into a pooled buffer once it is readable, so a short
+// answer comes in one read; a connection over TLS reads into its own
+// small buffer. The bytes, or the read's error, are the next Read's.
 func (c *conn) awaitAnswer() {
+	if c.firstFn != nil {
+		c.first, c.firstErr = nil, nil
+		if err := c.sys.Read(c.firstFn); err != nil {
+			c.firstErr = err
+		}
+		return
+	}
 	n, err := c.Read(c.head[:])
 	c.first, c.firstErr = c.head[:n], err
 	if n > 0 {
 		c.firstErr = nil // a short read's error comes again at the next
+	}
+}
+
+// readFirst is awaitAnswer's read of the socket: the answer's first bytes,
+// read into a pooled buffer taken for the read and given back at once
+// when nothing came yet (false: wait until the socket is readable).
+func (c *conn) readFirst(fd uintptr) bool {
+	b := firsts.Get().(*[]byte)
+	p := (*b)[:min(int64(len(*b)), max(c.left, 1))]
+	n, _, errno := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	switch {
+	case errno == syscall.EAGAIN || errno == syscall.EWOULDBLOCK || errno == syscall.EINTR:
+		firsts.Put(b)
+		return false
+	case errno != 0:
+		firsts.Put(b)
+		c.firstErr = &net.OpError{Op: "read", Net: "tcp", Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
+		return true
+	case n == 0:
+		firsts.Put(b)
+		c.firstErr = io.EOF
+		return true
+	}
+	c.left -= int64(n)
+	c.got += int64(n)
+	c.firstBuf, c.first = b, p[:n]
+	return true
+}
+
+// giveFirst gives back the buffer the answer's first bytes were read into.
+func (c *conn) giveFirst() {
+	if c.firstBuf != nil {
+		firsts.Put(c.firstBuf)
+		c.firstBuf = nil
 	}
 }
 
@@ -214,4 +270,6 @@ func (c *conn) abort() { c.raw.Close() }
 func (c *conn) close() {
 	c.nc.Close()
 	c.br = nil
+	c.first = nil
+	c.giveFirst()
 }
