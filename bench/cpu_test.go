@@ -84,11 +84,7 @@ const (
 //
 //	go test -run '^$' -bench MessageCPU -benchtime 200x -count 10 ./bench
 func BenchmarkMessageCPU(b *testing.B) {
-	for _, s := range servers(b) {
-		for _, c := range conns {
-			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageCPU(b, s.program, c.each) })
-		}
-	}
+	eachServer(b, messageCPU)
 }
 
 // server is a program a benchmark measures, by the name its results bear.
@@ -104,6 +100,16 @@ func servers(b *testing.B) []server {
 		s = append(s, server{"before", before})
 	}
 	return s
+}
+
+// eachServer runs measure as a sub-benchmark for each server and each way
+// of connecting, server=NAME/conn=WAY.
+func eachServer(b *testing.B, measure func(b *testing.B, program string, each bool)) {
+	for _, s := range servers(b) {
+		for _, c := range conns {
+			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { measure(b, s.program, c.each) })
+		}
+	}
 }
 
 // conns are the two ways a caller connects that BenchmarkMessageCPU and
@@ -282,11 +288,7 @@ func BenchmarkMessageSyscalls(b *testing.B) {
 	if err != nil {
 		b.Skip("no strace on PATH")
 	}
-	for _, s := range servers(b) {
-		for _, c := range conns {
-			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageSyscalls(b, tracer, s.program, c.each) })
-		}
-	}
+	eachServer(b, func(b *testing.B, program string, each bool) { messageSyscalls(b, tracer, program, each) })
 }
 
 // messageSyscalls traces program over b.N messages, each on a connection

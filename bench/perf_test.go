@@ -30,11 +30,7 @@ func BenchmarkMessageSyscallsCounted(b *testing.B) {
 	if err != nil {
 		b.Skip("no perf on PATH")
 	}
-	for _, s := range servers(b) {
-		for _, c := range conns {
-			b.Run("server="+s.name+"/conn="+c.name, func(b *testing.B) { messageCounted(b, perf, s.program, c.each) })
-		}
-	}
+	eachServer(b, func(b *testing.B, program string, each bool) { messageCounted(b, perf, program, each) })
 }
 
 // counted are the calls whose counts are logged one by one; the rest are
