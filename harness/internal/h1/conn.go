@@ -132,14 +132,19 @@ func (c *conn) Read(p []byte) (int, error) {
 // takes a read buffer: an answer's status line and a short header.
 const headSize = 256
 
+// firstSize is the size of the buffers an answer's first bytes are read
+// into on a socket read bare (firsts).
+const firstSize = 1 << 10
+
 // readers and writers are the buffers requests are written through and
 // answers read through: a connection holds a reader only while in use.
 // firsts are those an answer's first bytes are read into, on a socket
-// read bare, as they come.
+// read bare, as they come: firstSize each, an answer's header and its
+// first events.
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
-	firsts  = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+	firsts  = sync.Pool{New: func() any { b := make([]byte, firstSize); return &b }}
 )
 
 // roundTrip writes req on c and reads the answer's header. On an error c
