@@ -129,8 +129,18 @@ type Deferred interface {
 	AppendDeferred(ctx context.Context, seq int64, event []byte) error
 
 	// Commit makes every event appended deferred durable; with none, it
-	// does nothing.
+	// does nothing but let go of what a Hold took.
 	Commit(ctx context.Context) error
+}
+
+// Holder is a Deferred store whose writers' lock may be taken before its
+// first append (store/log): Hold takes it and returns the last seq read
+// under it, so the appends after it find the end without a look at the
+// store; the lock is kept until the Append or Commit that makes them
+// durable, or a Commit with none appended, or Close.
+type Holder interface {
+	Deferred
+	Hold(ctx context.Context) (int64, error)
 }
 
 // Driver keeps every conversation of one agent, each under its thread key:

@@ -166,7 +166,13 @@ func (t *turn) hold(ctx context.Context, conv store.Conversation, dirFD int) err
 	} else if dirFD >= 0 {
 		unix.Close(dirFD)
 	}
-	if t.last, err = held.Last(ctx); err != nil {
+	last := held.Last
+	if h, ok := held.(store.Holder); ok && dirFD >= 0 {
+		// Warm, its log there: the writers' lock now, for the message's
+		// append, and the end read once under it (close lets it go).
+		last = h.Hold
+	}
+	if t.last, err = last(ctx); err != nil {
 		return err
 	}
 	if l, ok := held.(*store.Leased); ok && l.TookOver() != "" {

@@ -37,14 +37,53 @@ func (c *Conversation) AppendDeferred(ctx context.Context, seq int64, event []by
 	return c.append(ctx, seq, event, true)
 }
 
+// Hold takes the writers' lock, as AppendDeferred does, and returns the
+// last seq read under it: the appends that follow read the end from
+// memory, with no fstat. The lock is kept until the Append or Commit that
+// makes them durable, or a Commit or Close with none appended. It opens
+// the log to write, creating none: with no log it is Last, and holds
+// nothing.
+func (c *Conversation) Hold(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !c.held {
+		if ok, err := c.open(false); !ok || err != nil {
+			return 0, err
+		}
+		if !c.writable {
+			return c.Last(ctx) // read-only: nothing of it will be appended here
+		}
+		if err := c.f.Lock(ctx, true); err != nil {
+			return 0, c.lockError(err)
+		}
+		c.held, c.from = true, -1
+		c.mark = c.fs.Committer().Mark()
+	}
+	defer c.trim()
+	e, err := c.readEnd(ctx, tailSize, true)
+	if err != nil {
+		c.release()
+		return 0, err
+	}
+	// Under the lock the end is known from here, unless a torn line is
+	// past it, which the first append cuts.
+	c.tip.ok = c.tip.ok || (e.end == e.size && c.tip.end == e.end)
+	return e.last, nil
+}
+
 // Commit makes the lines appended deferred durable and lets go of the
-// writers' lock; with none, it does nothing. If the fdatasync fails, it
-// cuts them off, as Append does its own line.
+// writers' lock; with none, it lets go of the lock a Hold took, and with
+// no lock it does nothing. If the fdatasync fails, it cuts them off, as
+// Append does its own line.
 func (c *Conversation) Commit(ctx context.Context) error {
 	if !c.held {
 		return nil
 	}
 	defer c.unlock()
+	if c.from < 0 {
+		return nil // held, and nothing appended since
+	}
 	return c.commit(c.from)
 }
 

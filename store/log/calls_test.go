@@ -1,9 +1,11 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -159,6 +161,109 @@ func TestTurnCalls(t *testing.T) {
 	}
 	other.Close()
 	step("Last after another's append", calls{stat: 2, read: 1}, lastIs(103))
+
+	// A warm turn's Hold: the lock and one fstat, and its appends read the
+	// end from memory under it.
+	step("a warm turn's Hold", calls{lock: 1, stat: 1}, func() error {
+		last, err := c.Hold(ctx)
+		if err == nil && last != 103 {
+			t.Errorf("Hold: last %d; want 103", last)
+		}
+		return err
+	})
+	step("its message, deferred", calls{write: 1}, func() error { return c.AppendDeferred(ctx, 104, typicalEvent(104)) })
+	step("its answer", calls{write: 1, sync: 1}, func() error { return c.Append(ctx, 105, typicalEvent(105)) })
+	// One that appends nothing lets go with no sync.
+	step("a Hold", calls{lock: 1, stat: 1}, func() error { _, err := c.Hold(ctx); return err })
+	step("its Commit, nothing appended", calls{}, func() error { return c.Commit(ctx) })
+	if last := lastAfterCrash(t, m, dir); last != 105 {
+		t.Errorf("after a crash the last is %d; want 105", last)
+	}
+}
+
+// TestHold: a Hold keeps the writers' lock until a Commit with nothing
+// appended, and the end it read counts as the end only when no torn line
+// is past it: the append after cuts the torn line, as without a Hold.
+func TestHold(t *testing.T) {
+	ctx := context.Background()
+	m, dir := memFolder(t)
+	a, b := openMem(t, m, dir), openMem(t, m, dir)
+	if last, err := a.Hold(ctx); err != nil || last != 0 {
+		t.Fatalf("Hold with no log: %d, %v; want 0 and nothing held", last, err)
+	}
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := b.Append(ctx, seq, typicalEvent(seq)); err != nil {
+			t.Fatalf("no lock held with no log, yet append %d: %v", seq, err)
+		}
+	}
+	if last, err := a.Hold(ctx); err != nil || last != 3 {
+		t.Fatalf("Hold: %d, %v; want 3", last, err)
+	}
+	busy, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.Append(busy, 4, typicalEvent(4)); !errors.Is(err, context.Canceled) {
+		t.Errorf("another writer's append under a Hold: %v, want it to wait for the lock", err)
+	}
+	if err := a.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, 4, typicalEvent(4)); err != nil {
+		t.Fatalf("another writer's append after the Commit: %v", err)
+	}
+
+	// A torn line past the end: held, then appended after.
+	f, err := m.OpenFile(dir+"/events.jsonl", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Longer than the lines written after it: one written over it without
+	// the cut would leave the rest of it.
+	torn := bytes.Repeat([]byte(`{"seq":5,"x":"`), 3*len(typicalEvent(5))/14)
+	if _, err := f.WriteAt(torn, st.Size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if last, err := a.Hold(ctx); err != nil || last != 4 {
+		t.Fatalf("Hold over a torn line: %d, %v; want 4", last, err)
+	}
+	if err := a.AppendDeferred(ctx, 5, typicalEvent(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, 6, typicalEvent(6)); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	err = b.Read(ctx, 1, store.Forward, func(seq int64, ev []byte) bool {
+		if !bytes.Equal(ev, typicalEvent(seq)) {
+			t.Errorf("seq %d reads %.60q", seq, ev)
+		}
+		seqs = append(seqs, seq)
+		return true
+	})
+	if err != nil || len(seqs) != 6 || seqs[5] != 6 {
+		t.Errorf("read back %v, %v; want 1 to 6", seqs, err)
+	}
+	want := int64(0)
+	for seq := int64(1); seq <= 6; seq++ {
+		want += int64(len(typicalEvent(seq))) + 1
+	}
+	if st, err = fileInfo(m, dir+"/events.jsonl"); err != nil || st.Size != want {
+		t.Errorf("the log is %d bytes (%v); want %d, its six lines: the torn line was not cut", st.Size, err, want)
+	}
+}
+
+// fileInfo is the size and stamp of the file at path in m.
+func fileInfo(m *disk.Mem, path string) (disk.Info, error) {
+	f, err := m.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return disk.Info{}, err
+	}
+	defer f.Close()
+	return f.Stat()
 }
 
 // TestDeferredHoldsTheLock: from a line appended deferred to its commit,

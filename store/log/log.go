@@ -18,7 +18,7 @@ import (
 
 var (
 	_ store.Conversation = (*Conversation)(nil)
-	_ store.Deferred     = (*Conversation)(nil)
+	_ store.Holder       = (*Conversation)(nil) // and so store.Deferred
 )
 
 // Tuning, not part of the format.
@@ -97,8 +97,9 @@ type tip struct {
 	end  int64 // just past the last '\n'
 	last int64 // the last line's seq
 	off  int64 // where the last line starts
-	// ok says this Conversation wrote the end under the lock it holds:
-	// nobody else changes it until the lock is let go.
+	// ok says this Conversation wrote the end under the lock it holds, or
+	// read it under the lock (Hold): nobody else changes it until the
+	// lock is let go.
 	ok bool
 	// stamp is the file's size and change stamp when the end was read;
 	// zero when not known (after a write of this Conversation's).
