@@ -262,6 +262,10 @@ func (f *Told) Read() (int64, error) {
 	return told, err
 }
 
+// Known is what f last read or wrote, and whether it did: never more than
+// the file says, unless the file was written back by hand.
+func (f *Told) Known() (int64, bool) { return f.seq, f.known }
+
 // Write writes seq as told through f (see WriteTold), and says whether f
 // is open to write; else the caller writes the file itself. What f last
 // read or wrote stands for the file's read.

@@ -45,7 +45,7 @@ func (t *turn) untold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	told, ok, err := t.readTold(pend)
+	told, ok, err := t.readTold(pend, false)
 	switch {
 	case err != nil:
 		return err
@@ -68,16 +68,23 @@ func (t *turn) untold(ctx context.Context) error {
 	if err != nil || a == nil || t.r.telling.Has(t.dir, a.Seq) || told >= a.Seq {
 		return err
 	}
+	// What the kept file remembered is less: the file may say more (an
+	// answer marked by path while a turn held it).
+	if told, _, err = t.readTold(pend, true); err != nil || told >= a.Seq {
+		return err
+	}
 	t.r.Untold(t.thread, answerOf(t.thread, a))
 	return idempotency.WriteTold(t.dir, a.Seq)
 }
 
 // readTold reads the highest seq told for the turn, and says whether
 // there is a told file: the file is kept open between the turns of a warm
-// conversation (idempotency.Told), and read again with one pread. One
-// kept in the pending folder pend, as before, is read and not kept open:
-// the next told is written in the conversation's folder.
-func (t *turn) readTold(pend string) (int64, bool, error) {
+// conversation (idempotency.Told), and what it last read or wrote is
+// taken for it unless fresh, else it is read again with one pread (the
+// file says at least as much). One kept in the pending folder pend, as
+// before, is read and not kept open: the next told is written in the
+// conversation's folder.
+func (t *turn) readTold(pend string, fresh bool) (int64, bool, error) {
 	f := t.warm.kept.TakeTold()
 	if !f.IsOpen() {
 		var (
@@ -90,7 +97,11 @@ func (t *turn) readTold(pend string) (int64, bool, error) {
 			return 0, true, err
 		}
 	}
-	told, err := f.Read()
+	told, known := f.Known()
+	var err error
+	if fresh || !known {
+		told, err = f.Read()
+	}
 	t.warm.kept.KeepTold(f) // closed when nothing is kept
 	return told, true, err
 }

@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -88,5 +89,41 @@ func BenchmarkMarkTold(b *testing.B) {
 		if err := r.MarkTold("web:1", seq); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A warm conversation's last answer is handed to Untold only when nobody
+// was told it: not when it was marked through the told file the
+// conversation keeps, which then remembers it, nor when it was marked by
+// path (a marking while a turn held the conversation), which the kept
+// file does not remember, so the file is read again.
+func TestWarmUntold(t *testing.T) {
+	r, _ := newRunner(t, nil)
+	var handed []int64
+	r.Untold = func(_ string, a Answer) { handed = append(handed, a.Seq) }
+	ctx := context.Background()
+	send := func(id string) Answer {
+		t.Helper()
+		a, err := r.Message(ctx, "t", Message{ID: id, Text: "words " + id}, nil)
+		if err != nil || a.Seq == 0 {
+			t.Fatalf("message %s: %+v, %v", id, a, err)
+		}
+		return a
+	}
+	chat, _ := r.Agent.Path(home.Chat, "t")
+	a := send("1")
+	if err := r.MarkTold("t", a.Seq); err != nil { // through the file kept
+		t.Fatal(err)
+	}
+	a = send("2")
+	if err := idempotency.WriteTold(chat, a.Seq); err != nil { // by path
+		t.Fatal(err)
+	}
+	r.telling.Done(chat, a.Seq)
+	untold := send("3")
+	r.telling.Done(chat, untold.Seq) // its marking failed
+	send("4")
+	if len(handed) != 1 || handed[0] != untold.Seq {
+		t.Errorf("handed to Untold: %v; want only %d, the answer nobody was told", handed, untold.Seq)
 	}
 }
