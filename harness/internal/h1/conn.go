@@ -57,7 +57,7 @@ func (t *Transport) dial(ctx context.Context, dst dest) (*conn, error) {
 			c.sys = rc
 			c.peekFn = c.peek
 			if c.nc == raw {
-				c.firstFn = c.readFirst
+				c.first.read = c.readFirst
 			}
 		}
 	}
@@ -81,15 +81,7 @@ type conn struct {
 	reused    bool
 	idleSince time.Time
 
-	// The answer's first bytes, read as they come before a read buffer is
-	// taken for the rest (awaitAnswer): into a pooled buffer (firstBuf)
-	// taken only then where the socket is read bare (firstFn), else into
-	// head; and that read's error.
-	head     [headSize]byte
-	first    []byte
-	firstBuf *[]byte
-	firstErr error
-	firstFn  func(fd uintptr) bool
+	first answerHead // the answer's first bytes (awaitAnswer)
 
 	gather gather // what a request is written to, while it is
 
@@ -101,19 +93,31 @@ type conn struct {
 	abortFn  func()
 }
 
+// answerHead is an answer's first bytes, read as they come before a read
+// buffer is taken for the rest (awaitAnswer): into a pooled buffer taken
+// only then where the socket is read bare, else into own; and that
+// read's error.
+type answerHead struct {
+	own   [headSize]byte
+	bytes []byte  // those not yet read through the read buffer
+	buf   *[]byte // the pooled buffer they were read into, if any
+	err   error   // the read's error, the next Read's
+	read  func(fd uintptr) bool
+}
+
 // Read reads the connection for its buffered reader, counting what came
 // and refusing past the header's limit.
 func (c *conn) Read(p []byte) (int, error) {
-	if len(c.first) > 0 {
-		n := copy(p, c.first)
-		if c.first = c.first[n:]; len(c.first) == 0 {
+	if len(c.first.bytes) > 0 {
+		n := copy(p, c.first.bytes)
+		if c.first.bytes = c.first.bytes[n:]; len(c.first.bytes) == 0 {
 			c.giveFirst()
 		}
 		return n, nil
 	}
-	if c.firstErr != nil {
-		err := c.firstErr
-		c.firstErr = nil
+	if c.first.err != nil {
+		err := c.first.err
+		c.first.err = nil
 		return 0, err
 	}
 	if c.left <= 0 {
@@ -219,17 +223,17 @@ func (c *conn) peek(fd uintptr) bool {
 // answer comes in one read; a connection over TLS reads into its own
 // small buffer. The bytes, or the read's error, are the next Read's.
 func (c *conn) awaitAnswer() {
-	if c.firstFn != nil {
-		c.first, c.firstErr = nil, nil
-		if err := c.sys.Read(c.firstFn); err != nil {
-			c.firstErr = err
+	if c.first.read != nil {
+		c.first.bytes, c.first.err = nil, nil
+		if err := c.sys.Read(c.first.read); err != nil {
+			c.first.err = err
 		}
 		return
 	}
-	n, err := c.Read(c.head[:])
-	c.first, c.firstErr = c.head[:n], err
+	n, err := c.Read(c.first.own[:])
+	c.first.bytes, c.first.err = c.first.own[:n], err
 	if n > 0 {
-		c.firstErr = nil // a short read's error comes again at the next
+		c.first.err = nil // a short read's error comes again at the next
 	}
 }
 
@@ -246,24 +250,24 @@ func (c *conn) readFirst(fd uintptr) bool {
 		return false
 	case errno != 0:
 		firsts.Put(b)
-		c.firstErr = &net.OpError{Op: "read", Net: "tcp", Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
+		c.first.err = &net.OpError{Op: "read", Net: "tcp", Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
 		return true
 	case n == 0:
 		firsts.Put(b)
-		c.firstErr = io.EOF
+		c.first.err = io.EOF
 		return true
 	}
 	c.left -= int64(n)
 	c.got += int64(n)
-	c.firstBuf, c.first = b, p[:n]
+	c.first.buf, c.first.bytes = b, p[:n]
 	return true
 }
 
 // giveFirst gives back the buffer the answer's first bytes were read into.
 func (c *conn) giveFirst() {
-	if c.firstBuf != nil {
-		firsts.Put(c.firstBuf)
-		c.firstBuf = nil
+	if c.first.buf != nil {
+		firsts.Put(c.first.buf)
+		c.first.buf = nil
 	}
 }
 
@@ -275,6 +279,6 @@ func (c *conn) abort() { c.raw.Close() }
 func (c *conn) close() {
 	c.nc.Close()
 	c.br = nil
-	c.first = nil
+	c.first.bytes = nil
 	c.giveFirst()
 }
