@@ -54,11 +54,9 @@ func (c *Conversation) Hold(ctx context.Context) (int64, error) {
 		if !c.writable {
 			return c.Last(ctx) // read-only: nothing of it will be appended here
 		}
-		if err := c.f.Lock(ctx, true); err != nil {
-			return 0, c.lockError(err)
+		if err := c.lockWriters(ctx); err != nil {
+			return 0, err
 		}
-		c.held, c.from = true, -1
-		c.mark = c.fs.Committer().Mark()
 	}
 	defer c.trim()
 	e, err := c.readEnd(ctx, tailSize, true)
@@ -70,6 +68,17 @@ func (c *Conversation) Hold(ctx context.Context) (int64, error) {
 	// past it, which the first append cuts.
 	c.tip.ok = c.tip.ok || (e.end == e.size && c.tip.end == e.end)
 	return e.last, nil
+}
+
+// lockWriters takes the writers' lock, held between calls from here:
+// nothing of this Conversation's waits for a sync yet.
+func (c *Conversation) lockWriters(ctx context.Context) error {
+	if err := c.f.Lock(ctx, true); err != nil {
+		return c.lockError(err)
+	}
+	c.held, c.from = true, -1
+	c.mark = c.fs.Committer().Mark()
+	return nil
 }
 
 // Commit makes the lines appended deferred durable and lets go of the
@@ -98,11 +107,9 @@ func (c *Conversation) append(ctx context.Context, seq int64, event []byte, defe
 		if _, err := c.open(true); err != nil {
 			return err
 		}
-		if err := c.f.Lock(ctx, true); err != nil {
-			return c.lockError(err)
+		if err := c.lockWriters(ctx); err != nil {
+			return err
 		}
-		c.held, c.from = true, -1
-		c.mark = c.fs.Committer().Mark()
 	}
 	defer c.trim()
 	e, err := c.readEnd(ctx, tailSize, true)
