@@ -30,6 +30,9 @@ func BenchmarkMessageSyscallsCounted(b *testing.B) {
 	if err != nil {
 		b.Skip("no perf on PATH")
 	}
+	if msg, err := exec.Command(perf, "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "--", "true").CombinedOutput(); err != nil {
+		b.Skipf("perf cannot count system calls here: %v: %s", err, msg)
+	}
 	eachServer(b, func(b *testing.B, program string, each bool) { messageCounted(b, perf, program, each) })
 }
 
@@ -66,30 +69,47 @@ func messageCounted(b *testing.B, perf, program string, each bool) {
 	cmd := exec.Command(perf, append(args, "-p", strconv.Itoa(pid))...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	// Opening the FIFOs waits for perf to open them: it does once its
-	// counters are made, disabled.
-	w, err := os.OpenFile(ctl, os.O_WRONLY, 0)
+	// Both ends of each FIFO are opened here, so no open waits for perf;
+	// perf answers each command on ack once done.
+	w, err := os.OpenFile(ctl, os.O_RDWR, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	r, err := os.Open(ack)
+	r, err := os.OpenFile(ack, os.O_RDWR, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	acks := bufio.NewReader(r)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	acks := make(chan string)
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			acks <- l
+		}
+	}()
 	control := func(cmd string) {
 		if _, err := w.WriteString(cmd + "\n"); err != nil {
 			b.Fatalf("perf %s: %v", cmd, err)
 		}
-		// perf writes its answer with the string's NUL after it.
-		if l, err := acks.ReadString('\n'); err != nil || strings.Trim(l, "\x00") != "ack\n" {
-			b.Fatalf("perf %s: answered %q, %v: %s", cmd, l, err, stderr.String())
+		select {
+		case l := <-acks:
+			// perf writes its answer with the string's NUL after it.
+			if strings.Trim(l, "\x00") != "ack\n" {
+				b.Fatalf("perf %s: answered %q: %s", cmd, l, stderr.String())
+			}
+		case <-exited:
+			b.Fatalf("perf ended before it answered %s: %s", cmd, stderr.String())
 		}
 	}
 	threads := taskCount(b, pid)
@@ -105,7 +125,7 @@ func messageCounted(b *testing.B, perf, program string, each bool) {
 		b.Logf("%d threads at the start, %d at the end: the calls of those begun meanwhile are not counted", threads, n)
 	}
 	cmd.Process.Signal(os.Interrupt)
-	cmd.Wait()
+	<-exited
 	counts, err := readCounts(out)
 	if err != nil {
 		b.Fatalf("%v: %s", err, stderr.String())
