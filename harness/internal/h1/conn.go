@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"lnk.dev/linkharness/harness/internal/osfile"
 )
 
 // bufSize is the size of a connection's read buffer and of the buffer a
@@ -243,14 +245,14 @@ func (c *conn) awaitAnswer() {
 func (c *conn) readFirst(fd uintptr) bool {
 	b := firsts.Get().(*[]byte)
 	p := (*b)[:min(int64(len(*b)), max(c.left, 1))]
-	n, _, errno := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, err := osfile.Read(int(fd), p)
 	switch {
-	case errno == syscall.EAGAIN || errno == syscall.EWOULDBLOCK || errno == syscall.EINTR:
+	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
 		firsts.Put(b)
 		return false
-	case errno != 0:
+	case err != nil:
 		firsts.Put(b)
-		c.first.err = &net.OpError{Op: "read", Net: "tcp", Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
+		c.first.err = &net.OpError{Op: "read", Net: "tcp", Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: os.NewSyscallError("read", err)}
 		return true
 	case n == 0:
 		firsts.Put(b)

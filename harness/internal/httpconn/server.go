@@ -13,7 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"lnk.dev/linkharness/harness/internal/osfile"
 )
 
 // DefaultMaxHeaderBytes is a request header's limit when
@@ -159,12 +160,12 @@ func (c *conn) await(first bool) bool {
 // again: one call, not two.
 func (c *conn) readFirst(fd uintptr) bool {
 	b := firsts.Get().(*[]byte)
-	n, _, errno := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&(*b)[0])), uintptr(len(*b)))
+	n, err := osfile.Read(int(fd), *b)
 	switch {
-	case errno == syscall.EAGAIN || errno == syscall.EWOULDBLOCK || errno == syscall.EINTR:
+	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
 		firsts.Put(b)
 		return false
-	case errno != 0 || n == 0:
+	case err != nil || n == 0:
 		firsts.Put(b)
 		return true
 	}

@@ -11,5 +11,6 @@
 // uses no *os.File at all: open, fstat, one read of the whole file, close.
 // OpenFD, Pread and Pwrite are for a file kept open and read and written at
 // known offsets (a turn's told record, its copy for people): a bare
-// descriptor, each call one system call.
+// descriptor, each call one system call. Read is one read of a bare
+// descriptor, a socket's too as its poller says it is readable.
 package osfile

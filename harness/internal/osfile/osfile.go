@@ -40,7 +40,7 @@ func ReadFile(name string, most int) ([]byte, error) {
 	// and one filling it all says the file grew since the fstat.
 	b := make([]byte, 0, min(most, int(st.Size))+1)
 	for {
-		n, err := read(fd, b[len(b):cap(b)])
+		n, err := Read(fd, b[len(b):cap(b)])
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
@@ -111,7 +111,11 @@ func fstat(fd int, st *syscall.Stat_t) error {
 	}
 }
 
-func read(fd int, b []byte) (int, error) {
+// Read reads into b once from fd, again at once when a signal came first:
+// a descriptor outside Go's poller (a file kept open), or one read inside
+// a syscall.RawConn's Read, where a read given up on EINTR would wait for
+// the poller to say readable again, which it may never.
+func Read(fd int, b []byte) (int, error) {
 	for {
 		n, err := syscall.Read(fd, b)
 		if err != syscall.EINTR {
