@@ -32,7 +32,8 @@ type Watch struct {
 }
 
 // Watcher reads the records of the process's running turns, every Every
-// while one runs, and once more after the last ends. The zero value is ready; a nil Watcher watches nothing.
+// while one runs, and once more after the last ends. The zero value is
+// ready; a nil Watcher watches nothing.
 type Watcher struct {
 	Log  *slog.Logger  // a record that cannot be read or removed; nil logs nothing
 	Tick time.Duration // how often the records are read; 0 is Every
