@@ -88,7 +88,7 @@ may take it, as it may any line not acknowledged; if that fdatasync fails,
 it cuts the deferred lines off with its own. The writers' lock is let go
 between, since readers take it shared; a turn's writers are kept out by
 its folder's flock. Every fdatasync goes through the filesystem's
-disk.Committer, which syncs the writers of this process that wait at once
+durable.Committer, which syncs the writers of this process that wait at once
 with one syncfs (see store/log).
 
 # Three kinds of end

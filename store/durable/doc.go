@@ -11,9 +11,15 @@
 // for files made again when missing. A folder made with MakeDir has its
 // name synced into its parent, as a file's name needs its folder synced.
 //
+// Every folder sync goes through the process's Committer (OS), group
+// commit: the stores' fdatasyncs go through it too, so the writers and new
+// folders and files that sync at once, as many new conversations' first
+// turns do under load, share one syncfs; alone, each pays its own sync.
+//
 // Each call uses package os's files: it is not for a hot path that counts
-// system calls, and it keeps no state, so any number of goroutines may
-// call it at once (a file replaced by two at once ends as one of them).
+// system calls. Its one state is the Committer, so any number of
+// goroutines may call it at once (a file replaced by two at once ends as
+// one of them).
 //
 // It imports nothing of Link Harness's, so both the stores and the harness
 // may.

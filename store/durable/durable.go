@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteFileAtomic writes b to path through a temporary file beside it,
@@ -65,6 +67,7 @@ func replace(path string, perm os.FileMode, write func(io.Writer) error, durable
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	mark := osCommitter.Mark()
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -73,7 +76,7 @@ func replace(path string, perm os.FileMode, write func(io.Writer) error, durable
 		return err
 	}
 	if durable {
-		return SyncDir(dir)
+		return syncDir(dir, mark)
 	}
 	return nil
 }
@@ -90,6 +93,7 @@ func MakeDir(dir string) (made bool, err error) {
 		}
 		return false, nil
 	}
+	mark := osCommitter.Mark()
 	err = os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, err = MakeDir(filepath.Dir(dir)); err == nil {
@@ -103,17 +107,77 @@ func MakeDir(dir string) (made bool, err error) {
 	default:
 		return false, err
 	}
-	return made, SyncDir(filepath.Dir(dir))
+	return made, syncDir(filepath.Dir(dir), mark)
 }
 
 // SyncDir makes the names in the folder dir durable: a file created,
 // renamed or removed in it survives a crash only once SyncDir has returned.
-// Its errors are *fs.PathError, naming the folder.
+// It syncs through the process's Committer (OS), so the folders and files
+// of writers that sync at once share one syncfs. Its errors are
+// *fs.PathError, naming the folder.
 func SyncDir(dir string) error {
+	return syncDir(dir, osCommitter.Mark())
+}
+
+// syncDir is SyncDir with the Committer's mark taken before the names
+// were made. A name needs no earlier mark for itself: a filesystem whose
+// journal failed to commit fails every sync after, and a file's lost
+// write, which Linux reports once, does not take a name with it.
+func syncDir(dir string, mark uint64) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	f := folder{f: d}
+	err = osCommitter.Commit(&f, mark)
+	if _, ok := err.(*fs.PathError); err != nil && !ok {
+		err = &fs.PathError{Op: "sync", Path: dir, Err: err}
+	}
+	return err
+}
+
+// osCommitter is the real filesystem's group commit: the process's.
+var osCommitter Committer
+
+// OS returns the real filesystem's Committer, the one the process's
+// writers share: the stores' logs and every folder synced here.
+func OS() *Committer { return &osCommitter }
+
+// folder is an open folder as a Committer syncs it.
+type folder struct {
+	f   *os.File
+	dev uint64
+	got bool // dev is known
+}
+
+func (d *folder) Sync() error { return d.f.Sync() }
+
+// SyncFS returns syncfs's error as it is: a batch's members share it,
+// each naming its own.
+func (d *folder) SyncFS() error {
+	return ignoringEINTR(func() error { return unix.Syncfs(int(d.f.Fd())) })
+}
+
+// Device is the folder's filesystem, asked once; a folder that cannot be
+// asked is on a filesystem of its own, 0 never being a device's number
+// here, so it is synced alone.
+func (d *folder) Device() uint64 {
+	if !d.got {
+		d.got = true
+		var st unix.Stat_t
+		if err := ignoringEINTR(func() error { return unix.Fstat(int(d.f.Fd()), &st) }); err == nil {
+			d.dev = st.Dev
+		}
+	}
+	return d.dev
+}
+
+// ignoringEINTR calls f again while a signal interrupts it.
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != syscall.EINTR {
+			return err
+		}
+	}
 }

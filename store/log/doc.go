@@ -86,9 +86,10 @@ line is written into it, by whichever writer finds it holding no line: a
 writer that dies, or whose folder sync fails, before that leaves no line
 for a crash to lose.
 
-The fdatasync goes through the filesystem's disk.Committer: a writer
+The fdatasync goes through the filesystem's durable.Committer: a writer
 alone makes its own, and writers of this process that wait for one at
-once share one syncfs of their filesystem (group commit). A syncfs that
+once, the folder syncs of new logs and conversations among them, share
+one syncfs of their filesystem (group commit). A syncfs that
 fails fails every writer whose unsynced lines it may have taken, those
 waiting for it and those that wrote before it and sync after.
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"lnk.dev/linkharness/store/durable"
 	"lnk.dev/linkharness/store/internal/disk"
 )
 
@@ -75,7 +76,7 @@ func TestCommitterGroupSyncFailed(t *testing.T) {
 		}
 		// d was written before the syncfs failed: its own fdatasync
 		// succeeds, and its bytes are not on the disk.
-		if err := c.Commit(files["d"], mark); !errors.Is(err, disk.ErrGroupSync) {
+		if err := c.Commit(files["d"], mark); !errors.Is(err, durable.ErrGroupSync) {
 			t.Errorf("d, written before the syncfs failed and synced after: %v, want ErrGroupSync", err)
 		}
 		if b := read(t, m.Crash(), "/d/d"); string(b) == "d line\n" {

@@ -3,6 +3,8 @@ package disk
 import (
 	"context"
 	"io/fs"
+
+	"lnk.dev/linkharness/store/durable"
 )
 
 // FS opens files and makes their names durable.
@@ -22,8 +24,8 @@ type FS interface {
 	SyncDir(dir string) error
 
 	// Committer is the filesystem's group commit: the one every
-	// conversation kept on it in this process shares (see Committer).
-	Committer() *Committer
+	// conversation kept on it in this process shares (see durable.Committer).
+	Committer() *durable.Committer
 }
 
 // File is an open file. It is for one goroutine at a time.
@@ -44,10 +46,11 @@ type File interface {
 	Sync() error
 
 	// SyncFS makes durable the data and size of every file of the
-	// filesystem this file is on (syncfs(2)), its own among them, but not
-	// new names: those need SyncDir. It fails as Sync does, for any of
+	// filesystem this file is on (syncfs(2)), its own among them. Linux's
+	// makes new names durable too, but a store does not count on it: a
+	// name needs SyncDir (Mem's SyncFS keeps none). It fails as Sync does, for any of
 	// them, and after it fails nothing written to any of them since its
-	// last good sync may be trusted (see Committer).
+	// last good sync may be trusted (see durable.Committer).
 	SyncFS() error
 
 	// Device says which filesystem the file is on: files with the same

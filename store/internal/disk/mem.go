@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"lnk.dev/linkharness/store/durable"
 )
 
 // Mem is a crashable filesystem in memory. It keeps, for each file, its
@@ -68,7 +70,7 @@ type Mem struct {
 	noSyncDir bool
 	onOp      func(Op)
 
-	committer Committer // the Mem's group commit, as the filesystem's
+	committer durable.Committer // the Mem's group commit, as the filesystem's
 }
 
 // memNode is one file.
@@ -104,7 +106,7 @@ func NewMem() *Mem {
 }
 
 // Committer is the Mem's group commit.
-func (m *Mem) Committer() *Committer { return &m.committer }
+func (m *Mem) Committer() *durable.Committer { return &m.committer }
 
 // MkdirAll makes the folder dir and the folders above it, durably.
 func (m *Mem) MkdirAll(dir string) error {

@@ -22,9 +22,9 @@ import (
 // pays each time.
 var OS FS = &osFS{}
 
-// osFS is the real filesystem; its Committer is the process's.
+// osFS is the real filesystem; its Committer is the process's
+// (durable.OS), which the folders durable syncs share.
 type osFS struct {
-	committer Committer
 }
 
 func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
@@ -46,7 +46,7 @@ func (*osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
 func (*osFS) SyncDir(dir string) error { return durable.SyncDir(dir) }
 
-func (o *osFS) Committer() *Committer { return &o.committer }
+func (*osFS) Committer() *durable.Committer { return durable.OS() }
 
 // osFile is an open file of the real filesystem: a descriptor. It is for
 // one goroutine at a time, as File says.

@@ -1,4 +1,4 @@
-package disk
+package durable
 
 import (
 	"errors"
@@ -8,31 +8,34 @@ import (
 // ErrGroupSync comes from Commit when a sync of the whole filesystem
 // failed after the Mark the caller took before writing: what it wrote may
 // have been lost with it, though its own sync did not say so.
-var ErrGroupSync = errors.New("disk: a sync of the filesystem failed since the write")
+var ErrGroupSync = errors.New("durable: a sync of the filesystem failed since the write")
 
 // errSyncPanicked is what the writers of a batch whose sync panicked get.
-var errSyncPanicked = errors.New("disk: the sync of a batch panicked")
+var errSyncPanicked = errors.New("durable: the sync of a batch panicked")
 
-// A Committer makes the writes of the conversations of one process
-// durable, together when several wait at once: group commit. A writer
-// whose file is to be made durable calls Commit. While no sync runs, its
-// file's fdatasync runs at once, as it would without a Committer; while
-// one runs, it waits for it to end with every writer that comes
-// meanwhile, and then one of them syncs all their files in one go: one
-// syncfs per filesystem, or the fdatasync of a file alone on its own.
-// Under load many appends share one sync; alone, an append pays one
-// fdatasync and no wait.
+// A Committer makes the writes of one process durable, together when
+// several wait at once: group commit. A writer whose file or folder is to
+// be made durable calls Commit. While no sync runs, its own sync runs at
+// once (a file's fdatasync, a folder's fsync), as it would without a
+// Committer; while one runs, it waits for it to end with every writer that
+// comes meanwhile, and then one of them syncs all of theirs in one go: one
+// syncfs per filesystem, or the sync of one alone on its own. Under load
+// many appends and new names share one sync; alone, each pays its own sync
+// and no wait. A syncfs makes durable what every file of the filesystem
+// holds and the names made in its folders (it commits the journal of
+// ext4, xfs and btrfs alike), so files and folders share batches.
 //
 // A syncfs that fails may have marked clean, and lost, what any file of
 // the filesystem held unsynced, not only its batch's files, and Linux
 // reports such an error once. So the Committer counts the syncfs calls
 // that failed, and a writer takes a Mark before it writes what its Commit
 // is to make durable: Commit fails with ErrGroupSync when one failed
-// since, as the writer's own fdatasync would have. A writer that gets an
-// error from Commit does what it does after a failed fdatasync.
+// since, as the writer's own sync would have. A writer that gets an
+// error from Commit does what it does after a failed sync.
 //
-// A Committer is safe for concurrent use; its zero value is ready. Each
-// FS has one (FS.Committer): the real filesystem's is the process's.
+// A Committer is safe for concurrent use; its zero value is ready. The
+// real filesystem's is the process's (OS); each of the stores' test
+// filesystems has its own.
 type Committer struct {
 	mu sync.Mutex
 	// running says a sync runs, and ended is closed when it ends. next
@@ -43,13 +46,26 @@ type Committer struct {
 
 	failed  uint64 // syncfs calls that failed
 	commits uint64 // Commit calls
-	syncs   uint64 // fdatasync and syncfs calls made
+	syncs   uint64 // sync and syncfs calls made
+}
+
+// A Syncer is what a Committer makes durable: an open file or folder.
+type Syncer interface {
+	// Sync makes it durable alone: a file's data and size (fdatasync),
+	// a folder's names (fsync).
+	Sync() error
+	// SyncFS makes durable every file and name of the filesystem it is
+	// on (syncfs).
+	SyncFS() error
+	// Device says which filesystem it is on: those with the same Device
+	// are synced together by one SyncFS.
+	Device() uint64
 }
 
 // batch is the files one sync makes durable, and what it returned for
 // each.
 type batch struct {
-	files []File
+	files []Syncer
 	errs  []error
 	seen  uint64        // the Committer's failed count when its sync ended
 	done  chan struct{} // closed once errs and seen are set
@@ -66,7 +82,7 @@ func (c *Committer) Mark() uint64 {
 // Commit makes what was written to f durable, with the files of other
 // writers that commit meanwhile, and returns f's sync's error; or
 // ErrGroupSync if a syncfs of any batch failed since mark was taken.
-func (c *Committer) Commit(f File, mark uint64) error {
+func (c *Committer) Commit(f Syncer, mark uint64) error {
 	c.mu.Lock()
 	c.commits++
 	b, i := c.next, 0
@@ -135,11 +151,11 @@ func result(err error, seen, mark uint64) error {
 	return nil
 }
 
-// sync makes the files durable: one fdatasync for a file alone on its
+// sync makes the files durable: its own sync for one alone on its
 // filesystem, one syncfs for each filesystem that holds several. It
 // returns each file's error, how many calls it made and how many syncfs
 // calls failed.
-func (c *Committer) sync(files []File) (errs []error, calls, failed uint64) {
+func (c *Committer) sync(files []Syncer) (errs []error, calls, failed uint64) {
 	errs = make([]error, len(files))
 	if len(files) == 1 {
 		errs[0] = files[0].Sync()
@@ -169,8 +185,8 @@ func (c *Committer) sync(files []File) (errs []error, calls, failed uint64) {
 
 // CommitStats are a Committer's counts.
 type CommitStats struct {
-	Commits uint64 // Commit calls: writes made durable
-	Syncs   uint64 // fdatasync and syncfs calls that made them so
+	Commits uint64 // Commit calls: writes and names made durable
+	Syncs   uint64 // sync and syncfs calls that made them so
 	Failed  uint64 // syncfs calls that failed
 }
 

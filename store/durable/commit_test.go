@@ -1,0 +1,67 @@
+package durable
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Folders on one filesystem are synced together by one syncfs, through an
+// open folder's descriptor; a folder whose filesystem cannot be asked is
+// synced alone.
+func TestFoldersShareOneSync(t *testing.T) {
+	root := t.TempDir()
+	var folders []Syncer
+	for _, name := range []string{"a", "b", "c"} {
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		folders = append(folders, &folder{f: d})
+	}
+	var c Committer
+	errs, calls, failed := c.sync(folders)
+	if calls != 1 || failed != 0 || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("three folders on one filesystem: %d calls, %d failed, %v; want one syncfs", calls, failed, errs)
+	}
+
+	closed, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	errs, calls, _ = c.sync(append(folders[:1:1], &folder{f: closed}))
+	if calls != 2 || errs[0] != nil || errs[1] == nil {
+		t.Fatalf("a folder whose device cannot be asked: %d calls, %v; want each synced alone, the closed one failing", calls, errs)
+	}
+}
+
+// SyncDir names the folder when it fails: one missing, or one whose sync
+// a failed syncfs since its mark may have undone (ErrGroupSync).
+func TestSyncDirFails(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	var pe *fs.PathError
+	if err := SyncDir(missing); !errors.As(err, &pe) || pe.Path != missing || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("SyncDir of a missing folder: %v, want a PathError naming it", err)
+	}
+
+	dir := t.TempDir()
+	mark := osCommitter.Mark()
+	osCommitter.mu.Lock()
+	osCommitter.failed++ // as a batch's syncfs that failed since mark
+	osCommitter.mu.Unlock()
+	err := syncDir(dir, mark)
+	if !errors.Is(err, ErrGroupSync) || !errors.As(err, &pe) || pe.Path != dir {
+		t.Fatalf("syncDir after a failed syncfs: %v, want ErrGroupSync naming %s", err, dir)
+	}
+	if err := SyncDir(dir); err != nil {
+		t.Fatalf("SyncDir with a mark taken after: %v", err)
+	}
+}
