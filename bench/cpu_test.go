@@ -259,14 +259,23 @@ func messageCPU(b *testing.B, program string, each bool) {
 // sendMeasured sends s b.N messages after its warm-up, the benchmark's
 // timer running, and reports the server process's CPU time a message.
 func sendMeasured(b *testing.B, s *served) {
+	measureCPU(b, s, func() {
+		for i := range b.N {
+			s.send(s.warmed + i)
+		}
+	})
+}
+
+// measureCPU runs send, which sends s's server b.N messages, the
+// benchmark's timer running, and reports the server process's CPU time a
+// message.
+func measureCPU(b *testing.B, s *served, send func()) {
 	start, err := proc.Read(s.unit.PID(), false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	for i := range b.N {
-		s.send(s.warmed + i)
-	}
+	send()
 	b.StopTimer()
 	end, err := proc.Read(s.unit.PID(), false)
 	if err != nil {
