@@ -131,8 +131,8 @@ func syncDir(dir string, mark uint64) error {
 	defer d.Close()
 	f := folder{f: d}
 	err = osCommitter.Commit(&f, mark)
-	if _, ok := err.(*fs.PathError); err != nil && !ok {
-		err = &fs.PathError{Op: "sync", Path: dir, Err: err}
+	if pe := (*fs.PathError)(nil); err != nil && !errors.As(err, &pe) {
+		err = &fs.PathError{Op: "sync", Path: dir, Err: err} // a batch's syncfs, or ErrGroupSync
 	}
 	return err
 }
