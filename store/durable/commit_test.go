@@ -13,7 +13,7 @@ import (
 // synced alone.
 func TestFoldersShareOneSync(t *testing.T) {
 	root := t.TempDir()
-	var folders []Syncer
+	var synced []Syncer
 	for _, name := range []string{"a", "b", "c"} {
 		dir := filepath.Join(root, name)
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -24,10 +24,10 @@ func TestFoldersShareOneSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
-		folders = append(folders, &folder{f: d})
+		synced = append(synced, &folders{f: []*os.File{d}})
 	}
 	var c Committer
-	errs, calls, failed := c.sync(folders)
+	errs, calls, failed := c.sync(synced)
 	if calls != 1 || failed != 0 || errs[0] != nil || errs[1] != nil || errs[2] != nil {
 		t.Fatalf("three folders on one filesystem: %d calls, %d failed, %v; want one syncfs", calls, failed, errs)
 	}
@@ -37,7 +37,7 @@ func TestFoldersShareOneSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed.Close()
-	errs, calls, _ = c.sync(append(folders[:1:1], &folder{f: closed}))
+	errs, calls, _ = c.sync(append(synced[:1:1], &folders{f: []*os.File{closed}}))
 	if calls != 2 || errs[0] != nil || errs[1] == nil {
 		t.Fatalf("a folder whose device cannot be asked: %d calls, %v; want each synced alone, the closed one failing", calls, errs)
 	}
@@ -63,5 +63,26 @@ func TestSyncDirFails(t *testing.T) {
 	}
 	if err := SyncDir(dir); err != nil {
 		t.Fatalf("SyncDir with a mark taken after: %v", err)
+	}
+}
+
+// Folders on two filesystems are not one Committer's member: a closed one,
+// whose filesystem cannot be asked, stands for the other.
+func TestFoldersOneDevice(t *testing.T) {
+	a, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := (folders{f: []*os.File{a, b}}); !f.oneDevice() || !f.got {
+		t.Fatal("two folders of one filesystem: not one device")
+	}
+	b.Close()
+	if f := (folders{f: []*os.File{a, b}}); f.oneDevice() {
+		t.Fatal("a folder whose filesystem cannot be asked taken for one device with another")
 	}
 }

@@ -84,8 +84,10 @@ func replace(path string, perm os.FileMode, write func(io.Writer) error, durable
 // MakeDir makes the folder dir, and its parents that are missing, and
 // makes each name it made durable by syncing the folder it was made in, as
 // a file's name needs its folder synced: without, a machine's crash may
-// lose a conversation's folder whose events were synced. A folder that is
-// there costs a stat. made says whether dir was made now.
+// lose a conversation's folder whose events were synced. The folders are
+// synced together, in one wait for the Committer: an agent's first
+// conversation makes chats/ and its own folder and waits once. A folder
+// that is there costs a stat. made says whether dir was made now.
 func MakeDir(dir string) (made bool, err error) {
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
@@ -94,20 +96,32 @@ func MakeDir(dir string) (made bool, err error) {
 		return false, nil
 	}
 	mark := osCommitter.Mark()
+	made, in, err := makeDirs(dir, nil)
+	if err != nil {
+		return false, err
+	}
+	return made, syncDirs(in, mark)
+}
+
+// makeDirs makes dir and its missing parents, none synced, and appends to
+// in the folder each was made in, outermost first: those whose names are
+// to be made durable. A folder made by another meanwhile counts as made
+// here, its name maybe not yet synced.
+func makeDirs(dir string, in []string) (made bool, _ []string, err error) {
 	err = os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrNotExist) {
-		if _, err = MakeDir(filepath.Dir(dir)); err == nil {
+		if _, in, err = makeDirs(filepath.Dir(dir), in); err == nil {
 			err = os.Mkdir(dir, 0o700)
 		}
 	}
 	switch {
 	case err == nil:
 		made = true
-	case errors.Is(err, fs.ErrExist): // made by another meanwhile, its name maybe not yet synced
+	case errors.Is(err, fs.ErrExist):
 	default:
-		return false, err
+		return false, in, err
 	}
-	return made, syncDir(filepath.Dir(dir), mark)
+	return made, append(in, filepath.Dir(dir)), nil
 }
 
 // SyncDir makes the names in the folder dir durable: a file created,
@@ -124,15 +138,32 @@ func SyncDir(dir string) error {
 // journal failed to commit fails every sync after, and a file's lost
 // write, which Linux reports once, does not take a name with it.
 func syncDir(dir string, mark uint64) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+	return syncDirs([]string{dir}, mark)
+}
+
+// syncDirs is syncDir of several folders in one Commit when they are on
+// one filesystem, else of each in turn.
+func syncDirs(dirs []string, mark uint64) error {
+	f := folders{f: make([]*os.File, 0, len(dirs))}
+	defer f.close()
+	for _, dir := range dirs {
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		f.f = append(f.f, d)
 	}
-	defer d.Close()
-	f := folder{f: d}
-	err = osCommitter.Commit(&f, mark)
+	if len(dirs) > 1 && !f.oneDevice() {
+		for _, dir := range dirs {
+			if err := syncDir(dir, mark); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := osCommitter.Commit(&f, mark)
 	if pe := (*fs.PathError)(nil); err != nil && !errors.As(err, &pe) {
-		err = &fs.PathError{Op: "sync", Path: dir, Err: err} // a batch's syncfs, or ErrGroupSync
+		err = &fs.PathError{Op: "sync", Path: dirs[0], Err: err} // a batch's syncfs, or ErrGroupSync
 	}
 	return err
 }
@@ -144,33 +175,68 @@ var osCommitter Committer
 // writers share: the stores' logs and every folder synced here.
 func OS() *Committer { return &osCommitter }
 
-// folder is an open folder as a Committer syncs it.
-type folder struct {
-	f   *os.File
+// folders are open folders as a Committer syncs them: several only when
+// they are on one filesystem (oneDevice).
+type folders struct {
+	f   []*os.File
 	dev uint64
 	got bool // dev is known
 }
 
-func (d *folder) Sync() error { return d.f.Sync() }
+// Sync syncs each folder, and returns the first error, naming its folder.
+func (d *folders) Sync() error {
+	for _, f := range d.f {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // SyncFS returns syncfs's error as it is: a batch's members share it,
 // each naming its own.
-func (d *folder) SyncFS() error {
-	return ignoringEINTR(func() error { return unix.Syncfs(int(d.f.Fd())) })
+func (d *folders) SyncFS() error {
+	return ignoringEINTR(func() error { return unix.Syncfs(int(d.f[0].Fd())) })
 }
 
-// Device is the folder's filesystem, asked once; a folder that cannot be
+// Device is the folders' filesystem, asked once; a folder that cannot be
 // asked is on a filesystem of its own, 0 never being a device's number
 // here, so it is synced alone.
-func (d *folder) Device() uint64 {
+func (d *folders) Device() uint64 {
 	if !d.got {
 		d.got = true
-		var st unix.Stat_t
-		if err := ignoringEINTR(func() error { return unix.Fstat(int(d.f.Fd()), &st) }); err == nil {
-			d.dev = st.Dev
-		}
+		d.dev, _ = device(d.f[0])
 	}
 	return d.dev
+}
+
+// oneDevice says whether the folders are on one filesystem, so that one
+// syncfs makes all their names durable, and knows its Device if so.
+func (d *folders) oneDevice() bool {
+	for i, f := range d.f {
+		dev, ok := device(f)
+		if !ok || i > 0 && dev != d.dev {
+			return false
+		}
+		d.dev = dev
+	}
+	d.got = true
+	return true
+}
+
+func (d *folders) close() {
+	for _, f := range d.f {
+		f.Close()
+	}
+}
+
+// device is the filesystem f is on.
+func device(f *os.File) (uint64, bool) {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(int(f.Fd()), &st) }); err != nil {
+		return 0, false
+	}
+	return st.Dev, true
 }
 
 // ignoringEINTR calls f again while a signal interrupts it.

@@ -44,7 +44,7 @@ func TestReplaceFile(t *testing.T) {
 }
 
 // MakeDir makes a folder and its missing parents, says whether it made
-// it, and refuses a file in its way.
+// it, syncs the names it made in one wait, and refuses a file in its way.
 func TestMakeDir(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "chats", "web-1")
@@ -59,6 +59,13 @@ func TestMakeDir(t *testing.T) {
 	}
 	if made, err := MakeDir(filepath.Join(root, "chats", "web-2")); err != nil || !made {
 		t.Errorf("beside one: made %v, %v", made, err)
+	}
+	before := osCommitter.Stats()
+	if made, err := MakeDir(filepath.Join(root, "a", "b", "c")); err != nil || !made {
+		t.Fatalf("three new folders: made %v, %v", made, err)
+	}
+	if got := osCommitter.Stats(); got.Commits-before.Commits != 1 {
+		t.Errorf("three new folders synced in %d Commits, want their names in one", got.Commits-before.Commits)
 	}
 	file := filepath.Join(root, "file")
 	os.WriteFile(file, nil, 0o600)
