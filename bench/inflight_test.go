@@ -47,7 +47,8 @@ func inFlightLoad(b *testing.B, program string) {
 		}
 		return took, err
 	}
-	// Each caller's conversation begun and warm before the clock starts.
+	// run sends n messages from inFlight callers at once, caller c the
+	// c-th of every inFlight, and keeps each one's wait in took.
 	run := func(n int, took []float64) error {
 		var wg sync.WaitGroup
 		errs := make([]error, inFlight)
@@ -73,6 +74,7 @@ func inFlightLoad(b *testing.B, program string) {
 		}
 		return nil
 	}
+	// Each caller's conversation begun and warm before the clock starts.
 	if err := run(inFlight*warmup, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -153,17 +153,24 @@ func syncDirs(dirs []string, mark uint64) error {
 		}
 		f.f = append(f.f, d)
 	}
-	if len(dirs) > 1 && !f.oneDevice() {
-		for _, dir := range dirs {
-			if err := syncDir(dir, mark); err != nil {
-				return err
-			}
-		}
-		return nil
+	if len(dirs) == 1 || f.oneDevice() {
+		return commit(&f, dirs[0], mark)
 	}
-	err := osCommitter.Commit(&f, mark)
+	for i := range f.f {
+		if err := commit(&folders{f: f.f[i : i+1]}, dirs[i], mark); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit syncs f through the process's Committer, its error naming a
+// folder: its own sync's does, and a batch's syncfs's or ErrGroupSync is
+// given dir's name.
+func commit(f *folders, dir string, mark uint64) error {
+	err := osCommitter.Commit(f, mark)
 	if pe := (*fs.PathError)(nil); err != nil && !errors.As(err, &pe) {
-		err = &fs.PathError{Op: "sync", Path: dirs[0], Err: err} // a batch's syncfs, or ErrGroupSync
+		err = &fs.PathError{Op: "sync", Path: dir, Err: err}
 	}
 	return err
 }
@@ -232,14 +239,19 @@ func (d *folders) close() {
 
 // device is the filesystem f is on.
 func device(f *os.File) (uint64, bool) {
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(int(f.Fd()), &st) }); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
 		return 0, false
 	}
 	return st.Dev, true
 }
 
-// ignoringEINTR calls f again while a signal interrupts it.
+// ignoringEINTR calls f again while a signal interrupts it, as package
+// os does for its own calls.
 func ignoringEINTR(f func() error) error {
 	for {
 		if err := f(); err != syscall.EINTR {

@@ -24,8 +24,7 @@ var OS FS = &osFS{}
 
 // osFS is the real filesystem; its Committer is the process's
 // (durable.OS), which the folders durable syncs share.
-type osFS struct {
-}
+type osFS struct{}
 
 func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	var fd int
