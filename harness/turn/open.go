@@ -48,7 +48,9 @@ func (t *turn) open(ctx context.Context, kind string) error {
 			return err
 		}
 	}
-	made, err := durable.MakeDir(t.dir) // its name durable before any event is in it
+	// Its name is made durable by its store with its first event
+	// (durable.MakeDirDeferred).
+	made, err := durable.MakeDirDeferred(t.dir)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func (b *buffers) trim() {
 
 // Open returns the conversation kept in dir, which the caller has created.
 // Opening creates nothing and opens nothing: the first Append creates the
-// files.
+// files and makes their names and the folder's durable.
 func Open(dir string) (*Conversation, error) { return OpenOptions(dir, Options{}) }
 
 // OpenOptions is Open with options.

@@ -3,6 +3,7 @@ package compact
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"lnk.dev/linkharness/store/internal/disk"
@@ -67,9 +68,11 @@ func (c *Conversation) rewrite(f disk.File, b []byte, off, end int64) error {
 	return nil
 }
 
-// syncDir makes new names in the conversation's folder durable.
+// syncDir makes new names in the conversation's folder durable, and the
+// folder's own in the folder it is in, in one wait: its maker left it to
+// the first Append (durable.MakeDirDeferred).
 func (c *Conversation) syncDir() error {
-	if err := c.fs.SyncDir(c.dir); err != nil {
+	if err := c.fs.SyncDir(c.dir, filepath.Dir(c.dir)); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
 	return nil

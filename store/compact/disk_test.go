@@ -130,6 +130,25 @@ func firstOp(t *testing.T, kind disk.Kind) int {
 	return at
 }
 
+// The first Append makes the new files' names and the folder's own durable
+// in one folder sync, the folder and the one it is in: the folder's maker
+// left its name to it (durable.MakeDirDeferred).
+func TestFirstAppendSyncsFolderName(t *testing.T) {
+	m := newMem(t)
+	var synced [][]string
+	m.OnOp(func(op disk.Op) {
+		if op.Kind == disk.OpSyncDir {
+			synced = append(synced, op.Dirs)
+		}
+	})
+	if err := openMem(t, m, crashFold).Append(context.Background(), 1, crashEvent(1)); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || fmt.Sprint(synced[0]) != "[/c /]" {
+		t.Fatalf("the first Append synced the folders %v, want [[/c /]] in one", synced)
+	}
+}
+
 // TestFirstFolderSyncFails fails the folder sync of a conversation's first
 // Append once. The Append fails; retried, it is acknowledged, and then
 // the event must survive a crash: the retry makes the new files' names

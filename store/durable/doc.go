@@ -8,8 +8,10 @@
 // .<name>.<random>, written, synced and renamed into place, then its folder
 // synced: a reader finds the old file or the new one whole, and after a
 // crash it is one of them. ReplaceFile is the same without either sync,
-// for files made again when missing. A folder made with MakeDir has its
-// name synced into its parent, as a file's name needs its folder synced.
+// for files made again when missing. A folder made with MakeDirDeferred has
+// its parents' names synced into theirs, as a file's name needs its folder
+// synced, and its own left to its first writer's SyncDir of it and its
+// parent together.
 //
 // Every folder sync goes through the process's Committer (OS), group
 // commit: the stores' fdatasyncs go through it too, so the writers and new

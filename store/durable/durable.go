@@ -81,14 +81,16 @@ func replace(path string, perm os.FileMode, write func(io.Writer) error, durable
 	return nil
 }
 
-// MakeDir makes the folder dir, and its parents that are missing, and
-// makes each name it made durable by syncing the folder it was made in, as
-// a file's name needs its folder synced: without, a machine's crash may
-// lose a conversation's folder whose events were synced. The folders are
-// synced together, in one wait for the Committer: an agent's first
-// conversation makes chats/ and its own folder and waits once. A folder
-// that is there costs a stat. made says whether dir was made now.
-func MakeDir(dir string) (made bool, err error) {
+// MakeDirDeferred makes the folder dir, and its parents that are missing,
+// and makes the names of the parents it made durable by syncing the
+// folders they were made in, in one wait for the Committer, as a file's
+// name needs its folder synced; dir's own name it leaves to dir's first
+// writer, who syncs dir and the folder it is in at once, with SyncDir,
+// before its first byte that matters is written: the stores that keep a
+// conversation in files do with its first event, so a new conversation
+// beside others waits for one folder sync, not two in turn. A folder that
+// is there costs a stat. made says whether dir was made now.
+func MakeDirDeferred(dir string) (made bool, err error) {
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
 			return false, &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
@@ -97,10 +99,10 @@ func MakeDir(dir string) (made bool, err error) {
 	}
 	mark := osCommitter.Mark()
 	made, in, err := makeDirs(dir, nil)
-	if err != nil {
-		return false, err
+	if err != nil || len(in) == 1 {
+		return made, err
 	}
-	return made, syncDirs(in, mark)
+	return made, syncDirs(in[:len(in)-1], mark) // all but the folder dir is in
 }
 
 // makeDirs makes dir and its missing parents, none synced, and appends to
@@ -124,13 +126,14 @@ func makeDirs(dir string, in []string) (made bool, _ []string, err error) {
 	return made, append(in, filepath.Dir(dir)), nil
 }
 
-// SyncDir makes the names in the folder dir durable: a file created,
-// renamed or removed in it survives a crash only once SyncDir has returned.
-// It syncs through the process's Committer (OS), so the folders and files
-// of writers that sync at once share one syncfs. Its errors are
-// *fs.PathError, naming the folder.
-func SyncDir(dir string) error {
-	return syncDir(dir, osCommitter.Mark())
+// SyncDir makes the names in the folders dirs durable: a file or folder
+// created, renamed or removed in one survives a crash only once SyncDir
+// has returned. It syncs through the process's Committer (OS), so the
+// folders and files of writers that sync at once share one syncfs, and
+// several folders on one filesystem wait once. Its errors are
+// *fs.PathError, naming a folder.
+func SyncDir(dirs ...string) error {
+	return syncDirs(dirs, osCommitter.Mark())
 }
 
 // syncDir is SyncDir with the Committer's mark taken before the names
@@ -144,6 +147,9 @@ func syncDir(dir string, mark uint64) error {
 // syncDirs is syncDir of several folders in one Commit when they are on
 // one filesystem, else of each in turn.
 func syncDirs(dirs []string, mark uint64) error {
+	if len(dirs) == 0 {
+		return nil
+	}
 	f := folders{f: make([]*os.File, 0, len(dirs))}
 	defer f.close()
 	for _, dir := range dirs {

@@ -43,34 +43,49 @@ func TestReplaceFile(t *testing.T) {
 	}
 }
 
-// MakeDir makes a folder and its missing parents, says whether it made
-// it, syncs the names it made in one wait, and refuses a file in its way.
-func TestMakeDir(t *testing.T) {
+// MakeDirDeferred makes a folder and its missing parents, says whether it
+// made it, syncs the names of the parents it made in one wait and leaves
+// the folder's own to its writer, and refuses a file in its way.
+func TestMakeDirDeferred(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "chats", "web-1")
-	if made, err := MakeDir(dir); err != nil || !made {
+	before := osCommitter.Stats()
+	if made, err := MakeDirDeferred(dir); err != nil || !made {
 		t.Fatalf("a new folder: made %v, %v", made, err)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		t.Fatalf("not made: %v", err)
 	}
-	if made, err := MakeDir(dir); err != nil || made {
+	if got := osCommitter.Stats(); got.Commits-before.Commits != 1 {
+		t.Errorf("a new folder in a new parent: %d Commits, want the parent's name in one", got.Commits-before.Commits)
+	}
+	if made, err := MakeDirDeferred(dir); err != nil || made {
 		t.Errorf("a folder there: made %v, %v", made, err)
 	}
-	if made, err := MakeDir(filepath.Join(root, "chats", "web-2")); err != nil || !made {
+	before = osCommitter.Stats()
+	if made, err := MakeDirDeferred(filepath.Join(root, "chats", "web-2")); err != nil || !made {
 		t.Errorf("beside one: made %v, %v", made, err)
 	}
-	before := osCommitter.Stats()
-	if made, err := MakeDir(filepath.Join(root, "a", "b", "c")); err != nil || !made {
+	if got := osCommitter.Stats(); got.Commits != before.Commits {
+		t.Errorf("a new folder beside one: %d Commits, want its name left to its writer", got.Commits-before.Commits)
+	}
+	if err := SyncDir(filepath.Join(root, "chats", "web-2"), filepath.Join(root, "chats")); err != nil {
+		t.Fatal(err)
+	}
+	if got := osCommitter.Stats(); got.Commits-before.Commits != 1 {
+		t.Errorf("a folder and its parent synced in %d Commits, want one", got.Commits-before.Commits)
+	}
+	before = osCommitter.Stats()
+	if made, err := MakeDirDeferred(filepath.Join(root, "a", "b", "c")); err != nil || !made {
 		t.Fatalf("three new folders: made %v, %v", made, err)
 	}
 	if got := osCommitter.Stats(); got.Commits-before.Commits != 1 {
-		t.Errorf("three new folders synced in %d Commits, want their names in one", got.Commits-before.Commits)
+		t.Errorf("three new folders: the two parents' names synced in %d Commits, want one", got.Commits-before.Commits)
 	}
 	file := filepath.Join(root, "file")
 	os.WriteFile(file, nil, 0o600)
 	for _, p := range []string{file, filepath.Join(file, "under")} {
-		if made, err := MakeDir(p); err == nil || made {
+		if made, err := MakeDirDeferred(p); err == nil || made {
 			t.Errorf("%s: made %v, %v; want an error", p, made, err)
 		}
 	}

@@ -189,8 +189,8 @@ func (c *Conversation) unlock() {
 // write appends event, the line of seq, after the last complete line.
 func (c *Conversation) write(e *end, seq int64, event []byte) error {
 	if e.end == 0 {
-		// No line yet: the file may be new. Make its name durable before
-		// a line is written in it. A writer that dies, or whose folder
+		// No line yet: the file may be new. Make its name durable, and
+		// its folder's, before a line is written in it. A writer that dies, or whose folder
 		// sync fails, before that leaves no line, and the next Append
 		// syncs the folder again; so a log holding a line has a durable
 		// name, whoever wrote it, and a retry that finds its line there

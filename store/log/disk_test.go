@@ -36,6 +36,47 @@ func TestCrashImagesNoSyncDir(t *testing.T) {
 // then on, with EIO and ENOSPC.
 func TestFaults(t *testing.T) { disktest.Faults(t, openOn) }
 
+// The first Append makes the new file's name and the folder's own durable
+// in one folder sync, the folder and the one it is in, before its line is
+// written: the folder's maker left its name to it (durable.MakeDirDeferred).
+// The next Append syncs no folder.
+func TestFirstAppendSyncsFolderName(t *testing.T) {
+	ctx := context.Background()
+	m := disk.NewMem()
+	m.MkdirAll("/chats/t")
+	var ops []disk.Op
+	m.OnOp(func(op disk.Op) { ops = append(ops, op) })
+	c, _ := openOn(m, "/chats/t")
+	if err := c.Append(ctx, 1, makeEvent(1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	var synced [][]string
+	wrote := false
+	for _, op := range ops {
+		switch op.Kind {
+		case disk.OpSyncDir:
+			if wrote {
+				t.Errorf("the folder synced after the first line was written")
+			}
+			synced = append(synced, op.Dirs)
+		case disk.OpWrite:
+			wrote = true
+		}
+	}
+	if len(synced) != 1 || fmt.Sprint(synced[0]) != "[/chats/t /chats]" {
+		t.Fatalf("the first Append synced the folders %v, want [[/chats/t /chats]] in one", synced)
+	}
+	ops = nil
+	if err := c.Append(ctx, 2, makeEvent(2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		if op.Kind == disk.OpSyncDir {
+			t.Errorf("the second Append synced %v", op.Dirs)
+		}
+	}
+}
+
 // TestAppendAfterFailedFolderSync: an Append whose folder sync failed,
 // made again (by the same Conversation or another) once the disk is well,
 // leaves its line under a durable name before it returns nil: a crash

@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -45,9 +46,11 @@ func (c *Conversation) commit(off int64) error {
 	return nil
 }
 
-// syncDir makes the names of the files in the folder durable.
+// syncDir makes the names of the files in the folder durable, and the
+// folder's own in the folder it is in, in one wait: its maker left it to
+// the first line (durable.MakeDirDeferred).
 func (c *Conversation) syncDir() error {
-	if err := c.fs.SyncDir(c.dir); err != nil {
+	if err := c.fs.SyncDir(c.dir, filepath.Dir(c.dir)); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
 	return nil

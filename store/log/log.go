@@ -116,7 +116,8 @@ type tip struct {
 
 // Open returns the conversation kept in dir, which the caller has created.
 // Opening creates nothing and opens nothing: a folder without events.jsonl
-// is an empty conversation, and the first Append creates the file.
+// is an empty conversation, and the first Append creates the file and,
+// before its first line, makes the file's name and the folder's durable.
 func Open(dir string) (*Conversation, error) {
 	return OpenOptions(dir, Options{})
 }

@@ -40,14 +40,15 @@ func checkName(name string) error {
 	return nil
 }
 
-// mark makes the marker, durably.
+// mark makes the marker, durably, and the folder's name with it: its
+// maker left that to the folder's first writer (durable.MakeDirDeferred).
 func mark(dir, name string) error {
 	f, err := os.OpenFile(filepath.Join(dir, markerPrefix+name), os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("stores: %w", err)
 	}
 	f.Close()
-	if err := durable.SyncDir(dir); err != nil {
+	if err := durable.SyncDir(dir, filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("stores: %w", err)
 	}
 	return nil

@@ -19,9 +19,10 @@ type FS interface {
 	// fs.ErrNotExist.
 	Stat(name string) (fs.FileInfo, error)
 
-	// SyncDir makes the names in the folder dir durable: a file created
-	// in it survives a crash only once SyncDir(dir) has returned.
-	SyncDir(dir string) error
+	// SyncDir makes the names in the folders dirs durable, in one wait
+	// when the filesystem allows: a file or folder created in one
+	// survives a crash only once SyncDir has returned.
+	SyncDir(dirs ...string) error
 
 	// Committer is the filesystem's group commit: the one every
 	// conversation kept on it in this process shares (see durable.Committer).

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -37,9 +38,11 @@ import (
 // reading what it wrote and syncing it again loses it.
 //
 // Folders are not made by OpenFile: a test makes the store's folder with
-// MkdirAll, as the harness makes a conversation's with durable.MakeDir (which
-// syncs the name of each folder it makes before the store is opened), and
-// such a folder is durable at once. "/" and "." always exist.
+// MkdirAll, as the harness makes a conversation's with
+// durable.MakeDirDeferred, and such a folder is durable at once: the model
+// keeps no folder's name, so a store's SyncDir of its folder's parent (the
+// harness leaves the folder's name to the store's first write) is seen in
+// the Op it reports, not in a crash. "/" and "." always exist.
 //
 // Flocks are per open File, shared or exclusive, as flock(2)'s are.
 //
@@ -215,21 +218,30 @@ func (m *Mem) ReadFile(name string) ([]byte, error) {
 	return append([]byte{}, n.data...), nil
 }
 
-// SyncDir makes durable the names of the files in dir.
-func (m *Mem) SyncDir(dir string) error {
+// SyncDir makes durable the names of the files in each of dirs, as one
+// operation: a fault fails it whole.
+func (m *Mem) SyncDir(dirs ...string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	dirs = slices.Clone(dirs)
+	for i := range dirs {
+		dirs[i] = filepath.Clean(dirs[i])
+	}
 	m.mu.Lock()
-	dir = filepath.Clean(dir)
 	n, errno := m.count()
-	op := Op{N: n, Kind: OpSyncDir, Path: dir, Fault: errno != 0}
-	switch {
-	case errno != 0:
-		op.Err = fmt.Errorf("fsync %s: %w", dir, errno)
-	case !m.isDir(dir):
-		op.Err = &fs.PathError{Op: "open", Path: dir, Err: syscall.ENOENT}
-	case m.noSyncDir:
-	default:
+	op := Op{N: n, Kind: OpSyncDir, Path: dirs[0], Dirs: dirs, Fault: errno != 0}
+	if errno != 0 {
+		op.Err = fmt.Errorf("fsync %s: %w", dirs[0], errno)
+	}
+	for _, dir := range dirs {
+		if op.Err == nil && !m.isDir(dir) {
+			op.Err = &fs.PathError{Op: "open", Path: dir, Err: syscall.ENOENT}
+		}
+	}
+	if op.Err == nil && !m.noSyncDir {
 		for name := range m.files {
-			if filepath.Dir(name) == dir {
+			if slices.Contains(dirs, filepath.Dir(name)) {
 				m.durable[name] = true
 			}
 		}

@@ -41,7 +41,9 @@ type Op struct {
 	N    int    // its number: the Mem's first operation is 1
 	Kind Kind   // what it was
 	Path string // the file's or folder's name
-	Err  error  // what it returned
+	// Dirs are a SyncDir's folders, Path the first.
+	Dirs []string
+	Err  error // what it returned
 	// Fault says the error (or part of it) was injected by the Plan.
 	Fault bool
 }

@@ -43,7 +43,7 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 func (*osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
-func (*osFS) SyncDir(dir string) error { return durable.SyncDir(dir) }
+func (*osFS) SyncDir(dirs ...string) error { return durable.SyncDir(dirs...) }
 
 func (*osFS) Committer() *durable.Committer { return durable.OS() }
 
