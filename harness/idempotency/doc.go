@@ -3,7 +3,9 @@
 //
 // A message is never asked twice. A message whose id the conversation
 // holds, however far back (the id index, Index, a hash table on disk in
-// the conversation's folder), is the message taken before:
+// the conversation's folder, made once the conversation holds 32 events;
+// a smaller one's ids are read from its events), is the message taken
+// before:
 //
 //   - answered, its answer (the first after it that calls nothing) is told
 //     again, and nothing is written;

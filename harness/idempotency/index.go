@@ -47,6 +47,11 @@ const (
 	idsHeader  = 48
 	idsSlot    = 16
 	idsMinSize = 64 // slots of a new table
+
+	// smallEvents is how many events a conversation holds before an
+	// index opened with OpenIndexDeferred is made: until then its ids are
+	// kept in memory, read from its events.
+	smallEvents = 32
 )
 
 // errIDsDamaged comes from OpenIndex when the file is not an index: it is
@@ -91,6 +96,11 @@ type Index struct {
 	disk    int64 // through, as the file's header says
 	buf     [idsHeader]byte
 
+	// deferred says there is no file: the ids are mem's, read from the
+	// conversation's events, until it holds smallEvents (OpenIndexDeferred).
+	deferred bool
+	mem      []entry
+
 	// free is the empty slot the last find ended at, for hash, while no
 	// slot was written since: an add of the id looked for writes it there
 	// without reading it again.
@@ -102,11 +112,25 @@ type Index struct {
 
 // OpenIndex opens the index in dir, or makes an empty one (through 0) when
 // there is none or it is damaged.
-func OpenIndex(dir string) (*Index, error) {
+func OpenIndex(dir string) (*Index, error) { return openIndex(dir, false) }
+
+// OpenIndexDeferred is OpenIndex, but where there is no index it makes none
+// until the conversation holds smallEvents events: a small conversation's
+// ids are kept in memory, read from its events (CatchUp) when the index is
+// not kept open from the turn before, which costs about what reading the
+// file would, and its first turn makes one file fewer. The file is made,
+// holding them, by the CatchUp or Add that reaches smallEvents.
+func OpenIndexDeferred(dir string) (*Index, error) { return openIndex(dir, true) }
+
+func openIndex(dir string, deferred bool) (*Index, error) {
 	path := filepath.Join(dir, IndexFile)
 	x := &Index{path: path}
 	f, err := osfile.Open(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
+		if deferred {
+			x.deferred = true
+			return x, nil
+		}
 		return x, x.makeTable(nil, true)
 	}
 	if err != nil {
@@ -152,6 +176,10 @@ func (x *Index) readHeader() error {
 
 // Reset empties the index: it is made again from every event.
 func (x *Index) Reset() error {
+	if x.deferred {
+		x.mem, x.count, x.through, x.lastMsg = x.mem[:0], 0, 0, 0
+		return nil
+	}
 	if x.f != nil {
 		x.f.Close()
 		x.f = nil
@@ -184,14 +212,41 @@ func (x *Index) Discard() {
 // warm conversation may say less than it holds.
 const idsHeaderLag = 32
 
-// Lags says whether the header is idsHeaderLag messages or more behind.
-func (x *Index) Lags() bool { return x.through-x.disk >= idsHeaderLag }
+// Lags says whether the file is behind what the index holds by
+// idsHeaderLag messages or more: its header, or, deferred, the whole file
+// once the conversation holds smallEvents events.
+func (x *Index) Lags() bool {
+	if x.deferred {
+		return x.through >= smallEvents
+	}
+	return x.through-x.disk >= idsHeaderLag
+}
 
-// Flush writes the header when what it says changed.
+// Flush writes the header when what it says changed; a deferred index's
+// file is made once the conversation holds smallEvents events.
 func (x *Index) Flush() error {
+	if x.deferred {
+		return x.grown()
+	}
 	if !x.dirty {
 		return nil
 	}
+	return x.writeHeader()
+}
+
+// grown makes the file of a deferred index once the conversation holds
+// smallEvents events, holding the ids kept in memory, its header saying
+// through what.
+func (x *Index) grown() error {
+	if !x.deferred || x.through < smallEvents {
+		return nil
+	}
+	mem, through, lastMsg := x.mem, x.through, x.lastMsg
+	x.deferred, x.mem, x.count = false, nil, 0
+	if err := x.makeTable(mem, true); err != nil {
+		return err
+	}
+	x.through, x.lastMsg = through, lastMsg
 	return x.writeHeader()
 }
 
@@ -203,6 +258,14 @@ func (x *Index) Find(id string) ([]int64, error) {
 		out  []int64
 		slot [idsSlot * 4]byte
 	)
+	if x.deferred {
+		for _, e := range x.mem {
+			if e.hash == h {
+				out = append(out, e.seq)
+			}
+		}
+		return out, nil
+	}
 	mask := x.slots - 1
 	for i, n := h&mask, uint64(0); n < x.slots; {
 		k := min(uint64(len(slot)/idsSlot), x.slots-i) // read up to 4 slots, not past the end
@@ -232,14 +295,14 @@ func (x *Index) Add(id string, seq int64) error {
 	if id == "" {
 		x.lastMsg = seq
 		x.SetThrough(seq)
-		return nil
+		return x.grown()
 	}
 	if err := x.put([]entry{{hash(id), seq}}); err != nil {
 		return err
 	}
 	x.lastMsg = max(x.lastMsg, seq)
 	x.SetThrough(seq)
-	return nil
+	return x.grown()
 }
 
 // Through is the seq through which the index holds every message.
@@ -263,8 +326,13 @@ type entry struct {
 }
 
 // put writes entries into their slots, the table doubled first when they
-// would fill it over half.
+// would fill it over half; a deferred index keeps them in memory.
 func (x *Index) put(entries []entry) error {
+	if x.deferred {
+		x.mem = append(x.mem, entries...)
+		x.count += uint64(len(entries))
+		return nil
+	}
 	if (x.count+uint64(len(entries)))*2 > x.slots {
 		return x.remake(entries)
 	}

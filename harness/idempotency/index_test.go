@@ -192,3 +192,58 @@ func TestIDIndexAddedAgain(t *testing.T) {
 	}
 	x.Close()
 }
+
+// A deferred index makes no file while the conversation holds fewer than
+// smallEvents events: its ids are in memory, found and emptied there. The
+// add that reaches smallEvents makes the file, holding them all, its
+// header saying through what.
+func TestIndexDeferred(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, IndexFile)
+	x, err := OpenIndexDeferred(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFile := func(when string) {
+		t.Helper()
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("%s: the file is there (%v)", when, err)
+		}
+	}
+	for seq := int64(1); seq < smallEvents-2; seq += 2 {
+		if err := x.Add(fmt.Sprintf("m-%d", seq), seq); err != nil {
+			t.Fatal(err)
+		}
+		x.SetThrough(seq + 1) // its answer
+		if err := x.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noFile("30 events")
+	if seqs, err := x.Find("m-29"); err != nil || !slices.Equal(seqs, []int64{29}) || x.Lags() {
+		t.Fatalf("m-29 found at %v %v, lags %v; want 29, not lagging", seqs, err, x.Lags())
+	}
+	if err := x.Reset(); err != nil || x.Through() != 0 || x.LastMsg() != 0 {
+		t.Fatalf("reset: %v, through %d", err, x.Through())
+	}
+	if seqs, _ := x.Find("m-29"); len(seqs) != 0 {
+		t.Fatalf("m-29 found at %v after a reset", seqs)
+	}
+	noFile("a reset")
+	for seq := int64(1); seq < smallEvents-2; seq += 2 {
+		x.Add(fmt.Sprintf("m-%d", seq), seq)
+	}
+	if err := x.Add("", smallEvents); err != nil || !x.Made() {
+		t.Fatalf("the add of the %dth event: %v, made %v", smallEvents, err, x.Made())
+	}
+	x.Close()
+	if x, err = OpenIndex(dir); err != nil || x.Through() != smallEvents || x.LastMsg() != smallEvents || x.count != smallEvents/2-1 {
+		t.Fatalf("the file made: %v, through %d, last message %d, %d ids", err, x.Through(), x.LastMsg(), x.count)
+	}
+	defer x.Close()
+	for seq := int64(1); seq < smallEvents-2; seq += 2 {
+		if seqs, err := x.Find(fmt.Sprintf("m-%d", seq)); err != nil || !slices.Contains(seqs, seq) {
+			t.Errorf("m-%d found at %v %v in the file made", seq, seqs, err)
+		}
+	}
+}

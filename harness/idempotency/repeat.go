@@ -64,7 +64,7 @@ func (x *Index) CatchUp(ctx context.Context, conv store.Conversation, last int64
 	}
 	x.lastMsg = max(x.lastMsg, lastMsg)
 	x.SetThrough(last)
-	return read, nil
+	return read, x.grown()
 }
 
 // rawHash is the hash of an id as event.MessageID returns it.

@@ -27,7 +27,7 @@ func (t *turn) catchUpIDs(ctx context.Context) error {
 	x := t.warm.kept.TakeIDs()
 	if x == nil {
 		var err error
-		if x, err = idempotency.OpenIndex(t.dir); err != nil {
+		if x, err = idempotency.OpenIndexDeferred(t.dir); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,14 @@ package turn
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,6 +363,59 @@ func TestTakenByFailedTurn(t *testing.T) {
 	}
 }
 
+// A conversation of fewer than 32 events keeps no id index file: its ids
+// are kept in memory with the warm conversation, and read from its events
+// by a turn that takes it cold; a retry is found either way. The message
+// that brings it to 32 makes the file, holding every id, kept open between
+// turns, its header lagging what it holds.
+func TestIDsOfASmallConversation(t *testing.T) {
+	r, m, _ := countRunner(t, nil)
+	ctx := context.Background()
+	dir, _ := r.Agent.Path(home.Chat, "t")
+	index := filepath.Join(dir, idempotency.IndexFile)
+	first, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := func(when string) {
+		t.Helper()
+		asked := len(m.Requests())
+		if a, err := r.Message(ctx, "t", Message{ID: "m-1", Text: "hello"}, nil); err != nil || !a.Repeat || a.Seq != first.Seq || len(m.Requests()) != asked {
+			t.Errorf("a retry %s: %+v %v", when, a, err)
+		}
+	}
+	retry("kept warm")
+	r.Warm.Release()
+	retry("taken cold")
+	if _, err := os.Stat(index); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a conversation of two events has an id index file: %v", err)
+	}
+	for i := 2; i <= 15; i++ { // through seq 30
+		if _, err := r.Message(ctx, "t", Message{ID: fmt.Sprintf("m-%d", i), Text: "more"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(index); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a conversation of 30 events has an id index file: %v", err)
+	}
+	if _, err := r.Message(ctx, "t", Message{ID: "m-16", Text: "more"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	x, err := idempotency.OpenIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for i := 1; i <= 16; i++ {
+		if seqs, err := x.Find(fmt.Sprintf("m-%d", i)); err != nil || !slices.Contains(seqs, int64(2*i-1)) {
+			t.Errorf("the index made at 32 events finds m-%d at %v %v, want seq %d", i, seqs, err, 2*i-1)
+		}
+	}
+	retry("once the index is made")
+	r.Warm.Release()
+	retry("once the index is made, taken cold")
+}
+
 // A conversation whose index was removed has it made again from the
 // events: a retry is still found.
 func TestIDIndexRemade(t *testing.T) {
@@ -369,7 +425,7 @@ func TestIDIndexRemade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 5 {
+	for i := range 20 { // past the 32 events a conversation holds before its index is made
 		if _, err := r.Message(ctx, "t", Message{ID: fmt.Sprintf("m-%d", i+2), Text: "more"}, nil); err != nil {
 			t.Fatal(err)
 		}
