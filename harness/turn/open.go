@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 	"lnk.dev/linkharness/harness/chatdir"
@@ -49,9 +48,9 @@ func (t *turn) open(ctx context.Context, kind string) error {
 		}
 	}
 	// Its name is made durable by its store with its first event
-	// (durable.MakeDirDeferred).
-	made, err := durable.MakeDirDeferred(t.dir)
-	if err != nil {
+	// (durable.MakeDirDeferred), whoever made it: a maker that died
+	// first left no event.
+	if _, err := durable.MakeDirDeferred(t.dir); err != nil {
 		return err
 	}
 	if t.r.Open == nil {
@@ -67,12 +66,6 @@ func (t *turn) open(ctx context.Context, kind string) error {
 	}
 	t.warm.kept = t.r.Warm.New(t.dir, conv)
 	if t.last == 0 {
-		if !made {
-			// A folder with no event yet may be one whose maker died
-			// before it synced the folder's name: synced again before
-			// the first event goes in, as the log does a file's.
-			return durable.SyncDir(filepath.Dir(t.dir))
-		}
 		return nil
 	}
 	var first string

@@ -57,9 +57,9 @@ func TestSyncDirFails(t *testing.T) {
 	osCommitter.mu.Lock()
 	osCommitter.failed++ // as a batch's syncfs that failed since mark
 	osCommitter.mu.Unlock()
-	err := syncDir(dir, mark)
+	err := syncDirs([]string{dir}, mark)
 	if !errors.Is(err, ErrGroupSync) || !errors.As(err, &pe) || pe.Path != dir {
-		t.Fatalf("syncDir after a failed syncfs: %v, want ErrGroupSync naming %s", err, dir)
+		t.Fatalf("syncDirs after a failed syncfs: %v, want ErrGroupSync naming %s", err, dir)
 	}
 	if err := SyncDir(dir); err != nil {
 		t.Fatalf("SyncDir with a mark taken after: %v", err)

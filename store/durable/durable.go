@@ -76,7 +76,7 @@ func replace(path string, perm os.FileMode, write func(io.Writer) error, durable
 		return err
 	}
 	if durable {
-		return syncDir(dir, mark)
+		return syncDirs([]string{dir}, mark)
 	}
 	return nil
 }
@@ -136,16 +136,12 @@ func SyncDir(dirs ...string) error {
 	return syncDirs(dirs, osCommitter.Mark())
 }
 
-// syncDir is SyncDir with the Committer's mark taken before the names
-// were made. A name needs no earlier mark for itself: a filesystem whose
-// journal failed to commit fails every sync after, and a file's lost
-// write, which Linux reports once, does not take a name with it.
-func syncDir(dir string, mark uint64) error {
-	return syncDirs([]string{dir}, mark)
-}
-
-// syncDirs is syncDir of several folders in one Commit when they are on
-// one filesystem, else of each in turn.
+// syncDirs is SyncDir with the Committer's mark taken before the names
+// were made: of several folders in one Commit when they are on one
+// filesystem, else of each in turn. A name needs no earlier mark for
+// itself: a filesystem whose journal failed to commit fails every sync
+// after, and a file's lost write, which Linux reports once, does not take
+// a name with it.
 func syncDirs(dirs []string, mark uint64) error {
 	if len(dirs) == 0 {
 		return nil

@@ -190,11 +190,11 @@ func (c *Conversation) unlock() {
 func (c *Conversation) write(e *end, seq int64, event []byte) error {
 	if e.end == 0 {
 		// No line yet: the file may be new. Make its name durable, and
-		// its folder's, before a line is written in it. A writer that dies, or whose folder
-		// sync fails, before that leaves no line, and the next Append
-		// syncs the folder again; so a log holding a line has a durable
-		// name, whoever wrote it, and a retry that finds its line there
-		// need only sync the file.
+		// its folder's, before a line is written in it. A writer that
+		// dies, or whose folder sync fails, before that leaves no line,
+		// and the next Append syncs the folders again; so a log holding a
+		// line has durable names, whoever wrote it, and a retry that
+		// finds its line there need only sync the file.
 		if err := c.syncDir(); err != nil {
 			return err
 		}
