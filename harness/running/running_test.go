@@ -58,6 +58,7 @@ func TestSteer(t *testing.T) {
 		t.Errorf("the message never taken told %+v, want it handed back", got)
 	}
 	h.Unlock()
+	senders.Wait() // a sender told its answer may not have left Lock yet
 	if n := k.Len(); n != 0 {
 		t.Errorf("%d conversations held after the turn", n)
 	}
