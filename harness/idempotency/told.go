@@ -244,6 +244,37 @@ func OpenTold(dir string) (Told, bool, error) {
 	return Told{fd: fd, open: true, rw: rw, path: path}, true, nil
 }
 
+// CreateTold writes seq as told in the conversation's folder dir,
+// making the told file where there is none, and returns it held open to
+// be kept: a new conversation's first turn makes the file and its
+// answer's marking writes it through the descriptor, one open where
+// WriteTold's each would be two. A file already there (one marked by path
+// since the caller found none) is written as WriteTold writes it, and
+// none is returned.
+func CreateTold(dir string, seq int64) (Told, error) {
+	path := filepath.Join(dir, ToldName)
+	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_EXCL
+	fd, err := osfile.OpenFD(path, flags, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // as in WriteTold
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			fd, err = osfile.OpenFD(path, flags, 0o600)
+		}
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return Told{}, WriteTold(dir, seq)
+	}
+	if err != nil {
+		return Told{}, err
+	}
+	f := Told{fd: fd, open: true, rw: true, path: path}
+	if err := pwriteTold(fd, path, seq); err != nil {
+		f.Close()
+		return Told{}, err
+	}
+	f.known, f.seq = true, seq
+	return f, nil
+}
+
 // IsOpen says whether f holds the file open.
 func (f *Told) IsOpen() bool { return f.open }
 

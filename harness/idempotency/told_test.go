@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"path/filepath"
 	"testing"
 )
 
@@ -46,5 +47,35 @@ func TestToldKept(t *testing.T) {
 		if err != nil || got != s.want {
 			t.Errorf("step %d: marked %d, the file says %d (%v); want %d", i, s.mark, got, err, s.want)
 		}
+	}
+}
+
+// CreateTold makes the told file, in a folder not yet made too, and holds
+// it open knowing what it wrote: the next marking writes with no read. A
+// file already there is written by path, as WriteTold does, keeping a
+// higher seq, and none is held.
+func TestCreateTold(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	f, err := CreateTold(dir, 3)
+	if err != nil || !f.IsOpen() {
+		t.Fatalf("CreateTold in a folder not made: open %v, %v", f.IsOpen(), err)
+	}
+	if told, known := f.Known(); !known || told != 3 {
+		t.Errorf("Known: %d, %v; want 3, true", told, known)
+	}
+	if ok, err := f.Write(7); !ok || err != nil {
+		t.Fatalf("Write: %v, %v", ok, err)
+	}
+	f.Close()
+	if told, _, err := ReadToldFile(filepath.Join(dir, ToldName)); told != 7 || err != nil {
+		t.Fatalf("the file says %d, %v; want 7", told, err)
+	}
+
+	f, err = CreateTold(dir, 5)
+	if err != nil || f.IsOpen() {
+		t.Fatalf("CreateTold over a file: open %v, %v; want none held", f.IsOpen(), err)
+	}
+	if told, _, err := ReadToldFile(filepath.Join(dir, ToldName)); told != 7 || err != nil {
+		t.Fatalf("after CreateTold of 5 the file says %d, %v; want 7 kept", told, err)
 	}
 }

@@ -51,7 +51,9 @@ func (t *turn) untold(ctx context.Context) error {
 		return err
 	case !ok:
 		t.warm.touched = true // the pending folder made, maybe
-		return idempotency.WriteTold(t.dir, t.last)
+		f, err := idempotency.CreateTold(t.dir, t.last)
+		t.warm.kept.KeepTold(f) // for the answer's marking, and the next turn
+		return err
 	case t.last == 0:
 		return nil
 	}

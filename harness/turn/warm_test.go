@@ -341,7 +341,15 @@ func TestWarmKeepsFiles(t *testing.T) {
 	// a conversation this small has no id index file (OpenIndexDeferred).
 	kept := []string{chat, copyPath, filepath.Join(chat, idempotency.ToldName)}
 
-	send("1")
+	// A first turn makes the told record and keeps it open: its answer's
+	// marking writes through it, not opening it again by path.
+	first := send("1")
+	if open := heldOpen(t, kept[2]); !open[0] {
+		t.Fatal("the told record a first turn made is not kept open")
+	}
+	if told, _, err := idempotency.ReadToldFile(kept[2]); err != nil || told != first.Seq {
+		t.Fatalf("after the first answer's marking the told record says %d (%v), want %d", told, err, first.Seq)
+	}
 	send("2")
 	before := r.Metrics.BytesRead()
 	send("2b")
