@@ -19,12 +19,7 @@ func TestFoldersShareOneSync(t *testing.T) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		d, err := os.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		synced = append(synced, &folders{f: []*os.File{d}})
+		synced = append(synced, openFolders(t, dir))
 	}
 	var c Committer
 	errs, calls, failed := c.sync(synced)
@@ -32,12 +27,8 @@ func TestFoldersShareOneSync(t *testing.T) {
 		t.Fatalf("three folders on one filesystem: %d calls, %d failed, %v; want one syncfs", calls, failed, errs)
 	}
 
-	closed, err := os.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
-	errs, calls, _ = c.sync(append(synced[:1:1], &folders{f: []*os.File{closed}}))
+	closed := &folders{fd: []int{-1}, name: []string{root}} // no descriptor: EBADF
+	errs, calls, _ = c.sync(append(synced[:1:1], closed))
 	if calls != 2 || errs[0] != nil || errs[1] == nil {
 		t.Fatalf("a folder whose device cannot be asked: %d calls, %v; want each synced alone, the closed one failing", calls, errs)
 	}
@@ -69,20 +60,26 @@ func TestSyncDirFails(t *testing.T) {
 // Folders on two filesystems are not one Committer's member: a closed one,
 // whose filesystem cannot be asked, stands for the other.
 func TestFoldersOneDevice(t *testing.T) {
-	a, err := os.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := os.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := (folders{f: []*os.File{a, b}}); !f.oneDevice() || !f.got {
+	f := openFolders(t, t.TempDir(), t.TempDir())
+	if !f.oneDevice() || !f.got {
 		t.Fatal("two folders of one filesystem: not one device")
 	}
-	b.Close()
-	if f := (folders{f: []*os.File{a, b}}); f.oneDevice() {
+	if f := (folders{fd: []int{f.fd[0], -1}, name: f.name}); f.oneDevice() {
 		t.Fatal("a folder whose filesystem cannot be asked taken for one device with another")
 	}
+}
+
+// openFolders opens dirs as syncDirs does, closed when t ends.
+func openFolders(t *testing.T, dirs ...string) *folders {
+	t.Helper()
+	f := &folders{name: dirs}
+	t.Cleanup(f.close)
+	for _, dir := range dirs {
+		fd, err := openDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.fd = append(f.fd, fd)
+	}
+	return f
 }

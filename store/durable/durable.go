@@ -146,24 +146,39 @@ func syncDirs(dirs []string, mark uint64) error {
 	if len(dirs) == 0 {
 		return nil
 	}
-	f := folders{f: make([]*os.File, 0, len(dirs))}
+	f := folders{fd: make([]int, 0, len(dirs)), name: dirs}
 	defer f.close()
 	for _, dir := range dirs {
-		d, err := os.Open(dir)
+		fd, err := openDir(dir)
 		if err != nil {
 			return err
 		}
-		f.f = append(f.f, d)
+		f.fd = append(f.fd, fd)
 	}
 	if len(dirs) == 1 || f.oneDevice() {
 		return commit(&f, dirs[0], mark)
 	}
-	for i := range f.f {
-		if err := commit(&folders{f: f.f[i : i+1]}, dirs[i], mark); err != nil {
+	for i := range f.fd {
+		if err := commit(&folders{fd: f.fd[i : i+1], name: dirs[i : i+1]}, dirs[i], mark); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// openDir opens the folder dir to sync it: a bare descriptor, since an
+// *os.File of a folder tries the runtime's poller first, four calls more
+// than the open.
+func openDir(dir string) (int, error) {
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
 }
 
 // commit syncs f through the process's Committer, its error naming a
@@ -187,16 +202,17 @@ func OS() *Committer { return &osCommitter }
 // folders are open folders as a Committer syncs them: several only when
 // they are on one filesystem (oneDevice).
 type folders struct {
-	f   []*os.File
-	dev uint64
-	got bool // dev is known
+	fd   []int
+	name []string // each one's, for its errors
+	dev  uint64
+	got  bool // dev is known
 }
 
 // Sync syncs each folder, and returns the first error, naming its folder.
 func (d *folders) Sync() error {
-	for _, f := range d.f {
-		if err := f.Sync(); err != nil {
-			return err
+	for i, fd := range d.fd {
+		if err := ignoringEINTR(func() error { return unix.Fsync(fd) }); err != nil {
+			return &fs.PathError{Op: "sync", Path: d.name[i], Err: err}
 		}
 	}
 	return nil
@@ -205,7 +221,7 @@ func (d *folders) Sync() error {
 // SyncFS returns syncfs's error as it is: a batch's members share it,
 // each naming its own.
 func (d *folders) SyncFS() error {
-	return ignoringEINTR(func() error { return unix.Syncfs(int(d.f[0].Fd())) })
+	return ignoringEINTR(func() error { return unix.Syncfs(d.fd[0]) })
 }
 
 // Device is the folders' filesystem, asked once; a folder that cannot be
@@ -214,7 +230,7 @@ func (d *folders) SyncFS() error {
 func (d *folders) Device() uint64 {
 	if !d.got {
 		d.got = true
-		d.dev, _ = device(d.f[0])
+		d.dev, _ = device(d.fd[0])
 	}
 	return d.dev
 }
@@ -222,8 +238,8 @@ func (d *folders) Device() uint64 {
 // oneDevice says whether the folders are on one filesystem, so that one
 // syncfs makes all their names durable, and knows its Device if so.
 func (d *folders) oneDevice() bool {
-	for i, f := range d.f {
-		dev, ok := device(f)
+	for i, fd := range d.fd {
+		dev, ok := device(fd)
 		if !ok || i > 0 && dev != d.dev {
 			return false
 		}
@@ -234,19 +250,15 @@ func (d *folders) oneDevice() bool {
 }
 
 func (d *folders) close() {
-	for _, f := range d.f {
-		f.Close()
+	for _, fd := range d.fd {
+		unix.Close(fd)
 	}
 }
 
-// device is the filesystem f is on.
-func device(f *os.File) (uint64, bool) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+// device is the filesystem of the file open as fd.
+func device(fd int) (uint64, bool) {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return 0, false
 	}
 	return st.Dev, true

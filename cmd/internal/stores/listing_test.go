@@ -1,8 +1,12 @@
 package stores
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -119,4 +123,34 @@ func BenchmarkFolderLook(b *testing.B) {
 			}
 		}
 	})
+}
+
+// dirNames lists every name of a folder whose entries fill its buffer
+// many times over, and says a missing folder is missing.
+func TestDirNames(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string]bool{}
+	for i := range 300 {
+		name := fmt.Sprintf("%03d-%s", i, strings.Repeat("n", 60))
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = true
+	}
+	names, err := dirNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !want[n] {
+			t.Errorf("listed %q, not made (or twice)", n)
+		}
+		delete(want, n)
+	}
+	if len(want) != 0 {
+		t.Errorf("%d names not listed", len(want))
+	}
+	if _, err := dirNames(filepath.Join(dir, "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing folder: %v, want fs.ErrNotExist", err)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -144,17 +143,12 @@ type folder struct {
 // look reads the names in dir once. A folder not made yet holds nothing.
 func look(dir string) (folder, error) {
 	var f folder
-	d, err := os.Open(dir)
+	names, err := dirNames(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
 	}
 	if err != nil {
 		return f, fmt.Errorf("stores: %w", err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return f, fmt.Errorf("stores: %s: %w", dir, err)
 	}
 	for _, n := range names {
 		switch {
