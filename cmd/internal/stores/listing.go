@@ -3,6 +3,7 @@ package stores
 import (
 	"errors"
 	"io/fs"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -95,7 +96,9 @@ func dirNames(dir string) ([]string, error) {
 	}
 	defer unix.Close(fd)
 	var names []string
-	buf := make([]byte, 4<<10)
+	bp := direntBufs.Get().(*[direntBuf]byte)
+	defer direntBufs.Put(bp)
+	buf := bp[:]
 	for {
 		var n int
 		err := ignoringEINTR(func() (err error) {
@@ -111,6 +114,15 @@ func dirNames(dir string) ([]string, error) {
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 }
+
+// direntBuf is the size of the buffer dirNames reads a folder's entries
+// into, many a conversation's folder's names at once. The buffers are
+// pooled on the heap: one made in dirNames would be on the stack of the
+// turn that lists its folder, and grow that turn's stack past 8 KiB
+// (TestWaitingTurnStack).
+const direntBuf = 4 << 10
+
+var direntBufs = sync.Pool{New: func() any { return new([direntBuf]byte) }}
 
 // ignoringEINTR calls f again while a signal interrupts it, as package
 // os does for its own calls.
