@@ -97,18 +97,26 @@ func (ts *Tellings) Has(dir string, seq int64) bool {
 // than never.
 func WriteTold(dir string, seq int64) error {
 	path := filepath.Join(dir, ToldName)
-	fd, err := osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
-	if errors.Is(err, fs.ErrNotExist) { // a store that keeps no file there may not have made the folder
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			fd, err = osfile.OpenFD(path, unix.O_RDWR|unix.O_CREAT, 0o600)
-		}
-	}
+	fd, err := openMaking(dir, path, unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
 	_, err = writeToldAt(fd, path, seq)
 	return err
+}
+
+// openMaking opens the told file at path in the folder dir with flags,
+// which create it, making the folder first where it is missing: a store
+// that keeps no file there may not have made it.
+func openMaking(dir, path string, flags int) (int, error) {
+	fd, err := osfile.OpenFD(path, flags, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			fd, err = osfile.OpenFD(path, flags, 0o600)
+		}
+	}
+	return fd, err
 }
 
 // writeToldAt is WriteTold on the told file open as fd: one read of a
@@ -253,13 +261,7 @@ func OpenTold(dir string) (Told, bool, error) {
 // none is returned.
 func CreateTold(dir string, seq int64) (Told, error) {
 	path := filepath.Join(dir, ToldName)
-	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_EXCL
-	fd, err := osfile.OpenFD(path, flags, 0o600)
-	if errors.Is(err, fs.ErrNotExist) { // as in WriteTold
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			fd, err = osfile.OpenFD(path, flags, 0o600)
-		}
-	}
+	fd, err := openMaking(dir, path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL)
 	if errors.Is(err, fs.ErrExist) {
 		return Told{}, WriteTold(dir, seq)
 	}
