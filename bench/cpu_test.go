@@ -256,6 +256,50 @@ func messageCPU(b *testing.B, program string, each bool) {
 	b.ReportMetric(float64(s.model.Conns()), "model-dials")
 }
 
+// BenchmarkMessageCPUPaired is BenchmarkMessageCPU's comparison made a
+// message at a time: the floor and Link Harness both serve, each message
+// sent to the floor and then its twin to Link Harness, so a machine whose
+// speed drifts over a run (BenchmarkMessageCPU measures each server's
+// samples one after another) slows both alike. It reports each one's CPU
+// a message and link/floor, Link Harness's over the floor's, per sample.
+//
+//	go test -run '^$' -bench MessageCPUPaired -benchtime 200x -count 10 ./bench
+func BenchmarkMessageCPUPaired(b *testing.B) {
+	floor, link := build(b)
+	for _, c := range conns {
+		b.Run("conn="+c.name, func(b *testing.B) {
+			pair := []*served{serveWindow(b, floor, 0, c.each), serveWindow(b, link, 0, c.each)}
+			start := make([]proc.Sample, len(pair))
+			for i, s := range pair {
+				start[i] = readProc(b, s)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				for _, s := range pair {
+					s.send(s.warmed + i)
+				}
+			}
+			b.StopTimer()
+			ms := make([]float64, len(pair))
+			for i, s := range pair {
+				ms[i] = proc.CPUSeconds(start[i], readProc(b, s)) * 1e3 / float64(b.N)
+			}
+			b.ReportMetric(ms[0], "floor-cpu-ms/msg")
+			b.ReportMetric(ms[1], "link-cpu-ms/msg")
+			b.ReportMetric(ms[1]/ms[0], "link/floor")
+		})
+	}
+}
+
+// readProc reads s's server process's counts.
+func readProc(b *testing.B, s *served) proc.Sample {
+	p, err := proc.Read(s.unit.PID(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 // sendMeasured sends s b.N messages after its warm-up, the benchmark's
 // timer running, and reports the server process's CPU time a message.
 func sendMeasured(b *testing.B, s *served) {
@@ -270,18 +314,11 @@ func sendMeasured(b *testing.B, s *served) {
 // benchmark's timer running, and reports the server process's CPU time a
 // message.
 func measureCPU(b *testing.B, s *served, send func()) {
-	start, err := proc.Read(s.unit.PID(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	start := readProc(b, s)
 	b.ResetTimer()
 	send()
 	b.StopTimer()
-	end, err := proc.Read(s.unit.PID(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(proc.CPUSeconds(start, end)*1e3/float64(b.N), "cpu-ms/msg")
+	b.ReportMetric(proc.CPUSeconds(start, readProc(b, s))*1e3/float64(b.N), "cpu-ms/msg")
 }
 
 // BenchmarkMessageSyscalls counts a server's system calls per message with
