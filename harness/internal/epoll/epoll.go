@@ -58,8 +58,9 @@ func (s *Set) Add(fd int, events uint32, t Told) (uint64, error) {
 }
 
 // Rearm sets the events of fd, added as id, again: a one-shot descriptor
-// whose event came is armed by one call. It fails with unix.ENOENT once fd
-// is out of the set (it was closed).
+// whose event came is armed by one call, and events 0 has the set tell
+// nothing of fd but its hang-ups and errors, which epoll always tells. It
+// fails with unix.ENOENT once fd is out of the set (it was closed).
 func (s *Set) Rearm(fd int, id uint64, events uint32) error {
 	ev := unix.EpollEvent{Events: events, Fd: int32(id), Pad: int32(id >> 32)}
 	return unix.EpollCtl(s.fd, unix.EPOLL_CTL_MOD, fd, &ev)

@@ -78,9 +78,17 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	defer c.close()
 	s.state(nc, http.StateNew)
 	for first := true; c.await(first); first = false {
+		if c.resting {
+			c.resting = false
+			s.Watch.wake(c)
+		}
 		s.state(nc, http.StateActive)
 		if !c.serve(ctx) {
 			return
+		}
+		if first && c.id != 0 {
+			c.resting = true
+			s.Watch.rest(c)
 		}
 		s.state(nc, http.StateIdle)
 	}
@@ -102,6 +110,13 @@ type conn struct {
 	lr     limited         // what br reads: nc, limited while a header is read
 	id     uint64          // in the watcher; 0 when not watched
 	remote string          // nc's far address, once a request asked
+
+	// resting: the watcher tells nothing of it until its next request.
+	// Its first answered, a connection rests: its own wait sees its
+	// caller leave, and one that carries a message alone (as Link's
+	// bridge opens) would wake the watcher's goroutine too as it closes.
+	// One that carries a second is kept, watched from then to its close.
+	resting bool
 
 	left atomic.Bool // the far end closed: the request running and any next are its own
 	mu   sync.Mutex

@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lnk.dev/linkharness/harness/internal/epoll"
 )
@@ -623,4 +626,85 @@ func TestAllocs(t *testing.T) {
 	if n > budget {
 		t.Errorf("%.0f allocations a request, want at most %d", n, budget)
 	}
+}
+
+// A connection rests once its first request is answered: the watcher's set
+// holds it for no events, so its caller leaving wakes only its own wait.
+// Its second request has it watched again, to its close, and its caller
+// leaving then ends that request's context.
+func TestRestsAfterFirst(t *testing.T) {
+	fds := make(chan int, 1)
+	idle := make(chan struct{}, 3)
+	running := make(chan uint32, 1)
+	var served atomic.Int32
+	addr := serve(t, &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if served.Add(1) < 3 {
+				io.WriteString(w, "ok")
+				return
+			}
+			running <- 0
+			<-r.Context().Done()
+			running <- 0
+		}),
+		State: func(nc net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				rc, _ := nc.(*net.TCPConn).SyscallConn()
+				rc.Control(func(fd uintptr) { fds <- int(fd) })
+			case http.StateIdle:
+				idle <- struct{}{}
+			}
+		},
+	})
+	c := dial(t, addr)
+	get := "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	c.send(get)
+	fd := recv(t, fds)
+	c.answer("GET")
+	recv(t, idle)
+	if ev := watchedFor(t, fd); ev != 0 {
+		t.Errorf("after the first answer the set holds the connection for %#x, want 0", ev)
+	}
+	c.send(get)
+	c.answer("GET")
+	recv(t, idle)
+	if ev := watchedFor(t, fd); ev != watched {
+		t.Errorf("after the second answer the set holds the connection for %#x, want %#x", ev, watched)
+	}
+	c.send(get)
+	recv(t, running)
+	c.nc.Close()
+	recv(t, running) // the third request's context ended: its caller left
+}
+
+// watchedFor is the events the watcher's set holds descriptor fd for,
+// read from the kernel's account of this process's epoll sets
+// (/proc/self/fdinfo): the set whose entry for fd is not the runtime
+// poller's, which also asks for reads and writes. The hang-ups and errors
+// every entry is told, which the kernel shows too, are left out.
+func watchedFor(t *testing.T, fd int) uint32 {
+	t.Helper()
+	dir, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := []uint32{}
+	for _, e := range dir {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			var tfd int
+			var ev uint32
+			if n, _ := fmt.Sscanf(line, "tfd: %d events: %x", &tfd, &ev); n == 2 && tfd == fd && ev&(unix.EPOLLIN|unix.EPOLLOUT) == 0 {
+				found = append(found, ev&^(unix.EPOLLHUP|unix.EPOLLERR))
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("descriptor %d is in %d epoll sets apart from the poller's, want 1", fd, len(found))
+	}
+	return found[0]
 }
