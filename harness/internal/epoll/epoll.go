@@ -2,7 +2,9 @@ package epoll
 
 import (
 	"errors"
+	"os"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,7 +12,8 @@ import (
 // Set is an epoll set and its goroutine, which lives as long as the
 // process. It is safe for concurrent use.
 type Set struct {
-	fd int
+	fd   int
+	file *os.File // fd, as the runtime's poller waits on it
 
 	mu sync.Mutex
 	// guarded by mu
@@ -36,8 +39,17 @@ func New() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{fd: fd, told: map[uint64]Told{}}
-	go s.loop()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	s := &Set{fd: fd, file: os.NewFile(uintptr(fd), "epoll"), told: map[uint64]Told{}}
+	rc, err := s.file.SyscallConn()
+	if err != nil {
+		s.file.Close()
+		return nil, err
+	}
+	go s.loop(rc)
 	return s, nil
 }
 
@@ -81,24 +93,55 @@ func (s *Set) Forget(id uint64) {
 	s.mu.Unlock()
 }
 
-func (s *Set) loop() {
+// loop tells the set's events as they come. An epoll set is itself
+// readable while it holds events, so its goroutine waits in the runtime's
+// poller, as a socket's reader does, not in an epoll_wait of its own that
+// would hold a thread and have the scheduler take its processor back at
+// each wait: it takes what is ready without waiting, tells it, and parks
+// once a take found fewer than it had room for. All within one Read, so
+// the poller's word of events that came while it told is kept, and the
+// park ends at once (a new Read would clear it first). Should the poller
+// refuse the set, its goroutine waits in epoll_wait.
+func (s *Set) loop(rc syscall.RawConn) {
 	events := make([]unix.EpollEvent, 64)
-	for {
-		n, err := unix.EpollWait(s.fd, events, -1)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		for _, ev := range events[:n] {
-			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
-			s.mu.Lock()
-			t := s.told[id]
-			s.mu.Unlock()
-			if t != nil {
-				t.Event(id)
+	failed := false
+	err := rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := s.take(events, 0)
+			if err != nil {
+				failed = true
+				return true
+			}
+			if n < len(events) {
+				return false
 			}
 		}
+	})
+	for err != nil && !failed {
+		_, werr := s.take(events, -1)
+		failed = werr != nil
 	}
+}
+
+// take waits for the set's events up to ms milliseconds (-1: until one
+// comes), at most len(events), and tells them; an interrupted wait is
+// made again.
+func (s *Set) take(events []unix.EpollEvent, ms int) (int, error) {
+	n, err := unix.EpollWait(s.fd, events, ms)
+	for errors.Is(err, unix.EINTR) {
+		n, err = unix.EpollWait(s.fd, events, ms)
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, ev := range events[:n] {
+		id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+		s.mu.Lock()
+		t := s.told[id]
+		s.mu.Unlock()
+		if t != nil {
+			t.Event(id)
+		}
+	}
+	return n, nil
 }

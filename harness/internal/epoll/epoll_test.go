@@ -96,3 +96,50 @@ func TestSetDelete(t *testing.T) {
 		t.Fatalf("armed after Delete: %v, want ENOENT", err)
 	}
 }
+
+// Each event told makes the next descriptor ready, from the set's own
+// goroutine, as it tells: every one is told, though each comes while the
+// set is between its last wait and its park in the runtime's poller. And
+// more ready at once than one wait takes (64) are all told.
+func TestSetTellsWhatComesWhileTelling(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Skipf("no epoll: %v", err)
+	}
+	const n = 200
+	far := make([]int, n)
+	done := make(chan uint64, n)
+	for i := range n {
+		a, b := pair(t)
+		far[i] = b
+		next := i + 1
+		if _, err := s.Add(a, unix.EPOLLIN|unix.EPOLLONESHOT, Func(func(id uint64) {
+			if next < n {
+				unix.Write(far[next], []byte("x"))
+			}
+			done <- id
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unix.Write(far[0], []byte("x"))
+	for range n {
+		wait(done)
+	}
+	// A burst: n ready before the set looks.
+	burst := make(chan uint64, n)
+	var ends []int
+	for range n {
+		a, b := pair(t)
+		ends = append(ends, b)
+		if _, err := s.Add(a, unix.EPOLLIN|unix.EPOLLONESHOT, Func(func(id uint64) { burst <- id })); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range ends {
+		unix.Write(b, []byte("x"))
+	}
+	for range n {
+		wait(burst)
+	}
+}
