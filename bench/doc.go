@@ -4,5 +4,6 @@
 // beside its code. bench/floor is the floor server, the least a warm
 // harness does per message; BenchmarkMessageCPU and
 // BenchmarkMessageSyscalls measure it and lnk-link-harness as processes in
-// the same run.
+// the same run, and BenchmarkMessageCPUPaired both at once, a message to
+// each in turn.
 package bench
