@@ -100,12 +100,13 @@ func TestWaitingTurnStack(t *testing.T) {
 	if w.used > stackWaitBudget {
 		t.Errorf("a turn waiting on its model's stream uses %d bytes of its stack, over %d", w.used, stackWaitBudget)
 	}
-	// A stack is a power of two: a turn past the budget grows the stacks by
-	// twice it, at the least. Below that is what the runtime keeps, until a
-	// collection, of stacks freed: those of the goroutines each turn's dial
-	// of the model ran on (package apart), 2-5.5 KiB a turn.
-	if per > stackBudget*15/8 {
-		t.Errorf("the stacks grew %.0f bytes a waiting turn, over %d", per, stackBudget)
+	// A stack is a power of two: a turn past the budget holds twice it on
+	// its own, so the stacks grow by that at the least. Below it is what
+	// the runtime keeps, until a collection, of stacks freed: those of the
+	// goroutines each turn's dial of the model ran on (package apart),
+	// 1.5-5.5 KiB a turn here, 7.9 in one CI beside two busy loops.
+	if per >= 2*stackBudget {
+		t.Errorf("the stacks grew %.0f bytes a waiting turn: a turn's stack past %d", per, stackBudget)
 	}
 }
 
